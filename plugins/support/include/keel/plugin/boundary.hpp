@@ -1,0 +1,48 @@
+// The one place where a plugin's C++ code meets the C ABI: Result -> keel_error*,
+// and no exception ever escapes an entry point.
+#pragma once
+
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <string>
+
+namespace keel::plugin {
+
+// A heap-allocated keel_error that owns its message; released by its own destroy.
+[[nodiscard]] keel_error* make_c_error(Status code, std::string message) noexcept;
+
+[[nodiscard]] inline keel_error* to_c_error(Error error) noexcept {
+    return make_c_error(error.code(), std::move(error).message());
+}
+
+// Runs `body` (returning Result<void>) at an ABI entry point named `where`.
+// Errors become a keel_error* whose message starts with "[where] ";
+// exceptions (std::bad_alloc, bugs) are caught and reported, never propagated.
+template <class Body>
+[[nodiscard]] keel_error* entry(const char* where, Body&& body) noexcept {
+    try {
+        Result<void> r = body();
+        if (r.ok()) return nullptr;
+        Error e = std::move(r).error();
+        return make_c_error(e.code(), "[" + std::string(where) + "] " + e.message());
+    } catch (const std::bad_alloc&) {
+        return make_c_error(KEEL_STATUS_OUT_OF_MEMORY,
+                            "[" + std::string(where) + "] host allocation failed");
+    } catch (const std::exception& ex) {
+        return make_c_error(KEEL_STATUS_INTERNAL,
+                            "[" + std::string(where) + "] unexpected exception: " + ex.what());
+    } catch (...) {
+        return make_c_error(KEEL_STATUS_INTERNAL,
+                            "[" + std::string(where) + "] unexpected exception");
+    }
+}
+
+// Fails with INVALID_ARGUMENT naming `what` when `p` is null.
+template <class P>
+[[nodiscard]] Result<void> require_non_null(const P* p, const char* what) {
+    if (p == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+    return ok();
+}
+
+}  // namespace keel::plugin

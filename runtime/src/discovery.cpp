@@ -69,9 +69,9 @@ std::vector<std::filesystem::path> list_candidates(const std::vector<SearchPathE
         fs::file_status st = fs::status(entry.path, ec);
         if (ec || !fs::exists(st)) {
             if (is_default_origin(entry))
-                logger()->debug("[keel] default plugin directory {} does not exist", entry.path.string());
+                logger()->debug("[loader] default plugin directory {} does not exist", entry.path.string());
             else
-                logger()->warn("[keel] plugin path entry {} (from {}) does not exist",
+                logger()->warn("[loader] plugin path entry {} (from {}) does not exist",
                                entry.path.string(), entry.origin);
             continue;
         }
@@ -87,10 +87,10 @@ std::vector<std::filesystem::path> list_candidates(const std::vector<SearchPathE
             if (fs::is_regular_file(p, fec)) found.push_back(p);
         }
         if (ec)
-            logger()->warn("[keel] cannot read plugin directory {}: {}", entry.path.string(),
+            logger()->warn("[loader] cannot read plugin directory {}: {}", entry.path.string(),
                            ec.message());
         std::sort(found.begin(), found.end());
-        logger()->debug("[keel] {} plugin file(s) in {} (from {})", found.size(),
+        logger()->debug("[loader] {} plugin file(s) in {} (from {})", found.size(),
                         entry.path.string(), entry.origin);
         out.insert(out.end(), found.begin(), found.end());
     }

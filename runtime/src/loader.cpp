@@ -31,7 +31,7 @@ void abandon_initialised(const keel_plugin_api* table, const std::filesystem::pa
         table->plugin_shutdown();
         return;
     }
-    logger()->debug("[keel] {} cannot be shut down safely; it stays mapped", path.string());
+    logger()->debug("[loader] {} cannot be shut down safely; it stays mapped", path.string());
     pin_library(path);
     keep_forever(std::move(services));
 }

@@ -40,7 +40,7 @@ std::shared_ptr<spdlog::logger> make_logger() {
         if (auto level = parse_log_level(env))
             log->set_level(*level);
         else
-            log->warn("[keel] KEEL_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; "
+            log->warn("[logging] KEEL_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; "
                       "using warn",
                       env);
     }

@@ -23,7 +23,7 @@ Plugin::~Plugin() {
     if (in_host_func()) {
         // plugin_shutdown would have to join the very thread we are on.
         logger()->error(
-            "[keel] the last reference to plugin {} was dropped inside a host function; it is "
+            "[loader] the last reference to plugin {} was dropped inside a host function; it is "
             "neither shut down nor unloaded (host functions must not own keel objects)",
             path_.string());
         pin_library(path_);
@@ -31,7 +31,7 @@ Plugin::~Plugin() {
         return;
     }
     api_.plugin_shutdown();
-    logger()->debug("[keel] plugin {} shut down; unloading {}", type_, path_.string());
+    logger()->debug("[loader] plugin {} shut down; unloading {}", type_, path_.string());
 }
 
 Result<void> Plugin::describe() {
@@ -85,7 +85,7 @@ Result<void> Plugin::read_devices() {
         d.max_allocation = p.max_allocation != 0 ? p.max_allocation : p.total_memory;
         d.alloc_alignment = p.alloc_alignment;
         if (d.alloc_alignment == 0 || (d.alloc_alignment & (d.alloc_alignment - 1)) != 0)
-            logger()->warn("[keel] {} reports allocation alignment {}, which is not a power of two",
+            logger()->warn("[loader] {} reports allocation alignment {}, which is not a power of two",
                            slot->name, d.alloc_alignment);
         devices_.push_back(std::move(slot));
     }
@@ -96,7 +96,7 @@ void pin_library(const std::filesystem::path& path) noexcept {
     // RTLD_NOLOAD: only if already loaded; RTLD_NODELETE: never unmapped.
     // The handle is deliberately never closed.
     if (dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) == nullptr)
-        logger()->error("[keel] could not pin {}: {}", path.string(), dlerror());
+        logger()->error("[loader] could not pin {}: {}", path.string(), dlerror());
 }
 
 void keep_forever(std::unique_ptr<HostServices> services) noexcept {

@@ -19,7 +19,7 @@ struct Runtime::State {
     std::vector<Device> devices;
 
     void reject(std::filesystem::path path, Error error) {
-        detail::logger()->warn("[keel] rejected plugin {}: {}", path.string(), error.message());
+        detail::logger()->warn("[loader] rejected plugin {}: {}", path.string(), error.message());
         rejected.push_back({std::move(path), error.message(), error.code()});
     }
 
@@ -31,7 +31,7 @@ struct Runtime::State {
         for (const auto& slot : plugin->devices())
             // Aliasing: the Device points at its slot and owns the plugin.
             devices.emplace_back(std::shared_ptr<const detail::DeviceSlot>(plugin, slot.get()));
-        detail::logger()->info("[keel] loaded plugin {} {} (ABI {}.{}) from {}: {} device(s){}{}",
+        detail::logger()->info("[loader] loaded plugin {} {} (ABI {}.{}) from {}: {} device(s){}{}",
                                plugin->type(), plugin->version(), api.abi_major(), api.abi_minor(),
                                plugin->path().string(), plugin->devices().size(),
                                plugin->status().empty() ? "" : "; ", plugin->status());
@@ -67,7 +67,7 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
         fs::path canonical = fs::weakly_canonical(candidate, ec);
         if (ec) canonical = candidate;
         if (!seen.insert(canonical).second) {
-            detail::logger()->debug("[keel] {} is listed more than once; loaded once",
+            detail::logger()->debug("[loader] {} is listed more than once; loaded once",
                                     canonical.string());
             continue;
         }

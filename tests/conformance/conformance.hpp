@@ -95,7 +95,11 @@ public:
     Gate& operator=(const Gate&) = delete;
     Gate(Gate&&) = delete;
     Gate& operator=(Gate&&) = delete;
-    ~Gate() { open(); }
+    ~Gate() {
+        open();
+        // Set only when hold() itself waited: the work ran inline.
+        if (timed_out()) ADD_FAILURE() << "the plugin ran a gated host function inline, at enqueue";
+    }
 
     // Enqueues the waiting host function on `stream`.
     [[nodiscard]] Result<void> hold(const Stream& stream) {

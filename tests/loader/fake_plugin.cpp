@@ -9,6 +9,9 @@
 //
 // If KEEL_FAKE_PLUGIN_LOG names a file at init, the plugin appends a line
 // per init, stream destroy and shutdown, so tests can check lifetimes.
+// KEEL_FAKE_INLINE=1 at init makes it run all work inline at enqueue, like a
+// naive synchronous fake: the conformance suite must then fail (a check of
+// the suite itself, run by hand).
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
@@ -16,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -64,6 +68,9 @@ std::string hex(std::uint64_t v) {
     return b;
 }
 
+// Set at init from KEEL_FAKE_INLINE.
+std::atomic<bool> g_run_inline{false};
+
 // A stream's worker: runs queued work in order on its own thread.
 class Worker {
 public:
@@ -78,6 +85,13 @@ public:
 
     // Returns the ticket of the task: it has run once completed() >= ticket.
     std::uint64_t push(Task task) {
+        if (g_run_inline.load()) {
+            task();
+            std::lock_guard lock(mutex_);
+            ++completed_;
+            cv_.notify_all();
+            return ++enqueued_;
+        }
         std::lock_guard lock(mutex_);
         queue_.push_back(std::move(task));
         cv_.notify_all();
@@ -132,13 +146,19 @@ private:
     std::thread thread_;  // last: starts after the rest is initialised
 };
 
+// One record of an event: the stream point it captured and, for timing
+// events, when the stream reached it (written by the stream's worker, read
+// only after the worker reached the ticket).
+struct RecordPoint {
+    std::shared_ptr<Worker> worker;
+    std::uint64_t ticket = 0;
+    std::chrono::steady_clock::time_point time;
+};
+
 struct EventState {
     std::mutex mutex;
     bool timing = false;
-    std::shared_ptr<Worker> worker;  // of the most recent record
-    std::uint64_t ticket = 0;
-    std::uint64_t timed_ticket = 0;  // which record `time` belongs to
-    std::chrono::steady_clock::time_point time;
+    std::shared_ptr<RecordPoint> point;  // the most recent record; null if never recorded
 };
 
 }  // namespace
@@ -345,19 +365,19 @@ keel_error* stream_query(keel_stream s, std::int32_t* out_done) {
     });
 }
 
+// The most recent record of `e` (null if never recorded).
+std::shared_ptr<RecordPoint> current_point(keel_event e) {
+    std::lock_guard lock(e->state->mutex);
+    return e->state->point;
+}
+
 keel_error* stream_wait_event(keel_stream s, keel_event e) {
     return entry(KEEL_FAKE_TYPE " stream_wait_event", [&]() -> Result<void> {
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
-        std::shared_ptr<Worker> other;
-        std::uint64_t ticket = 0;
-        {
-            std::lock_guard lock(e->state->mutex);
-            other = e->state->worker;
-            ticket = e->state->ticket;
-        }
-        if (!other) return ok();  // never recorded: already complete
-        s->worker->push([other, ticket] { other->wait_until(ticket); });
+        std::shared_ptr<RecordPoint> point = current_point(e);
+        if (!point) return ok();  // never recorded: already complete
+        s->worker->push([point] { point->worker->wait_until(point->ticket); });
         return ok();
     });
 }
@@ -396,20 +416,14 @@ keel_error* event_record(keel_event e, keel_stream s) {
     return entry(KEEL_FAKE_TYPE " event_record", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(require_stream(s));
-        std::shared_ptr<EventState> state = e->state;
-        // Held while pushing, so the task sees the ticket it belongs to.
-        std::lock_guard lock(state->mutex);
-        auto ticket_box = std::make_shared<std::uint64_t>(0);
-        std::uint64_t ticket = s->worker->push([state, ticket_box] {
-            std::lock_guard l(state->mutex);
-            if (state->timing) {
-                state->time = std::chrono::steady_clock::now();
-                state->timed_ticket = *ticket_box;
-            }
+        auto point = std::make_shared<RecordPoint>();
+        point->worker = s->worker;
+        const bool timing = e->state->timing;
+        point->ticket = s->worker->push([point, timing] {
+            if (timing) point->time = std::chrono::steady_clock::now();
         });
-        *ticket_box = ticket;
-        state->worker = s->worker;
-        state->ticket = ticket;
+        std::lock_guard lock(e->state->mutex);
+        e->state->point = std::move(point);
         return ok();
     });
 }
@@ -418,8 +432,8 @@ keel_error* event_query(keel_event e, std::int32_t* out_done) {
     return entry(KEEL_FAKE_TYPE " event_query", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
-        std::lock_guard lock(e->state->mutex);
-        *out_done = !e->state->worker || e->state->worker->reached(e->state->ticket) ? 1 : 0;
+        std::shared_ptr<RecordPoint> point = current_point(e);
+        *out_done = !point || point->worker->reached(point->ticket) ? 1 : 0;
         return ok();
     });
 }
@@ -427,14 +441,8 @@ keel_error* event_query(keel_event e, std::int32_t* out_done) {
 keel_error* event_synchronize(keel_event e) {
     return entry(KEEL_FAKE_TYPE " event_synchronize", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
-        std::shared_ptr<Worker> w;
-        std::uint64_t ticket = 0;
-        {
-            std::lock_guard lock(e->state->mutex);
-            w = e->state->worker;
-            ticket = e->state->ticket;
-        }
-        if (w) w->wait_until(ticket);
+        if (std::shared_ptr<RecordPoint> point = current_point(e))
+            point->worker->wait_until(point->ticket);
         return ok();
     });
 }
@@ -447,14 +455,12 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         std::chrono::steady_clock::time_point t[2];
         keel_event events[2] = {start, end};
         for (int i = 0; i < 2; ++i) {
-            EventState& s = *events[i]->state;
-            std::lock_guard lock(s.mutex);
-            if (!s.timing)
+            if (!events[i]->state->timing)
                 return Error(KEEL_STATUS_FAILED_PRECONDITION, "event was created without timing");
-            if (!s.worker || !s.worker->reached(s.ticket) || s.timed_ticket != s.ticket)
-                return Error(KEEL_STATUS_FAILED_PRECONDITION,
-                             "event is not recorded or not complete");
-            t[i] = s.time;
+            std::shared_ptr<RecordPoint> point = current_point(events[i]);
+            if (!point || !point->worker->reached(point->ticket))
+                return Error(KEEL_STATUS_FAILED_PRECONDITION, "event is not recorded or not complete");
+            t[i] = point->time;
         }
         *out_ms = std::chrono::duration<float, std::milli>(t[1] - t[0]).count();
         return ok();
@@ -677,6 +683,8 @@ keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api
             g_state->devices[i].name = std::string(KEEL_FAKE_TYPE ":") + std::to_string(i);
         }
         if (const char* log = std::getenv("KEEL_FAKE_PLUGIN_LOG")) g_state->log_path = log;
+        const char* run_inline = std::getenv("KEEL_FAKE_INLINE");
+        g_run_inline.store(run_inline != nullptr && std::string(run_inline) == "1");
         trace("init");
         keel::plugin::HostLog::write(KEEL_LOG_DEBUG, "[" KEEL_FAKE_TYPE "] initialised");
         fill_table(g_table);

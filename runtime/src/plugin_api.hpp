@@ -79,6 +79,9 @@ public:
     [[nodiscard]] bool has_host_alloc() const noexcept {
         return table_.host_alloc != nullptr && table_.host_free != nullptr;
     }
+    [[nodiscard]] bool has_memcpy_h2d_inline() const noexcept {
+        return table_.memcpy_h2d_inline != nullptr;
+    }
     [[nodiscard]] Result<void> device_memory_info(keel_device d, std::uint64_t* out_free,
                                                   std::uint64_t* out_total) const;
     [[nodiscard]] Result<void> host_alloc(keel_device d, std::uint64_t size, void** out) const;

@@ -122,6 +122,23 @@ Result<void> Stream::copy_h2d(DeviceView dst, const PinnedBuffer& src) const {
     return copy_h2d(dst, src.data(), src.size());
 }
 
+Result<void> Stream::copy_h2d_inline(DeviceView dst, const void* src, std::uint64_t size) const {
+    constexpr const char* where = "Stream::copy_h2d_inline";
+    KEEL_TRY(check(where));
+    KEEL_TRY(check_view(where, "the destination", dst));
+    if (size == 0) return ok();
+    if (src == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Stream::copy_h2d_inline] the source pointer is null");
+    if (size > KEEL_INLINE_COPY_MAX)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Stream::copy_h2d_inline] " + std::to_string(size) +
+                         " bytes is more than an inline copy takes (" +
+                         std::to_string(KEEL_INLINE_COPY_MAX) + "); use copy_h2d");
+    if (size > dst.size()) return out_of_range(where, "a copy", size, "the destination", dst.size());
+    return device_.slot().api().memcpy_h2d_inline(handle_, dst.address(), src, size);
+}
+
 Result<void> Stream::copy_d2h(void* dst, DeviceView src, std::uint64_t size) const {
     constexpr const char* where = "Stream::copy_d2h";
     KEEL_TRY(check(where));

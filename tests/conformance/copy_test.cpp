@@ -92,6 +92,24 @@ TEST_P(Conformance, MemsetFillsEveryByteOfItsView) {
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], i < 4000 ? 0x00 : 0x5a) << i;
 }
 
+TEST_P(Conformance, AnInlineCopyCapturesItsSourceAtTheCall) {
+    if (!device().supports_inline_copy())
+        GTEST_SKIP() << device().name() << " has no memcpy_h2d_inline (optional entry)";
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 2 * KEEL_INLINE_COPY_MAX));
+    Bytes scratch = pattern(KEEL_INLINE_COPY_MAX, 5), first = scratch, out(KEEL_INLINE_COPY_MAX, 0);
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));
+    KEEL_ASSERT_OK(s.copy_h2d_inline(buf, scratch.data(), scratch.size()));
+    std::fill(scratch.begin(), scratch.end(), 0xcd);  // reused at once: allowed for inline copies
+    gate.open();
+    KEEL_ASSERT_OK(s.copy_d2h(out.data(), buf, out.size()));
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_EQ(out, first);
+    KEEL_EXPECT_ERROR(s.copy_h2d_inline(buf, scratch.data(), KEEL_INLINE_COPY_MAX + 1),
+                      KEEL_STATUS_INVALID_ARGUMENT);
+}
+
 TEST_P(Conformance, AZeroByteCopyEnqueuesNothingAndSucceeds) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 16));

@@ -545,6 +545,24 @@ keel_error* memset_d8(keel_stream s, keel_device_addr dst, std::uint8_t value, s
     });
 }
 
+keel_error* memcpy_h2d_inline(keel_stream s, keel_device_addr dst, const void* src,
+                              std::uint64_t size) {
+    return entry(KEEL_FAKE_TYPE " memcpy_h2d_inline", [&]() -> Result<void> {
+        KEEL_TRY(require_stream(s));
+        KEEL_TRY(keel::plugin::require_non_null(src, "src"));
+        if (size > KEEL_INLINE_COPY_MAX)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, std::to_string(size) + " bytes is more than " +
+                                                           std::to_string(KEEL_INLINE_COPY_MAX));
+        KEEL_TRY(s->device->check_range(dst, size, "destination"));
+        std::array<std::uint8_t, KEEL_INLINE_COPY_MAX> captured{};
+        std::memcpy(captured.data(), src, size);
+        s->worker->push([dst, captured, size] {
+            std::memcpy(reinterpret_cast<void*>(dst), captured.data(), size);
+        });
+        return ok();
+    });
+}
+
 keel_error* device_memory_info(keel_device d, std::uint64_t* out_free, std::uint64_t* out_total) {
     return entry(KEEL_FAKE_TYPE " device_memory_info", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
@@ -643,7 +661,7 @@ struct NeverCalled<R (*)(A...)> {
     t.event_elapsed_time = &event_elapsed_time;
     t.kernel_get = &kernel_get;
     t.kernel_launch = &kernel_launch;
-    t.memcpy_h2d_inline = nullptr;
+    t.memcpy_h2d_inline = &memcpy_h2d_inline;
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_WRONG_MAJOR
     // Ignores the negotiation and answers with another major's table.
     t.abi_major = KEEL_ABI_VERSION_MAJOR + 1;

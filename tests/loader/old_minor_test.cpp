@@ -66,6 +66,17 @@ TEST_F(OldMinor, ElapsedTimeIsUnimplemented) {
     expect_unimplemented(ms.error(), "event_elapsed_time");
 }
 
+TEST_F(OldMinor, InlineCopyIsUnimplemented) {
+    EXPECT_FALSE(device().supports_inline_copy());
+    auto stream = Stream::create(device());
+    auto buf = DeviceBuffer::allocate(device(), 8);
+    ASSERT_TRUE(stream.ok() && buf.ok());
+    std::uint64_t value = 7;
+    auto r = stream->copy_h2d_inline(*buf, &value, sizeof value);
+    ASSERT_FALSE(r.ok());
+    expect_unimplemented(r.error(), "memcpy_h2d_inline");
+}
+
 TEST_F(OldMinor, PinnedBufferFallsBackToPageableMemoryAndCopiesStillRoundTrip) {
     auto pinned_in = PinnedBuffer::allocate(device(), 1000);
     auto pinned_out = PinnedBuffer::allocate(device(), 1000);

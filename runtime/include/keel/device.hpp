@@ -84,6 +84,10 @@ public:
     // device_memory_info.
     [[nodiscard]] Result<MemoryInfo> memory_info() const;
 
+    // Whether Stream::copy_h2d_inline works on this device (the plugin has
+    // the optional memcpy_h2d_inline entry).
+    [[nodiscard]] bool supports_inline_copy() const noexcept;
+
     // The plugin's handle, for extensions that call the C ABI themselves.
     // Owned by the plugin; valid while this Device (or any copy) lives.
     [[nodiscard]] keel_device native() const noexcept;

@@ -82,6 +82,12 @@ public:
     // Copies all of `src` into the start of `dst` (same device; it must fit;
     // the ranges must not overlap).
     [[nodiscard]] Result<void> copy_d2d(DeviceView dst, DeviceView src) const;
+    // Copies `size` <= KEEL_INLINE_COPY_MAX (256) bytes whose source is
+    // captured before this returns, so `src` may be reused at once (scalars,
+    // shapes). UNIMPLEMENTED when the plugin lacks memcpy_h2d_inline (see
+    // Device::supports_inline_copy); then use copy_h2d.
+    [[nodiscard]] Result<void> copy_h2d_inline(DeviceView dst, const void* src,
+                                               std::uint64_t size) const;
     // Sets every byte of `dst` to `value`.
     [[nodiscard]] Result<void> memset(DeviceView dst, std::uint8_t value) const;
 

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 #include <optional>
 #include <vector>
 
@@ -90,6 +92,56 @@ TEST(Lifetime, TwoRuntimesAliveAtOnceShareOneLoadOfAPlugin) {
     EXPECT_EQ(trace.lines(), (Lines{"init fake"}));
     second.reset();
     EXPECT_EQ(trace.lines(), (Lines{"init fake", "shutdown fake"}));
+}
+
+TEST(Lifetime, RuntimesCreatedConcurrentlyShareOneLoad) {
+    PluginTrace trace("concurrent_create");
+    std::vector<std::optional<Runtime>> runtimes(4);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < runtimes.size(); ++i)
+        threads.emplace_back([&runtimes, i] {
+            auto rt = Runtime::create(only({fake_dir("good")}));
+            if (rt.ok()) runtimes[i].emplace(std::move(rt).value());
+        });
+    for (auto& t : threads) t.join();
+    for (const auto& rt : runtimes) {
+        ASSERT_TRUE(rt.has_value());
+        EXPECT_EQ(rt->devices().size(), 2u);
+    }
+    EXPECT_EQ(trace.lines(), (Lines{"init fake"}));
+    runtimes.clear();
+    EXPECT_EQ(trace.lines(), (Lines{"init fake", "shutdown fake"}));
+}
+
+TEST(Lifetime, LoadsAndShutdownsFromSeveralThreadsNeverOverlap) {
+    PluginTrace trace("load_unload_race");
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < 3; ++t)
+        threads.emplace_back([&failures] {
+            for (int i = 0; i < 20; ++i) {
+                auto rt = Runtime::create(only({fake_dir("good")}));
+                if (!rt.ok() || rt->devices().empty()) {
+                    ++failures;
+                    continue;
+                }
+                auto s = Stream::create(rt->devices()[0]);
+                if (!s.ok() || !s->synchronize().ok()) ++failures;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    // Each init is followed by its shutdown before the file is initialised again.
+    std::string expected = "init fake";
+    int inits = 0;
+    for (const std::string& line : trace.lines()) {
+        if (line == "stream_destroy fake") continue;
+        ASSERT_EQ(line, expected);
+        if (line == "init fake") ++inits;
+        expected = expected == "init fake" ? "shutdown fake" : "init fake";
+    }
+    EXPECT_EQ(expected, "init fake") << "the last load was shut down";
+    EXPECT_GE(inits, 1);
 }
 
 TEST(Lifetime, APluginLoadedAgainAfterShutdownIsInitialisedAgain) {

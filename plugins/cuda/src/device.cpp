@@ -80,12 +80,15 @@ Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
     properties_.alloc_alignment = kCudaMallocAlignment;
 }
 
-void Device::release_all() noexcept {
-    if (!make_current().ok()) return;
-    for (cudaStream_t s : idle_streams_.take_all()) (void)cudaStreamDestroy(s);
-    for (cudaEvent_t e : idle_events_.take_all()) (void)cudaEventDestroy(e);
-    for (cudaEvent_t e : idle_timing_events_.take_all()) (void)cudaEventDestroy(e);
-    auto leaked = allocations_.take_all();
+void Device::release_all() noexcept try {
+    const std::vector<cudaStream_t> streams = idle_streams_.take_all();
+    std::vector<cudaEvent_t> events = idle_events_.take_all();
+    for (cudaEvent_t e : idle_timing_events_.take_all()) events.push_back(e);
+    const auto leaked = allocations_.take_all();
+    // A device never used has nothing to release: do not create its context now.
+    if ((streams.empty() && events.empty() && leaked.empty()) || !make_current().ok()) return;
+    for (cudaStream_t s : streams) (void)cudaStreamDestroy(s);
+    for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
     if (!leaked.empty())
         plugin::HostLog::write(KEEL_LOG_WARN, "[cuda plugin_shutdown] freeing " +
                                                   std::to_string(leaked.size()) +
@@ -94,6 +97,8 @@ void Device::release_all() noexcept {
         (void)size;
         (void)cudaFree(reinterpret_cast<void*>(addr));
     }
+} catch (...) {
+    // Out of host memory at shutdown: leave the rest to process exit.
 }
 
 Discovery discover_devices() {
@@ -117,7 +122,8 @@ Discovery discover_devices() {
             found.status += "CUDA device " + std::to_string(ordinal) + " skipped: " + describe_cuda(error);
             continue;
         }
-        found.devices.push_back(std::make_unique<Device>(static_cast<std::uint32_t>(found.devices.size()), ordinal, prop));
+        const auto index = static_cast<std::uint32_t>(found.devices.size());
+        found.devices.push_back(std::make_unique<Device>(index, ordinal, prop));
     }
     return found;
 }

@@ -26,7 +26,7 @@ PluginState::PluginState(Discovery discovery, bool with_test_kernels)
       status_(std::move(discovery.status)),
       kernels_(with_test_kernels) {}
 
-PluginState::~PluginState() {
+void PluginState::release_all() noexcept {
     for (auto& device : devices_) device->release_all();
 }
 
@@ -51,6 +51,7 @@ Result<void> acquire_state() {
 bool release_state() noexcept {
     std::lock_guard lock(g_mutex);
     if (g_references == 0 || --g_references > 0) return false;
+    g_state->release_all();
     g_state.reset();
     return true;
 }

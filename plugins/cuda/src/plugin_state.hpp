@@ -23,7 +23,12 @@ public:
     PluginState& operator=(const PluginState&) = delete;
     PluginState(PluginState&&) = delete;
     PluginState& operator=(PluginState&&) = delete;
-    ~PluginState();  // releases pooled handles and leaked allocations
+    // Makes no CUDA call: at process exit without plugin_shutdown, CUDA may
+    // already be torn down.
+    ~PluginState() = default;
+
+    // Destroys pooled handles and frees leaked allocations (plugin_shutdown).
+    void release_all() noexcept;
 
     [[nodiscard]] const std::vector<std::unique_ptr<Device>>& devices() const noexcept {
         return devices_;

@@ -97,7 +97,7 @@ TEST_F(CudaDevice, FreeingWhatWasNotAllocatedIsRejected) {
     ASSERT_TRUE(ok(api().device_free(device(), addr)));
     Outcome twice = outcome(api().device_free(device(), addr));
     EXPECT_EQ(twice.code, KEEL_STATUS_INVALID_ARGUMENT) << twice.message;
-    EXPECT_NE(twice.message.find("not the start of a live allocation of cuda:0"), std::string::npos)
+    EXPECT_NE(twice.message.find("not the start of a live device allocation of cuda:0"), std::string::npos)
         << twice.message;
 }
 
@@ -108,11 +108,16 @@ TEST_F(CudaDevice, PinnedHostMemoryIsOrdinaryHostMemory) {
     EXPECT_EQ(pinned.as<unsigned char>()[4 * kMiB - 1], 0x5A);
 }
 
-TEST_F(CudaDevice, FreeingUnpinnedHostMemoryIsRejectedByCuda) {
+TEST_F(CudaDevice, FreeingHostMemoryNotFromHostAllocIsRejected) {
     std::vector<char> ordinary(64);
     Outcome o = outcome(api().host_free(device(), ordinary.data()));
-    EXPECT_NE(o.code, KEEL_STATUS_OK);
-    EXPECT_NE(o.message.find("cudaError"), std::string::npos) << o.message;
+    EXPECT_EQ(o.code, KEEL_STATUS_INVALID_ARGUMENT) << o.message;
+    EXPECT_NE(o.message.find("is not the start of a live pinned host allocation of cuda:0"), std::string::npos)
+        << o.message;
+    void* pinned = nullptr;
+    ASSERT_TRUE(ok(api().host_alloc(device(), 64, &pinned)));
+    ASSERT_TRUE(ok(api().host_free(device(), pinned)));
+    EXPECT_EQ(outcome(api().host_free(device(), pinned)).code, KEEL_STATUS_INVALID_ARGUMENT) << "double free";
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ TEST_F(CudaStickyError, AnIllegalAddressReachesEveryLaterCallInCudasWords) {
     EXPECT_NE(event_waited.message.find("cudaErrorIllegalAddress"), std::string::npos) << event_waited.message;
     Outcome enqueued = launch(stream.get(), "noop", {});
     EXPECT_EQ(enqueued.code, KEEL_STATUS_DEVICE_ERROR) << enqueued.message;
-    EXPECT_NE(enqueued.message.find("[cuda kernel_launch] cudaErrorIllegalAddress"), std::string::npos)
-        << enqueued.message;
+    EXPECT_EQ(enqueued.message.rfind("[cuda kernel_launch] ", 0), 0u) << enqueued.message;
+    EXPECT_NE(enqueued.message.find("cudaErrorIllegalAddress"), std::string::npos) << enqueued.message;
 
     // The host function enqueued behind the fault still ran, with the error.
     {

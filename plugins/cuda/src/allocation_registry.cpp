@@ -21,7 +21,7 @@ Result<void> AllocationRegistry::remove(keel_device_addr base) {
     auto it = live_.find(base);
     if (it == live_.end())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     hex_addr(base) + " is not the start of a live allocation of " + label_);
+                     hex_addr(base) + " is not the start of a live " + kind_);
     live_.erase(it);
     return ok();
 }
@@ -39,12 +39,12 @@ Result<void> AllocationRegistry::check(keel_device_addr addr, std::uint64_t size
             if (size <= length - offset) return ok();
             return Error(KEEL_STATUS_OUT_OF_RANGE,
                          std::string(role) + " " + hex_addr(addr) + " + " + std::to_string(size) +
-                             " bytes runs past the end of its allocation (" + hex_addr(base) +
-                             ", " + std::to_string(length) + " bytes) on " + label_);
+                             " bytes runs past the end of its " + kind_ + " (" + hex_addr(base) + ", " +
+                             std::to_string(length) + " bytes)");
         }
     }
     return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " " + hex_addr(addr) +
-                                                   " is not a device allocation of " + label_);
+                                                   " is not a " + kind_);
 }
 
 std::vector<std::pair<keel_device_addr, std::uint64_t>> AllocationRegistry::take_all() {

@@ -1,5 +1,6 @@
-// The live device allocations of one device, so that every copy, memset and
-// kernel buffer is checked against them before it reaches the GPU. Without
+// The live allocations of one device (device memory, and separately pinned
+// host memory), so that every copy, memset and kernel buffer is checked
+// against them before it reaches the GPU. Without
 // the check a bad address is not an error at the call: it becomes an
 // asynchronous illegal-address fault that destroys the whole CUDA context.
 #pragma once
@@ -20,8 +21,8 @@ namespace keel::cuda {
 // shared lock (they run on every enqueue); add/remove take it exclusively.
 class AllocationRegistry {
 public:
-    // `device_label` ("cuda:0") is used in error messages.
-    explicit AllocationRegistry(std::string device_label) : label_(std::move(device_label)) {}
+    // `kind` names what is registered in error messages ("device allocation of cuda:0").
+    explicit AllocationRegistry(std::string kind) : kind_(std::move(kind)) {}
     AllocationRegistry(const AllocationRegistry&) = delete;
     AllocationRegistry& operator=(const AllocationRegistry&) = delete;
     AllocationRegistry(AllocationRegistry&&) = delete;
@@ -44,7 +45,7 @@ public:
     std::vector<std::pair<keel_device_addr, std::uint64_t>> take_all();
 
 private:
-    const std::string label_;
+    const std::string kind_;
     mutable std::shared_mutex mutex_;
     std::map<keel_device_addr, std::uint64_t> live_;  // base -> size
 };

@@ -56,13 +56,15 @@ std::string unavailable_reason(cudaError_t error) {
 Result<void> make_current(int ordinal) {
     int current = -1;
     if (cudaGetDevice(&current) == cudaSuccess && current == ordinal) return ok();
-    return check_cuda(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
+    // No context added: a sticky error must read exactly as CUDA reports it.
+    return check_cuda(cudaSetDevice(ordinal));
 }
 
 Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
     : ordinal_(ordinal),
       label_("cuda:" + std::to_string(index)),
-      allocations_(label_),
+      allocations_("device allocation of " + label_),
+      pinned_("pinned host allocation of " + label_),
       idle_streams_(kPoolCapacity),
       idle_events_(kPoolCapacity),
       idle_timing_events_(kPoolCapacity) {
@@ -85,8 +87,11 @@ void Device::release_all() noexcept try {
     std::vector<cudaEvent_t> events = idle_events_.take_all();
     for (cudaEvent_t e : idle_timing_events_.take_all()) events.push_back(e);
     const auto leaked = allocations_.take_all();
+    const auto leaked_pinned = pinned_.take_all();
     // A device never used has nothing to release: do not create its context now.
-    if ((streams.empty() && events.empty() && leaked.empty()) || !make_current().ok()) return;
+    if ((streams.empty() && events.empty() && leaked.empty() && leaked_pinned.empty()) ||
+        !make_current().ok())
+        return;
     for (cudaStream_t s : streams) (void)cudaStreamDestroy(s);
     for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
     if (!leaked.empty())
@@ -96,6 +101,10 @@ void Device::release_all() noexcept try {
     for (const auto& [addr, size] : leaked) {
         (void)size;
         (void)cudaFree(reinterpret_cast<void*>(addr));
+    }
+    for (const auto& [addr, size] : leaked_pinned) {
+        (void)size;
+        (void)cudaFreeHost(reinterpret_cast<void*>(addr));
     }
 } catch (...) {
     // Out of host memory at shutdown: leave the rest to process exit.

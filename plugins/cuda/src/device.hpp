@@ -46,6 +46,9 @@ public:
     [[nodiscard]] Result<void> make_current() const { return cuda::make_current(ordinal_); }
 
     [[nodiscard]] AllocationRegistry& allocations() noexcept { return allocations_; }
+    // Pinned host memory from host_alloc on this device, so host_free can
+    // refuse what it did not allocate and shutdown can free what leaked.
+    [[nodiscard]] AllocationRegistry& pinned() noexcept { return pinned_; }
     // Idle non-blocking streams, synchronised before they were pooled.
     [[nodiscard]] HandlePool<cudaStream_t>& idle_streams() noexcept { return idle_streams_; }
     // Idle events whose last record (if any) has completed.
@@ -62,6 +65,7 @@ private:
     const std::string label_;
     keel_device_properties properties_{};
     AllocationRegistry allocations_;
+    AllocationRegistry pinned_;
     HandlePool<cudaStream_t> idle_streams_;
     HandlePool<cudaEvent_t> idle_events_;
     HandlePool<cudaEvent_t> idle_timing_events_;

@@ -5,6 +5,8 @@
 
 #include <keel/plugin/boundary.hpp>
 
+#include <cstdint>
+
 namespace keel::cuda::api {
 
 keel_error* device_alloc(keel_device device, uint64_t size, keel_device_addr* out_addr) noexcept {
@@ -47,6 +49,7 @@ keel_error* host_alloc(keel_device device, uint64_t size, void** out_ptr) noexce
         void* ptr = nullptr;
         KEEL_TRY(check_cuda(cudaHostAlloc(&ptr, size, cudaHostAllocPortable),
                             std::to_string(size) + " pinned bytes"));
+        d->pinned().add(reinterpret_cast<std::uintptr_t>(ptr), size);
         *out_ptr = ptr;
         return ok();
     });
@@ -56,8 +59,8 @@ keel_error* host_free(keel_device device, void* ptr) noexcept {
     return plugin::entry("cuda host_free", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         KEEL_TRY(plugin::require_non_null(ptr, "ptr"));
+        KEEL_TRY(d->pinned().remove(reinterpret_cast<std::uintptr_t>(ptr)));
         KEEL_TRY(d->make_current());
-        // CUDA rejects a pointer it did not pin (cudaErrorInvalidValue).
         return check_cuda(cudaFreeHost(ptr));
     });
 }

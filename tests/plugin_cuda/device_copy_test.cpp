@@ -1,6 +1,7 @@
 // Copies in every direction, memset, the inline copy, and range checks.
 #include "cuda_plugin_fixture.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -60,6 +61,62 @@ TEST_F(CudaCopy, MemsetFillsExactlyTheRangeAsked) {
     ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
     for (std::size_t i = 0; i < n; ++i)
         ASSERT_EQ(host[i], (i >= 100 && i < 150) ? 0xEE : 0x11) << "at byte " << i;
+}
+
+// Pageable (non-pinned) host memory is read and written when the copy
+// executes and enqueueing does not block: what CUDA's own pageable path
+// does not do, so the plugin stages these copies itself.
+TEST_F(CudaCopy, APageableDestinationIsWrittenWhenTheCopyRunsWithoutBlockingTheCaller) {
+    constexpr std::size_t n = 4096;
+    Stream stream(api(), device());
+    DeviceBuffer buf(api(), device(), n);
+    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0xAB, n)));
+    std::vector<unsigned char> out(n, 0);
+    spin(stream.get(), 300);
+    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), out.data(), buf.addr(), n)));
+    int32_t done = 1;
+    ASSERT_TRUE(ok(api().stream_query(stream.get(), &done)));
+    EXPECT_EQ(done, 0) << "memcpy_d2h into pageable memory waited for the stream";
+    EXPECT_EQ(out, std::vector<unsigned char>(n, 0)) << "written before the copy ran";
+    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    EXPECT_EQ(out, std::vector<unsigned char>(n, 0xAB));
+}
+
+void fill_with_pattern(void* data, keel_status status) {
+    if (status != KEEL_STATUS_OK) return;
+    auto* bytes = static_cast<std::vector<unsigned char>*>(data);
+    const std::vector<unsigned char> p = pattern(bytes->size(), 5);
+    std::copy(p.begin(), p.end(), bytes->begin());  // in place: the copy holds bytes->data()
+}
+
+TEST_F(CudaCopy, APageableSourceIsReadWhenTheCopyRuns) {
+    constexpr std::size_t n = 4096;
+    Stream stream(api(), device());
+    DeviceBuffer buf(api(), device(), n);
+    std::vector<unsigned char> src(n, 0);
+    spin(stream.get(), 100);
+    // Runs before the copy, on the stream: the copy must see what it wrote.
+    ASSERT_TRUE(ok(api().stream_enqueue_host_func(stream.get(), &fill_with_pattern, &src)));
+    ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), buf.addr(), src.data(), n)));
+    std::vector<unsigned char> back(n, 0);
+    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n)));
+    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    EXPECT_EQ(back, pattern(n, 5));
+}
+
+TEST_F(CudaCopy, LargePageableCopiesRoundTripInChunks) {
+    constexpr std::size_t n = (20u << 20) + 3;  // several 8 MiB staging chunks and a tail
+    const std::vector<unsigned char> expected = pattern(n, 11);
+    Stream stream(api(), device());
+    DeviceBuffer buf(api(), device(), n);
+    std::vector<unsigned char> back(n, 0);
+    for (int round = 0; round < 3; ++round) {  // staging buffers are reused
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), buf.addr(), expected.data(), n)));
+        ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n)));
+        ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+        ASSERT_EQ(back, expected) << "round " << round;
+    }
 }
 
 TEST_F(CudaCopy, InlineCopyCapturesTheSourceBeforeReturning) {

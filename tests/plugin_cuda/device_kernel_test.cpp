@@ -120,6 +120,22 @@ TEST_F(CudaKernel, LaunchArgumentsFromANewerCallerAreReadWithItsStride) {
     for (float v : read_floats(api(), stream.get(), buf)) ASSERT_EQ(v, 9.0f);
 }
 
+TEST_F(CudaKernel, AKernelOfAnotherDeviceIsRejected) {
+    uint32_t n = 0;
+    ASSERT_TRUE(ok(api().device_count(&n)));
+    if (n < 2) GTEST_SKIP() << "needs two CUDA devices";
+    keel_device other = nullptr;
+    ASSERT_TRUE(ok(api().device_get(1, &other)));
+    keel_kernel foreign = nullptr;
+    ASSERT_TRUE(ok(api().kernel_get(other, "noop", &foreign)));
+    Stream stream(api(), device());
+    const keel_launch_args none = launch_args({});
+    Outcome o = outcome(api().kernel_launch(stream.get(), foreign, &none));
+    EXPECT_EQ(o.code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(o.message.find("kernel 'noop' of cuda:1 launched on a stream of cuda:0"), std::string::npos)
+        << o.message;
+}
+
 TEST_F(CudaKernel, NullKernelOrArgumentsAreRejected) {
     Stream stream(api(), device());
     const keel_launch_args none = launch_args({});

@@ -47,6 +47,15 @@ Result<void> AllocationRegistry::check(keel_device_addr addr, std::uint64_t size
                                                    " is not a " + kind_);
 }
 
+bool AllocationRegistry::contains(keel_device_addr addr, std::uint64_t size) const noexcept {
+    std::shared_lock lock(mutex_);
+    auto it = live_.upper_bound(addr);
+    if (it == live_.begin()) return false;
+    --it;
+    const std::uint64_t offset = addr - it->first;
+    return offset < it->second && size <= it->second - offset;
+}
+
 std::vector<std::pair<keel_device_addr, std::uint64_t>> AllocationRegistry::take_all() {
     std::unique_lock lock(mutex_);
     std::vector<std::pair<keel_device_addr, std::uint64_t>> all(live_.begin(), live_.end());

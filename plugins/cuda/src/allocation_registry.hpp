@@ -41,6 +41,9 @@ public:
     // message ("destination").
     Result<void> check(keel_device_addr addr, std::uint64_t size, const char* role) const;
 
+    // Like check(), as a cheap yes/no (no message built on a miss).
+    [[nodiscard]] bool contains(keel_device_addr addr, std::uint64_t size) const noexcept;
+
     // Removes and returns every allocation (at shutdown, to free leftovers).
     std::vector<std::pair<keel_device_addr, std::uint64_t>> take_all();
 

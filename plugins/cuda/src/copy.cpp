@@ -1,10 +1,13 @@
 // Asynchronous copies and memset. Device ranges are checked against the
 // live allocations first, so a wrong address is an error at the call, not
-// an illegal-address fault later that would end the CUDA context.
+// an illegal-address fault later that would end the CUDA context. Pinned
+// host memory goes straight to cudaMemcpyAsync; pageable memory through
+// pageable_copy.hpp, which keeps the ABI's "read/written when it executes".
 #include "cuda_error.hpp"
 #include "entries.hpp"
 #include "handles.hpp"
 #include "inline_copy.hpp"
+#include "pageable_copy.hpp"
 
 #include <keel/plugin/boundary.hpp>
 
@@ -25,6 +28,8 @@ keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src
         KEEL_TRY(plugin::require_non_null(src, "source"));
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
         KEEL_TRY(s->device().make_current());
+        if (!is_dma_capable(s->device(), src, size))
+            return enqueue_pageable_h2d(s->device(), s->cuda(), device_ptr(dst), src, size);
         return check_cuda(cudaMemcpyAsync(device_ptr(dst), src, size, cudaMemcpyHostToDevice, s->cuda()));
     });
 }
@@ -36,6 +41,8 @@ keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint
         KEEL_TRY(plugin::require_non_null(dst, "destination"));
         KEEL_TRY(s->device().allocations().check(src, size, "source"));
         KEEL_TRY(s->device().make_current());
+        if (!is_dma_capable(s->device(), dst, size))
+            return enqueue_pageable_d2h(s->device(), s->cuda(), dst, device_ptr(src), size);
         return check_cuda(cudaMemcpyAsync(dst, device_ptr(src), size, cudaMemcpyDeviceToHost, s->cuda()));
     });
 }

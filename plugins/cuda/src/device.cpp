@@ -61,7 +61,8 @@ Result<void> make_current(int ordinal) {
 }
 
 Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
-    : ordinal_(ordinal),
+    : index_(index),
+      ordinal_(ordinal),
       label_("cuda:" + std::to_string(index)),
       allocations_("device allocation of " + label_),
       pinned_("pinned host allocation of " + label_),
@@ -89,9 +90,11 @@ void Device::release_all() noexcept try {
     const auto leaked = allocations_.take_all();
     const auto leaked_pinned = pinned_.take_all();
     // A device never used has nothing to release: do not create its context now.
-    if ((streams.empty() && events.empty() && leaked.empty() && leaked_pinned.empty()) ||
+    if ((streams.empty() && events.empty() && leaked.empty() && leaked_pinned.empty() &&
+         !staging_.holds_any()) ||
         !make_current().ok())
         return;
+    staging_.release_all();
     for (cudaStream_t s : streams) (void)cudaStreamDestroy(s);
     for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
     if (!leaked.empty())

@@ -4,6 +4,7 @@
 
 #include "allocation_registry.hpp"
 #include "handle_pool.hpp"
+#include "staging_pool.hpp"
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
@@ -38,6 +39,8 @@ public:
     ~Device() = default;
 
     [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
+    // keel's index: the N of "cuda:N".
+    [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
     // keel's name of the device, "cuda:0", for messages.
     [[nodiscard]] const std::string& label() const noexcept { return label_; }
     [[nodiscard]] const keel_device_properties& properties() const noexcept { return properties_; }
@@ -49,6 +52,8 @@ public:
     // Pinned host memory from host_alloc on this device, so host_free can
     // refuse what it did not allocate and shutdown can free what leaked.
     [[nodiscard]] AllocationRegistry& pinned() noexcept { return pinned_; }
+    // Pinned buffers for copies to and from pageable host memory.
+    [[nodiscard]] StagingPool& staging() noexcept { return staging_; }
     // Idle non-blocking streams, synchronised before they were pooled.
     [[nodiscard]] HandlePool<cudaStream_t>& idle_streams() noexcept { return idle_streams_; }
     // Idle events whose last record (if any) has completed.
@@ -61,11 +66,13 @@ public:
     void release_all() noexcept;
 
 private:
+    const std::uint32_t index_;
     const int ordinal_;
     const std::string label_;
     keel_device_properties properties_{};
     AllocationRegistry allocations_;
     AllocationRegistry pinned_;
+    StagingPool staging_;
     HandlePool<cudaStream_t> idle_streams_;
     HandlePool<cudaEvent_t> idle_events_;
     HandlePool<cudaEvent_t> idle_timing_events_;

@@ -37,22 +37,28 @@ Result<plugin::BufferArg> LaunchContext::buffer(const plugin::LaunchArgsView& ar
     return b;
 }
 
-KernelRegistry::KernelRegistry(bool with_test_kernels) {
+KernelRegistry::KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices, bool with_test_kernels) {
     for (const KernelDef* def : kKernelTable)
-        if (with_test_kernels || !def->test_only) kernels_.push_back(def);
-    std::sort(kernels_.begin(), kernels_.end(),
+        if (with_test_kernels || !def->test_only) defs_.push_back(def);
+    std::sort(defs_.begin(), defs_.end(),
               [](const KernelDef* a, const KernelDef* b) { return std::string_view(a->name) < b->name; });
+    for (const auto& device : devices) {
+        std::vector<DeviceKernel> kernels;
+        for (const KernelDef* def : defs_) kernels.push_back(DeviceKernel{device.get(), def});
+        by_device_.push_back(std::move(kernels));
+    }
 }
 
-const KernelDef* KernelRegistry::find(std::string_view name) const noexcept {
-    for (const KernelDef* def : kernels_)
-        if (name == def->name) return def;
+const DeviceKernel* KernelRegistry::find(const Device& device, std::string_view name) const noexcept {
+    if (device.index() >= by_device_.size()) return nullptr;
+    for (const DeviceKernel& k : by_device_[device.index()])
+        if (name == k.def->name) return &k;
     return nullptr;
 }
 
 std::string KernelRegistry::names() const {
     std::string out;
-    for (const KernelDef* def : kernels_) {
+    for (const KernelDef* def : defs_) {
         if (!out.empty()) out += ", ";
         out += def->name;
     }
@@ -66,12 +72,11 @@ keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_ke
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         KEEL_TRY(plugin::require_non_null(name, "name"));
         KEEL_TRY(plugin::require_non_null(out_kernel, "out_kernel"));
-        const KernelDef* def = state().kernels().find(name);
-        if (def == nullptr)
+        const DeviceKernel* found = state().kernels().find(*d, name);
+        if (found == nullptr)
             return Error(KEEL_STATUS_NOT_FOUND, "no kernel '" + std::string(name) + "' on " + d->label() +
                                                     " (available: " + state().kernels().names() + ")");
-        // The handle is the table row itself: static storage, never freed.
-        *out_kernel = reinterpret_cast<keel_kernel>(const_cast<KernelDef*>(def));
+        *out_kernel = reinterpret_cast<keel_kernel>(const_cast<DeviceKernel*>(found));
         return ok();
     });
 }
@@ -80,7 +85,12 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
     return plugin::entry("cuda kernel_launch", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
         if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
-        const auto* def = reinterpret_cast<const KernelDef*>(kernel);
+        const auto* k = reinterpret_cast<const DeviceKernel*>(kernel);
+        const KernelDef* def = k->def;
+        if (k->device != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("kernel '") + def->name + "' of " +
+                                                           k->device->label() + " launched on a stream of " +
+                                                           s->device().label());
         KEEL_TRY_ASSIGN(const plugin::LaunchArgsView args, plugin::LaunchArgsView::make(launch, def->name));
         KEEL_TRY(s->device().make_current());
         return def->launch(LaunchContext{s->device(), s->cuda()}, args);

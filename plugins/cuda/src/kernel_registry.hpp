@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,7 +48,7 @@ struct LaunchContext {
 // an error, with nothing enqueued, when an argument is wrong.
 using KernelLaunchFn = Result<void> (*)(const LaunchContext& ctx, const plugin::LaunchArgsView& args);
 
-// One row of the table. Static storage: a keel_kernel handle points at it.
+// One row of the table, in static storage.
 struct KernelDef {
     const char* name;
     KernelLaunchFn launch;
@@ -56,19 +57,33 @@ struct KernelDef {
     bool test_only;
 };
 
-// The kernels served in this process. Immutable after construction, so it
-// may be read from any thread.
+// What a keel_kernel handle points at: a kernel of one device, so a launch
+// can refuse a stream of another device.
+struct DeviceKernel {
+    const Device* device;
+    const KernelDef* def;
+};
+
+// The kernels served in this process, one DeviceKernel per device and
+// kernel. Immutable after construction, so it may be read from any thread;
+// the handles stay valid until it is destroyed (plugin_shutdown).
 class KernelRegistry {
 public:
-    explicit KernelRegistry(bool with_test_kernels);
+    KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices, bool with_test_kernels);
+    KernelRegistry(const KernelRegistry&) = delete;
+    KernelRegistry& operator=(const KernelRegistry&) = delete;
+    KernelRegistry(KernelRegistry&&) = delete;
+    KernelRegistry& operator=(KernelRegistry&&) = delete;
+    ~KernelRegistry() = default;
 
-    // The kernel named `name`, or null.
-    [[nodiscard]] const KernelDef* find(std::string_view name) const noexcept;
+    // The kernel named `name` on `device`, or null.
+    [[nodiscard]] const DeviceKernel* find(const Device& device, std::string_view name) const noexcept;
     // "axpy, fill, noop": for the message of a failed lookup.
     [[nodiscard]] std::string names() const;
 
 private:
-    std::vector<const KernelDef*> kernels_;
+    std::vector<const KernelDef*> defs_;                 // sorted by name
+    std::vector<std::vector<DeviceKernel>> by_device_;   // [device index][kernel]
 };
 
 }  // namespace keel::cuda

@@ -14,6 +14,12 @@ keel_error* device_alloc(keel_device device, uint64_t size, keel_device_addr* ou
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         KEEL_TRY(plugin::require_non_null(out_addr, "out_addr"));
         if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "size is 0");
+        // Decided here, not by cudaMalloc, whose answer to absurd sizes
+        // (2^64 - 1) is not documented as cudaErrorMemoryAllocation.
+        if (size > d->properties().max_allocation)
+            return Error(KEEL_STATUS_OUT_OF_MEMORY, std::to_string(size) + " bytes do not fit " + d->label() +
+                                                        ", which has " +
+                                                        std::to_string(d->properties().total_memory) + " bytes");
         KEEL_TRY(d->make_current());
         void* ptr = nullptr;
         KEEL_TRY(check_cuda(cudaMalloc(&ptr, size),

@@ -24,7 +24,7 @@ bool test_kernels_requested() {
 PluginState::PluginState(Discovery discovery, bool with_test_kernels)
     : devices_(std::move(discovery.devices)),
       status_(std::move(discovery.status)),
-      kernels_(with_test_kernels) {}
+      kernels_(devices_, with_test_kernels) {}
 
 void PluginState::release_all() noexcept {
     for (auto& device : devices_) device->release_all();

@@ -9,7 +9,6 @@
 #include <keel/result.hpp>
 
 #include <cstdint>
-#include <map>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -49,8 +48,14 @@ public:
 
 private:
     const std::string kind_;
+    // The allocation holding `addr`, or end(). Caller holds the lock.
+    [[nodiscard]] std::vector<std::pair<keel_device_addr, std::uint64_t>>::const_iterator holding(
+        keel_device_addr addr) const noexcept;
+
     mutable std::shared_mutex mutex_;
-    std::map<keel_device_addr, std::uint64_t> live_;  // base -> size
+    // (base, size) sorted by base: lookups, on every enqueue, are a binary
+    // search over contiguous memory; add/remove, rare, shift the tail.
+    std::vector<std::pair<keel_device_addr, std::uint64_t>> live_;
 };
 
 // "0x7f3a00000000"

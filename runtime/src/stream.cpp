@@ -188,26 +188,25 @@ Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
 
 Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const {
     KEEL_TRY(check("Stream::launch"));
-    const std::string where = "[Stream::launch " + kernel.name() + "] ";
-    if (kernel.native() == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, where + "the kernel is empty");
+    // Messages are built only on error: this is a hot path.
+    auto invalid = [&](const std::string& what) {
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::launch " + kernel.name() + "] " + what);
+    };
+    if (kernel.native() == nullptr) return invalid("the kernel is empty");
     if (kernel.device() != device_)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, where + "the kernel is of " +
-                                                       kernel.device().name() +
-                                                       ", but the stream is on " + device_.name());
-    std::vector<keel_kernel_arg> encoded = args.encode();
+        return invalid("the kernel is of " + kernel.device().name() + ", but the stream is on " +
+                       device_.name());
     for (std::size_t i = 0; i < args.size(); ++i) {
         const detail::DeviceSlot* slot = args.device_of(i);
         if (slot != nullptr && slot != &device_.slot())
-            return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         where + "argument " + std::to_string(i) + " is memory of " + slot->name +
-                             ", but the stream is on " + device_.name());
+            return invalid("argument " + std::to_string(i) + " is memory of " + slot->name +
+                           ", but the stream is on " + device_.name());
         if (args.is_empty_view(i))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         where + "argument " + std::to_string(i) +
-                             " is an empty view (a moved-from, freed or empty buffer); use "
-                             "KernelArgs::absent() for an absent optional buffer");
+            return invalid("argument " + std::to_string(i) +
+                           " is an empty view (a moved-from, freed or empty buffer); use "
+                           "KernelArgs::absent() for an absent optional buffer");
     }
+    std::vector<keel_kernel_arg> encoded = args.encode();
     keel_launch_args launch{};
     launch.struct_size = KEEL_LAUNCH_ARGS_STRUCT_SIZE;
     launch.args = encoded.data();

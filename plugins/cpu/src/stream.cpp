@@ -67,10 +67,9 @@ Result<void> Stream::check_usable() const {
     return Error(e.code(), "stream " + std::to_string(id()) + " is in an error state: " + e.message());
 }
 
-void Stream::throttle() {
-    // Wait (spin, then park) until the queue is below its depth again.
-    const std::uint64_t target = queue_.enqueued() - kMaxDepth / 2;
-    timeline_->wait_for(target);
+void Stream::throttle(std::uint64_t queued) {
+    // Wait (spin, then park) until half the queue drained; queued >= kMaxDepth.
+    timeline_->wait_for(queued - kMaxDepth / 2);
 }
 
 void Stream::wake_worker() noexcept {

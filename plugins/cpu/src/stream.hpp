@@ -76,7 +76,7 @@ private:
     void wake_worker() noexcept;
     void process(Op& op) noexcept;
     [[nodiscard]] Result<void> execute(Op& op);
-    void throttle();
+    void throttle(std::uint64_t queued);
     void register_with_checker(Op& op);
 
     std::uint32_t magic_ = kMagic;
@@ -93,7 +93,10 @@ private:
 template <class Fill>
 Result<std::uint64_t> Stream::enqueue(Fill&& fill) {
     KEEL_TRY(check_usable());
-    if (queue_.enqueued() - timeline_->completed() >= kMaxDepth) [[unlikely]] throttle();
+    if (const std::uint64_t queued = queue_.enqueued(); queued >= kMaxDepth) [[unlikely]] {
+        // `completed` is read after `queued`, so it may exceed it: compare, never subtract blindly.
+        if (timeline_->completed() + kMaxDepth <= queued) throttle(queued);
+    }
     const std::uint64_t position = queue_.push([&](Op& op) {
         fill(op);
         if (checker_active_) [[unlikely]] register_with_checker(op);

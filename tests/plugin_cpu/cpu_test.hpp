@@ -35,10 +35,13 @@ namespace keel::cpu::testing {
 // deadlock or observe the wrong order).
 class Gate {
 public:
-    void open() { promise_.set_value(); }
+    void open() {
+        if (!opened_.exchange(true)) promise_.set_value();
+    }
     static void wait_fn(void* self, keel_status) { static_cast<Gate*>(self)->future_.wait(); }
 
 private:
+    std::atomic<bool> opened_{false};
     std::promise<void> promise_;
     std::shared_future<void> future_ = promise_.get_future().share();
 };
@@ -95,11 +98,13 @@ protected:
     }
     void TearDown() override {
         if (!plugin_ || plugin_->init_error()) return;
+        for (auto& g : gates_) g->open();  // a test that failed early must not hang teardown
         for (keel_event e : events_) take(api().event_destroy(e));
         for (keel_stream s : streams_) take(api().stream_destroy(s));
         for (keel_device_addr a : allocations_) take(api().device_free(dev(), a));
         for (void* p : pinned_) take(api().host_free(dev(), p));
         plugin_.reset();
+        gates_.clear();  // after every worker that could wait on them is gone
     }
 
     const keel_plugin_api& api() const { return plugin_->api(); }
@@ -139,10 +144,12 @@ protected:
     void forget_pinned(void* p) { std::erase(pinned_, p); }
     void forget_stream(keel_stream s) { std::erase(streams_, s); }
 
-    // Blocks `s`'s worker until the returned gate opens.
-    std::unique_ptr<Gate> block(keel_stream s) {
-        auto g = std::make_unique<Gate>();
-        auto e = take(api().stream_enqueue_host_func(s, &Gate::wait_fn, g.get()));
+    // Blocks `s`'s worker until the returned gate opens. The fixture owns
+    // the gate and keeps it until every stream is destroyed.
+    Gate* block(keel_stream s) {
+        gates_.push_back(std::make_unique<Gate>());
+        Gate* g = gates_.back().get();
+        auto e = take(api().stream_enqueue_host_func(s, &Gate::wait_fn, g));
         EXPECT_FALSE(e) << e->message;
         return g;
     }
@@ -161,6 +168,7 @@ protected:
     std::vector<keel_event> events_;
     std::vector<keel_device_addr> allocations_;
     std::vector<void*> pinned_;
+    std::vector<std::unique_ptr<Gate>> gates_;
 };
 
 // Argument builders for kernel launches.

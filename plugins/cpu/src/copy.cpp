@@ -9,6 +9,7 @@
 #include "stream.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/host_log.hpp>
 
 #include <cstring>
 
@@ -55,7 +56,29 @@ Result<void> check_host(const void* p, const char* role) {
 
 }  // namespace
 
+// Checker: the pinned block a copy's host side lies in must still exist when
+// the copy runs. A block freed in log mode is quarantined (poisoned): the
+// copy goes ahead and moves poison, which is logged; a released block is
+// not touched at all.
+Result<void> check_pinned_still_there(Device& device, const Op& op) {
+    const CheckedOp& c = *op.check;
+    switch (device.pinned().state(c.pinned_id)) {
+        case PinnedMemory::State::live: return ok();
+        case PinnedMemory::State::quarantined:
+            plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu " + std::string(op_name(op.kind)) + "] " + c.what +
+                                                       " runs after its pinned allocation #" +
+                                                       std::to_string(c.pinned_id) +
+                                                       " was freed: it moves poison (0xDB) bytes");
+            return ok();
+        case PinnedMemory::State::released: break;
+    }
+    return Error(KEEL_STATUS_DEVICE_ERROR, "host memory of pinned allocation #" + std::to_string(c.pinned_id) +
+                                               " was freed and released before the copy ran");
+}
+
 Result<void> execute_copy(Device& device, Op& op) {
+    if (op.check && op.check->pinned_id != 0) [[unlikely]]
+        KEEL_TRY(check_pinned_still_there(device, op));
     switch (op.kind) {
         case OpKind::copy_h2d: {
             KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
@@ -102,12 +125,16 @@ void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id) {
     CheckedOp& c = *op.check;
     c.source_fingerprint.reset();
     c.host_write_begin = c.host_write_end = 0;
+    c.pinned_id = 0;
     std::vector<std::uint64_t> ids;
     auto device_use = [&](keel_device_addr addr) {
         if (auto a = device.memory().find_live(addr)) ids.push_back(a->id);
     };
     auto host_use = [&](const void* p, std::uint64_t size) {
-        if (auto b = device.pinned().find_containing(p, size)) ids.push_back(b->id);
+        if (auto b = device.pinned().find_containing(p, size)) {
+            ids.push_back(b->id);
+            c.pinned_id = b->id;
+        }
     };
     switch (op.kind) {
         case OpKind::copy_h2d:
@@ -140,6 +167,7 @@ void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id) {
     }
     std::string what = (op.kind == OpKind::kernel ? std::string("kernel ") + op.kernel->name : op_name(op.kind)) +
                        " #" + std::to_string(op.position) + " on stream " + std::to_string(stream_id);
+    c.what = what;
     checker.on_enqueue(op, std::move(what), std::move(ids));
 }
 

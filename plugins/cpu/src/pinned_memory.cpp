@@ -45,6 +45,7 @@ Result<void*> PinnedMemory::allocate(std::uint64_t size, std::uint64_t id) {
     }
     void* ptr = block.memory.get();
     std::lock_guard lock(mutex_);
+    live_ids_.insert(id);
     live_.emplace(block.memory.get(), std::move(block));
     return ptr;
 }
@@ -64,6 +65,7 @@ Result<PinnedInfo> PinnedMemory::free(void* ptr) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, ptr_hex(ptr) + " is not a live host_alloc block");
     Block block = std::move(it->second);
     live_.erase(it);
+    live_ids_.erase(block.id);
     const PinnedInfo info{block.id, block.memory.get(), block.memory.size()};
     if (block.locked) munlock(block.memory.get(), block.memory.size());
     if (check_.poison) {
@@ -72,9 +74,11 @@ Result<PinnedInfo> PinnedMemory::free(void* ptr) {
         // reading memory the host already reused for something else.
         std::memset(block.memory.get(), poison::kFreedPinnedByte, block.memory.size());
         quarantine_bytes_ += block.memory.size();
+        quarantined_ids_.insert(block.id);
         quarantine_.push_back(std::move(block));
         while (quarantine_bytes_ > check_.quarantine_bytes && !quarantine_.empty()) {
             quarantine_bytes_ -= quarantine_.front().memory.size();
+            quarantined_ids_.erase(quarantine_.front().id);
             quarantine_.pop_front();
         }
     }
@@ -92,6 +96,12 @@ std::optional<PinnedInfo> PinnedMemory::find_containing(const void* ptr, std::ui
     if (p >= base + block_size) return std::nullopt;
     (void)size;  // a range that runs past the block still "uses" the block
     return PinnedInfo{it->second.id, base, block_size};
+}
+
+PinnedMemory::State PinnedMemory::state(std::uint64_t id) const {
+    std::lock_guard lock(mutex_);
+    if (live_ids_.count(id)) return State::live;
+    return quarantined_ids_.count(id) ? State::quarantined : State::released;
 }
 
 std::uint64_t PinnedMemory::live_count() const {

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 namespace keel::cpu {
@@ -46,6 +47,11 @@ public:
     // The live block containing [ptr, ptr + size), if any.
     [[nodiscard]] std::optional<PinnedInfo> find_containing(const void* ptr, std::uint64_t size) const;
 
+    enum class State : std::uint8_t { live, quarantined, released };
+    // Where block `id` is now (checker: a copy about to touch it asks; the
+    // mutex also orders the copy after a free's poisoning).
+    [[nodiscard]] State state(std::uint64_t id) const;
+
     [[nodiscard]] std::uint64_t live_count() const;
     [[nodiscard]] std::vector<PinnedInfo> live_blocks() const;
 
@@ -59,6 +65,8 @@ private:
     const CheckerConfig check_;
     mutable std::mutex mutex_;
     std::map<const std::byte*, Block> live_;
+    std::unordered_set<std::uint64_t> live_ids_;
+    std::unordered_set<std::uint64_t> quarantined_ids_;
     std::deque<Block> quarantine_;  // freed, poisoned, oldest first
     std::uint64_t quarantine_bytes_ = 0;
     bool mlock_warned_ = false;

@@ -39,6 +39,8 @@ struct CheckedOp {
     std::uintptr_t host_write_end = 0;
     std::optional<std::uint64_t> source_fingerprint;  // h2d: bytes of the source at enqueue
     std::uint64_t use_key = 0;                         // key in Checker::uses_
+    std::uint64_t pinned_id = 0;                       // pinned block of the host side, 0 if none
+    std::string what;                                  // "memcpy_h2d #3 on stream 2"
 };
 
 class Checker {

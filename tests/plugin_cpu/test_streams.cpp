@@ -224,6 +224,32 @@ TEST_F(CpuStreams, ElapsedTimeRefusesEventsWithoutTiming) {
     EXPECT_EQ(e->code, KEEL_STATUS_FAILED_PRECONDITION);
 }
 
+TEST_F(CpuStreams, AnEnqueueBeyondTheQueueDepthWaitsForTheWorker) {
+    // The queue holds 65536 ops (like a hardware queue); the next enqueue
+    // waits until the worker drained half of them, bounding memory.
+    constexpr uint64_t kDepth = 1u << 16;
+    keel_stream s = stream();
+    Gate* gate = block(s);  // position 1
+    std::atomic<uint64_t> calls{0}, ran{0};
+    auto count = [](void* n, keel_status) { static_cast<std::atomic<uint64_t>*>(n)->fetch_add(1); };
+    std::thread producer([&] {
+        for (uint64_t i = 0; i < kDepth + 100; ++i) {
+            take(api().stream_enqueue_host_func(s, count, &ran));
+            calls.fetch_add(1);
+        }
+    });
+    uint64_t seen = 0;
+    for (int i = 0; i < 2000 && (seen = calls.load()) < kDepth - 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(calls.load(), kDepth - 1) << "the enqueue past the depth did not wait";
+    EXPECT_EQ(ran.load(), 0u);
+    gate->open();
+    producer.join();
+    KEEL_ASSERT_OK(api().stream_synchronize(s));
+    EXPECT_EQ(ran.load(), kDepth + 100);
+}
+
 // Parked regime: with no spin window every wait goes through the futex path.
 class CpuStreamsParked : public CpuPluginTest {
     ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_SPIN_US", "0"}}; }

@@ -166,6 +166,35 @@ void BM_Fence_RoundTrip(benchmark::State& state) {
 }
 BENCHMARK(BM_Fence_RoundTrip)->ArgName("parked")->Arg(0)->Arg(1)->UseRealTime();
 
+// The same hand-off seen from the device: a timing event on A (taken when
+// A reaches its record) and one on B (taken when B's op after the wait
+// runs); reports their difference, so host wake-ups do not count.
+void BM_Fence_DeviceSide(benchmark::State& state) {
+    auto p = load({{"KEEL_CPU_SPIN_US", regime_spin(state.range(0))}});
+    const keel_plugin_api& api = p->api();
+    keel_stream a = nullptr, b = nullptr;
+    keel_event ta = nullptr, tb = nullptr;
+    KEEL_BENCH_OK(api.stream_create(p->device(), 0, &a));
+    KEEL_BENCH_OK(api.stream_create(p->device(), 0, &b));
+    KEEL_BENCH_OK(api.event_create(p->device(), KEEL_EVENT_TIMING, &ta));
+    KEEL_BENCH_OK(api.event_create(p->device(), KEEL_EVENT_TIMING, &tb));
+    for (auto _ : state) {
+        KEEL_BENCH_OK(api.stream_enqueue_host_func(a, &noop, nullptr));
+        KEEL_BENCH_OK(api.event_record(ta, a));
+        KEEL_BENCH_OK(api.stream_wait_event(b, ta));
+        KEEL_BENCH_OK(api.event_record(tb, b));
+        KEEL_BENCH_OK(api.event_synchronize(tb));
+        float ms = 0;
+        KEEL_BENCH_OK(api.event_elapsed_time(ta, tb, &ms));
+        state.SetIterationTime(static_cast<double>(ms) * 1e-3);
+    }
+    KEEL_BENCH_OK(api.event_destroy(ta));
+    KEEL_BENCH_OK(api.event_destroy(tb));
+    KEEL_BENCH_OK(api.stream_destroy(a));
+    KEEL_BENCH_OK(api.stream_destroy(b));
+}
+BENCHMARK(BM_Fence_DeviceSide)->ArgName("parked")->Arg(0)->Arg(1)->UseManualTime();
+
 // ---- host waits -------------------------------------------------------------------
 
 // Host enqueues one op, records an event and waits for it (event_synchronize).

@@ -49,9 +49,10 @@ AddressSpace::SlotView AddressSpace::read(const Slot& s) const noexcept {
     for (;;) {
         std::uint32_t before = s.seq.load(std::memory_order_acquire);
         if (before & 1u) continue;  // a writer is mid-update (a few instructions)
-        SlotView v{s.state.load(std::memory_order_relaxed), s.host.load(std::memory_order_relaxed),
-                   s.size.load(std::memory_order_relaxed), s.id.load(std::memory_order_relaxed)};
-        std::atomic_thread_fence(std::memory_order_acquire);
+        // Acquire loads (not a fence, which TSan cannot follow): the re-read
+        // of `seq` cannot move above them. Plain moves on x86.
+        SlotView v{s.state.load(std::memory_order_acquire), s.host.load(std::memory_order_acquire),
+                   s.size.load(std::memory_order_acquire), s.id.load(std::memory_order_acquire)};
         if (s.seq.load(std::memory_order_relaxed) == before) return v;
     }
 }
@@ -64,12 +65,12 @@ void AddressSpace::write(std::uint32_t index, SlotState state, std::byte* host, 
     }
     Slot& s = (*chunks_[index / kChunkSlots].load(std::memory_order_relaxed))[index % kChunkSlots];
     std::uint32_t seq = s.seq.load(std::memory_order_relaxed);
+    // Release stores: a reader that sees any new field also sees the odd `seq`.
     s.seq.store(seq + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    s.state.store(state, std::memory_order_relaxed);
-    s.host.store(host, std::memory_order_relaxed);
-    s.size.store(size, std::memory_order_relaxed);
-    s.id.store(id, std::memory_order_relaxed);
+    s.state.store(state, std::memory_order_release);
+    s.host.store(host, std::memory_order_release);
+    s.size.store(size, std::memory_order_release);
+    s.id.store(id, std::memory_order_release);
     s.seq.store(seq + 2, std::memory_order_release);
 }
 

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -74,8 +75,10 @@ public:
     // Declares a buffer; returns its index for KernelBuffers::get. An
     // absent optional buffer (addr 0, size 0) is declared too (null pointer).
     std::size_t use(const plugin::BufferArg& buffer, Access access, const char* role) {
+        // A kernel declaring more is a plugin bug: entry() turns this into INTERNAL.
+        if (count_ == kMaxBuffers) throw std::length_error("kernel declares more than 16 buffers");
         uses_[count_] = BufferUse{buffer.addr, buffer.size, access, role};
-        return count_++;  // validate_* never declare more than kMaxBuffers
+        return count_++;
     }
     [[nodiscard]] std::span<const BufferUse> buffers() const noexcept { return {uses_.data(), count_}; }
 

@@ -65,7 +65,7 @@ Result<void> check_pinned_still_there(Device& device, const Op& op) {
     switch (device.pinned().state(c.pinned_id)) {
         case PinnedMemory::State::live: return ok();
         case PinnedMemory::State::quarantined:
-            plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu " + std::string(op_name(op.kind)) + "] " + c.what +
+            plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu " + std::string(op_name(op.kind)) + "] " + c.use.describe() +
                                                        " runs after its pinned allocation #" +
                                                        std::to_string(c.pinned_id) +
                                                        " was freed: it moves poison (0xDB) bytes");
@@ -126,7 +126,8 @@ void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id) {
     c.source_fingerprint.reset();
     c.host_write_begin = c.host_write_end = 0;
     c.pinned_id = 0;
-    std::vector<std::uint64_t> ids;
+    std::vector<std::uint64_t>& ids = c.allocation_ids;
+    ids.clear();
     auto device_use = [&](keel_device_addr addr) {
         if (auto a = device.memory().find_live(addr)) ids.push_back(a->id);
     };
@@ -165,10 +166,9 @@ void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id) {
             break;
         default: break;
     }
-    std::string what = (op.kind == OpKind::kernel ? std::string("kernel ") + op.kernel->name : op_name(op.kind)) +
-                       " #" + std::to_string(op.position) + " on stream " + std::to_string(stream_id);
-    c.what = what;
-    checker.on_enqueue(op, std::move(what), std::move(ids));
+    c.use = PendingUse{op.kind == OpKind::kernel ? "kernel " : "",
+                       op.kind == OpKind::kernel ? op.kernel->name : op_name(op.kind), op.position, stream_id};
+    checker.on_enqueue(op);
 }
 
 namespace entries {

@@ -1,5 +1,6 @@
 #include "checker.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace keel::cpu {
@@ -20,15 +21,16 @@ Result<void> Checker::before_alloc(const char* kind) {
     return ok();
 }
 
-void Checker::on_enqueue(Op& op, std::string what, std::vector<std::uint64_t> allocation_ids) {
-    if (!op.check) op.check = std::make_unique<CheckedOp>();
+void Checker::on_enqueue(Op& op) {
     CheckedOp& c = *op.check;
     std::lock_guard lock(mutex_);
     c.use_key = next_key_++;
-    uses_.emplace(c.use_key, PendingUse{std::move(what), c.host_write_end != 0});
-    for (std::uint64_t id : allocation_ids) users_.emplace(id, c.use_key);
-    if (c.host_write_end != 0) host_writes_.emplace(c.host_write_begin, c.host_write_end);
-    c.allocation_ids = std::move(allocation_ids);
+    uses_.emplace(c.use_key, c.use);
+    for (std::uint64_t id : c.allocation_ids) users_.emplace(id, c.use_key);
+    if (c.host_write_end != 0) {
+        host_writes_.emplace(c.host_write_begin, c.host_write_end);
+        longest_host_write_ = std::max(longest_host_write_, c.host_write_end - c.host_write_begin);
+    }
 }
 
 void Checker::on_complete(Op& op) {
@@ -59,12 +61,14 @@ std::optional<std::string> Checker::pending_user(std::uint64_t id) const {
     std::lock_guard lock(mutex_);
     auto it = users_.find(id);
     if (it == users_.end()) return std::nullopt;
-    return uses_.at(it->second).op;
+    return uses_.at(it->second).describe();
 }
 
 bool Checker::host_range_pending_write(std::uintptr_t begin, std::uintptr_t end) const {
     std::lock_guard lock(mutex_);
-    for (auto it = host_writes_.begin(); it != host_writes_.end() && it->first < end; ++it)
+    // Only ranges starting less than the longest pending range before `begin` can reach it.
+    const std::uintptr_t from = begin > longest_host_write_ ? begin - longest_host_write_ : 0;
+    for (auto it = host_writes_.lower_bound(from); it != host_writes_.end() && it->first < end; ++it)
         if (it->second > begin) return true;
     return false;
 }

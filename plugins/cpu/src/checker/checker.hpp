@@ -26,21 +26,26 @@
 namespace keel::cpu {
 
 // A queued operation that uses an allocation, as the late-free detector
-// names it: "memcpy_d2h #3 on stream 2".
+// names it: "memcpy_d2h #3 on stream 2" (formatted only when reported).
 struct PendingUse {
-    std::string op;  // "memcpy_d2h #3 on stream 2"
-    bool writes_host = false;
+    const char* kind = "";    // "kernel " for kernels, "" otherwise
+    const char* name = "";    // op or kernel name (static storage)
+    std::uint64_t position = 0;
+    std::uint64_t stream = 0;
+    [[nodiscard]] std::string describe() const {
+        return std::string(kind) + name + " #" + std::to_string(position) + " on stream " + std::to_string(stream);
+    }
 };
 
-// Checker state carried by one queued op (Op::check).
+// Checker state carried by one queued op (Op::check); reused with its node.
 struct CheckedOp {
+    PendingUse use;
     std::vector<std::uint64_t> allocation_ids;  // device or pinned allocations it uses
     std::uintptr_t host_write_begin = 0;        // d2h destination, registered while pending
     std::uintptr_t host_write_end = 0;
     std::optional<std::uint64_t> source_fingerprint;  // h2d: bytes of the source at enqueue
-    std::uint64_t use_key = 0;                         // key in Checker::uses_
+    std::uint64_t use_key = 0;                         // key in Checker::uses_, 0 = not registered
     std::uint64_t pinned_id = 0;                       // pinned block of the host side, 0 if none
-    std::string what;                                  // "memcpy_h2d #3 on stream 2"
 };
 
 class Checker {
@@ -56,9 +61,9 @@ public:
     // Fault injection on allocation; `kind` is "device" or "pinned".
     [[nodiscard]] Result<void> before_alloc(const char* kind);
 
-    // Enqueue side: registers that `op` (described by `what`) uses the
-    // given allocations and host range, until on_complete.
-    void on_enqueue(Op& op, std::string what, std::vector<std::uint64_t> allocation_ids);
+    // Enqueue side: registers op.check (its allocations and host write
+    // range) until on_complete.
+    void on_enqueue(Op& op);
     // Worker side, after the op ran or was skipped.
     void on_complete(Op& op);
 
@@ -86,6 +91,7 @@ private:
     std::unordered_map<std::uint64_t, PendingUse> uses_;
     // pending host writes: begin -> end (multimap: ranges may repeat)
     std::multimap<std::uintptr_t, std::uintptr_t> host_writes_;
+    std::uintptr_t longest_host_write_ = 0;  // never shrinks: an upper bound is enough
 };
 
 }  // namespace keel::cpu

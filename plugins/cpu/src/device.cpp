@@ -2,6 +2,7 @@
 #include "device.hpp"
 
 #include "entries.hpp"
+#include "handle.hpp"
 #include "event.hpp"
 #include "parallel_for.hpp"
 #include "plugin.hpp"
@@ -50,7 +51,7 @@ Device::~Device() { magic_ = 0; }
 Result<Device*> Device::from(keel_device d) {
     auto* device = reinterpret_cast<Device*>(d);
     if (device == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "device is null");
-    if (device->magic_ != kMagic) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu device handle");
+    if (!looks_like<Device>(device, kMagic)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu device handle");
     return device;
 }
 

@@ -3,6 +3,7 @@
 #include "event.hpp"
 
 #include "device.hpp"
+#include "handle.hpp"
 #include "entries.hpp"
 #include "stream.hpp"
 
@@ -15,7 +16,7 @@ namespace keel::cpu {
 Result<Event*> Event::from(keel_event e) {
     auto* event = reinterpret_cast<Event*>(e);
     if (event == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "event is null");
-    if (event->magic_ != kMagic) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu event handle");
+    if (!looks_like<Event>(event, kMagic)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu event handle");
     return event;
 }
 

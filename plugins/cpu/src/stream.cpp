@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
 #include "device.hpp"
+#include "handle.hpp"
 #include "execute.hpp"
 #include "kernel_registry.hpp"
 #include "checker/checker.hpp"
@@ -57,7 +58,7 @@ Stream::~Stream() {
 Result<Stream*> Stream::from(keel_stream s) {
     auto* stream = reinterpret_cast<Stream*>(s);
     if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "stream is null");
-    if (stream->magic_ != kMagic) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu stream handle");
+    if (!looks_like<Stream>(stream, kMagic)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu stream handle");
     return stream;
 }
 

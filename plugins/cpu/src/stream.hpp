@@ -55,12 +55,12 @@ public:
     [[nodiscard]] Device& device() noexcept { return device_; }
     [[nodiscard]] const std::shared_ptr<Timeline>& timeline() const noexcept { return timeline_; }
 
-    // The stream's sticky error as an error of entry `where`, if it failed.
+    // The stream's sticky error (prefixed "stream N is in an error state"), if it failed.
     [[nodiscard]] Result<void> check_usable() const;
 
-    // Enqueues an op; `fill(Op&)` sets its fields under the queue lock.
-    // `describe` (checker mode) names the op's allocations for late-free
-    // detection. Fails only with the stream's sticky error.
+    // Enqueues an op; `fill(Op&)` sets its fields under the queue lock. In
+    // checker mode the op is also registered (allocations it uses, host
+    // ranges) for late-free detection. Fails only with the sticky error.
     template <class Fill>
     Result<std::uint64_t> enqueue(Fill&& fill);
 

@@ -72,7 +72,7 @@ TEST_F(CheckerTest, FreeingPinnedMemoryAfterItsCopyCompletedIsClean) {
 class CheckerLogMode : public CheckerTest {
     ScopedEnv::Vars environment() const override {
         return {{"KEEL_CPU_CHECK", "1"}, {"KEEL_CPU_LATE_FREE", "log"}, {"KEEL_CPU_CHECK_HOST_SOURCES", "0"},
-                {"KEEL_CPU_GUARD", "0"}, {"KEEL_CPU_DELAY_US", "3000"}};
+                {"KEEL_CPU_GUARD", "0"}, {"KEEL_CPU_DELAY_US", "100000"}};
     }
 };
 
@@ -81,7 +81,7 @@ TEST_F(CheckerLogMode, APinnedSourceFreedEarlyIsLoggedAndTheCopyReadsPoison) {
     keel_device_addr d = alloc(64);
     void* p = pinned(64);
     std::memset(p, 1, 64);
-    KEEL_ASSERT_OK(api().memcpy_h2d(s, d, p, 64));  // held back 3 ms by the delay
+    KEEL_ASSERT_OK(api().memcpy_h2d(s, d, p, 64));  // held back 100 ms by the delay
     KEEL_ASSERT_OK(api().host_free(dev(), p));      // the bug
     forget_pinned(p);
     std::vector<uint8_t> back(64);
@@ -282,7 +282,7 @@ TEST_F(CheckerTest, FreshDeviceMemoryIsPoisonedSoReadsBeforeWritesStandOut) {
 // --- delays, fault injection ------------------------------------------------------
 
 class CheckerDelays : public CpuPluginTest {
-    ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_DELAY_US", "30000"}}; }
+    ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_DELAY_US", "200000"}}; }
 };
 
 TEST_F(CheckerDelays, HoldBackEveryOperationSoTheHostMovesOnFirst) {

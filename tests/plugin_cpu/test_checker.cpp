@@ -358,5 +358,18 @@ TEST_F(CheckerOpFaults, FailTheNthOperationAndPutItsStreamInAnErrorState) {
     EXPECT_EQ(r.statuses(), std::vector<keel_status>{KEEL_STATUS_DEVICE_ERROR});
 }
 
+class CheckerOpProbability : public CpuPluginTest {
+    ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_FAIL_OP_PROB", "1"}}; }
+};
+
+TEST_F(CheckerOpProbability, FailsOperationsWithTheGivenProbability) {
+    keel_stream s = stream();
+    KEEL_ASSERT_OK(api().memset_d8(s, alloc(16), 1, 16));
+    auto e = take(api().stream_synchronize(s));
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, KEEL_STATUS_DEVICE_ERROR);
+    EXPECT_TRUE(contains(e->message, "injected operation failure")) << e->message;
+}
+
 }  // namespace
 }  // namespace keel::cpu::testing

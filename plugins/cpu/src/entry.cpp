@@ -21,6 +21,8 @@ constexpr const char* kVersion = "0.1.0";
 keel_error* plugin_info(keel_plugin_info* out) {
     return plugin::entry("cpu plugin_info", [&]() -> Result<void> {
         KEEL_TRY(plugin::require_non_null(out, "out"));
+        if (out->struct_size < sizeof(size_t))
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
         keel_plugin_info full{sizeof(keel_plugin_info), "cpu", kVersion, ""};
         const std::size_t caller_size = out->struct_size;
         std::memcpy(out, &full, std::min(caller_size, sizeof full));

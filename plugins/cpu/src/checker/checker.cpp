@@ -25,8 +25,7 @@ void Checker::on_enqueue(Op& op) {
     CheckedOp& c = *op.check;
     std::lock_guard lock(mutex_);
     c.use_key = next_key_++;
-    uses_.emplace(c.use_key, c.use);
-    for (std::uint64_t id : c.allocation_ids) users_.emplace(id, c.use_key);
+    for (std::uint64_t id : c.allocation_ids) users_[id].emplace(c.use_key, c.use);
     if (c.host_write_end != 0) {
         host_writes_.emplace(c.host_write_begin, c.host_write_end);
         longest_host_write_ = std::max(longest_host_write_, c.host_write_end - c.host_write_begin);
@@ -38,12 +37,10 @@ void Checker::on_complete(Op& op) {
     CheckedOp& c = *op.check;
     std::lock_guard lock(mutex_);
     for (std::uint64_t id : c.allocation_ids) {
-        auto [lo, hi] = users_.equal_range(id);
-        for (auto it = lo; it != hi; ++it)
-            if (it->second == c.use_key) {
-                users_.erase(it);
-                break;
-            }
+        auto it = users_.find(id);
+        if (it == users_.end()) continue;
+        it->second.erase(c.use_key);
+        if (it->second.empty()) users_.erase(it);
     }
     if (c.host_write_end != 0) {
         auto [lo, hi] = host_writes_.equal_range(c.host_write_begin);
@@ -53,15 +50,14 @@ void Checker::on_complete(Op& op) {
                 break;
             }
     }
-    uses_.erase(c.use_key);
     c.use_key = 0;
 }
 
 std::optional<std::string> Checker::pending_user(std::uint64_t id) const {
     std::lock_guard lock(mutex_);
     auto it = users_.find(id);
-    if (it == users_.end()) return std::nullopt;
-    return uses_.at(it->second).describe();
+    if (it == users_.end() || it->second.empty()) return std::nullopt;
+    return it->second.begin()->second.describe();
 }
 
 bool Checker::host_range_pending_write(std::uintptr_t begin, std::uintptr_t end) const {

@@ -86,9 +86,9 @@ private:
     std::int64_t allocs_[2] = {0, 0};  // device, pinned
     std::atomic<std::int64_t> ops_{0};
     std::uint64_t next_key_ = 1;
-    // allocation id -> pending ops (by key)
-    std::unordered_multimap<std::uint64_t, std::uint64_t> users_;
-    std::unordered_map<std::uint64_t, PendingUse> uses_;
+    // allocation id -> its pending ops by key (oldest first); O(log n) add/remove
+    // even when thousands of queued ops use one allocation.
+    std::unordered_map<std::uint64_t, std::map<std::uint64_t, PendingUse>> users_;
     // pending host writes: begin -> end (multimap: ranges may repeat)
     std::multimap<std::uintptr_t, std::uintptr_t> host_writes_;
     std::uintptr_t longest_host_write_ = 0;  // never shrinks: an upper bound is enough

@@ -1,0 +1,57 @@
+// The shared lerp tests on the CPU kernels, called directly with host
+// memory (the CPU device's addresses are host pointers), without a plugin.
+#include "lerp.hpp"
+#include "lerp_fixture.hpp"
+
+#include <keel/plugin/kernel_args.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+namespace keel::test {
+namespace {
+
+class CpuDirectBackend final : public LerpBackend {
+public:
+    std::vector<keel_dtype> dtypes() const override {
+        return {cpu::kLerpCpuDtypes.begin(), cpu::kLerpCpuDtypes.end()};
+    }
+    double accumulation_roundoff(keel_dtype) const override { return std::ldexp(1.0, -53); }
+
+    keel_device_addr upload(std::span<const std::byte> bytes) override {
+        if (bytes.empty()) return 0;
+        buffers_.emplace_back(bytes.begin(), bytes.end());
+        return reinterpret_cast<std::uintptr_t>(buffers_.back().data());
+    }
+    std::vector<std::byte> download(keel_device_addr addr, std::size_t bytes) override {
+        std::vector<std::byte> out(bytes);
+        if (bytes) std::memcpy(out.data(), reinterpret_cast<const void*>(addr), bytes);
+        return out;
+    }
+    Result<void> launch(std::string_view kernel, const keel_launch_args& args) override {
+        KEEL_TRY_ASSIGN(const plugin::LaunchArgsView view,
+                        plugin::LaunchArgsView::make(&args, std::string(kernel)));
+        if (kernel == "lerp") {
+            KEEL_TRY_ASSIGN(const plugin::LerpPlan plan, plugin::plan_lerp(view, cpu::kLerpCpuDtypes));
+            return cpu::run_lerp(plan);
+        }
+        if (kernel == "lerp_grad") {
+            KEEL_TRY_ASSIGN(const plugin::LerpGradPlan plan,
+                            plugin::plan_lerp_grad(view, cpu::kLerpCpuDtypes));
+            return cpu::run_lerp_grad(plan);
+        }
+        return Error(KEEL_STATUS_NOT_FOUND, "no kernel " + std::string(kernel));
+    }
+
+private:
+    std::deque<std::vector<std::byte>> buffers_;  // deque: addresses stay put
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpu, LerpKernel,
+    ::testing::Values(LerpBackendFactory{"cpu_direct", [] { return std::make_unique<CpuDirectBackend>(); }}),
+    [](const ::testing::TestParamInfo<LerpBackendFactory>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace keel::test

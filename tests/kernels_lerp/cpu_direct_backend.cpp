@@ -1,5 +1,5 @@
 // The shared lerp tests on the CPU kernels, called directly with host
-// memory (the CPU device's addresses are host pointers), without a plugin.
+// memory (addresses here are host pointers), without the plugin.
 #include "lerp.hpp"
 #include "lerp_fixture.hpp"
 
@@ -34,17 +34,24 @@ public:
                         plugin::LaunchArgsView::make(&args, std::string(kernel)));
         if (kernel == "lerp") {
             KEEL_TRY_ASSIGN(const plugin::LerpPlan plan, plugin::plan_lerp(view, cpu::kLerpCpuDtypes));
-            return cpu::run_lerp(plan);
+            return cpu::run_lerp(plan, {host(plan.x.addr), host(plan.y.addr),
+                                        plan.w.is_scalar ? nullptr : host(plan.w.buffer.addr),
+                                        host(plan.out.addr)});
         }
         if (kernel == "lerp_grad") {
             KEEL_TRY_ASSIGN(const plugin::LerpGradPlan plan,
                             plugin::plan_lerp_grad(view, cpu::kLerpCpuDtypes));
-            return cpu::run_lerp_grad(plan);
+            return cpu::run_lerp_grad(plan, {host(plan.dout.addr),
+                                             plan.w.is_scalar ? nullptr : host(plan.w.buffer.addr),
+                                             host(plan.dx.addr), host(plan.dy.addr)});
         }
         return Error(KEEL_STATUS_NOT_FOUND, "no kernel " + std::string(kernel));
     }
 
 private:
+    // Buffers here are host memory: an address is the pointer (0: none).
+    static void* host(keel_device_addr addr) { return reinterpret_cast<void*>(addr); }
+
     std::deque<std::vector<std::byte>> buffers_;  // deque: addresses stay put
 };
 

@@ -28,12 +28,6 @@ void with_grad_output(plugin::GradOutput g, F&& f) {
     }
 }
 
-// Host pointer of a CPU-device address (the CPU device is host-addressable).
-template <class T>
-T* host_ptr(keel_device_addr addr) noexcept {
-    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(addr));
-}
-
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 
 // Elements one task handles (large enough to amortise scheduling, small

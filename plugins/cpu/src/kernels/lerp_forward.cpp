@@ -13,11 +13,11 @@ using namespace plugin;
 using namespace lerp;
 
 template <class T, bool XV, bool YV, bool WV>
-void lerp_task(const LerpPlan& p, std::int64_t begin, std::int64_t end) {
-    T* out = host_ptr<T>(p.out.addr);
-    const T* x = host_ptr<const T>(p.x.addr);
-    const T* y = host_ptr<const T>(p.y.addr);
-    const T* w = p.w.is_scalar ? nullptr : host_ptr<const T>(p.w.buffer.addr);
+void lerp_task(const LerpPlan& p, const LerpHostBuffers& b, std::int64_t begin, std::int64_t end) {
+    T* out = static_cast<T*>(b.out);
+    const T* x = static_cast<const T*>(b.x);
+    const T* y = static_cast<const T*>(b.y);
+    const T* w = p.w.is_scalar ? nullptr : static_cast<const T*>(b.w);
     const T w_scalar = static_cast<T>(p.w.value);
     for_each_run(p.layout, begin, end, [&](const std::int64_t* off, std::int64_t n) {
         const T* wr = w ? w + off[kLerpW] : nullptr;
@@ -27,7 +27,7 @@ void lerp_task(const LerpPlan& p, std::int64_t begin, std::int64_t end) {
 }
 
 template <class T>
-void run_typed(const LerpPlan& p) {
+void run_typed(const LerpPlan& p, const LerpHostBuffers& b) {
     const StridedLayout& l = p.layout;
     const std::int64_t n = l.numel;
     if (n == 0) return;
@@ -35,7 +35,7 @@ void run_typed(const LerpPlan& p) {
         with_bool(l.inner_stride(kLerpY) != 0, [&](auto yv) {
             with_bool(!p.w.is_scalar && l.inner_stride(kLerpW) != 0, [&](auto wv) {
                 parallel_tasks(ceil_div(n, kTaskElements), [&](std::int64_t t) {
-                    lerp_task<T, xv(), yv(), wv()>(p, t * kTaskElements,
+                    lerp_task<T, xv(), yv(), wv()>(p, b, t * kTaskElements,
                                                    std::min(n, (t + 1) * kTaskElements));
                 });
             });
@@ -45,10 +45,10 @@ void run_typed(const LerpPlan& p) {
 
 }  // namespace
 
-Result<void> run_lerp(const LerpPlan& plan) {
+Result<void> run_lerp(const LerpPlan& plan, const LerpHostBuffers& buffers) {
     switch (plan.dtype) {
-        case KEEL_DTYPE_F32: run_typed<float>(plan); return ok();
-        case KEEL_DTYPE_F64: run_typed<double>(plan); return ok();
+        case KEEL_DTYPE_F32: run_typed<float>(plan, buffers); return ok();
+        case KEEL_DTYPE_F64: run_typed<double>(plan, buffers); return ok();
         default:
             return Error(KEEL_STATUS_UNIMPLEMENTED,
                          std::string("[lerp] dtype ") + dtype_name(plan.dtype) +

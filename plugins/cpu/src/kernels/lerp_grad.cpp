@@ -36,10 +36,9 @@ struct GradPointers {
 };
 
 template <class T>
-GradPointers<T> pointers(const LerpGradPlan& p) {
-    return {host_ptr<const T>(p.dout.addr),
-            p.w.is_scalar ? nullptr : host_ptr<const T>(p.w.buffer.addr),
-            static_cast<T>(p.w.value), host_ptr<T>(p.dx.addr), host_ptr<T>(p.dy.addr)};
+GradPointers<T> pointers(const LerpGradPlan& p, const LerpGradHostBuffers& b) {
+    return {static_cast<const T*>(b.dout), p.w.is_scalar ? nullptr : static_cast<const T*>(b.w),
+            static_cast<T>(p.w.value), static_cast<T*>(b.dx), static_cast<T*>(b.dy)};
 }
 
 // ---- no reduction: one fused pass, two reads and two writes per element --
@@ -247,14 +246,14 @@ Result<void> run_reduction(const GradPointers<T>& q, const LerpGradPass& pass) {
 }
 
 template <class T>
-Result<void> run_typed(const LerpGradPlan& p) {
+Result<void> run_typed(const LerpGradPlan& p, const LerpGradHostBuffers& b) {
     if (p.numel == 0) {
         // Sums over nothing.
-        if (!p.dx.absent()) std::memset(host_ptr<void>(p.dx.addr), 0, p.dx.size);
-        if (!p.dy.absent()) std::memset(host_ptr<void>(p.dy.addr), 0, p.dy.size);
+        if (b.dx && p.dx.size) std::memset(b.dx, 0, p.dx.size);
+        if (b.dy && p.dy.size) std::memset(b.dy, 0, p.dy.size);
         return ok();
     }
-    const GradPointers<T> q = pointers<T>(p);
+    const GradPointers<T> q = pointers<T>(p, b);
     for (int i = 0; i < p.pass_count; ++i) {
         const LerpGradPass& pass = p.passes[static_cast<std::size_t>(i)];
         if (pass.reduces())
@@ -267,10 +266,10 @@ Result<void> run_typed(const LerpGradPlan& p) {
 
 }  // namespace
 
-Result<void> run_lerp_grad(const LerpGradPlan& plan) {
+Result<void> run_lerp_grad(const LerpGradPlan& plan, const LerpGradHostBuffers& buffers) {
     switch (plan.dtype) {
-        case KEEL_DTYPE_F32: return run_typed<float>(plan);
-        case KEEL_DTYPE_F64: return run_typed<double>(plan);
+        case KEEL_DTYPE_F32: return run_typed<float>(plan, buffers);
+        case KEEL_DTYPE_F64: return run_typed<double>(plan, buffers);
         default:
             return Error(KEEL_STATUS_UNIMPLEMENTED,
                          std::string("[lerp_grad] dtype ") + dtype_name(plan.dtype) +

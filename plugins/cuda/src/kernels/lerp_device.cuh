@@ -11,8 +11,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace keel::cuda::lerp {
 
@@ -63,8 +66,22 @@ inline constexpr int kWarpsPerBlock = kBlockThreads / 32;
 // enough to fill every SM a few times, never more than the work.
 std::int64_t grid_blocks(std::int64_t work, std::int64_t per_block);
 
-// The CUDA error of the last launch on this thread, as a keel error.
-[[nodiscard]] Result<void> check_launch(const char* where);
+// A CUDA error as a keel error: "[where] what: cudaErrorX: text".
+[[nodiscard]] Result<void> cuda_result(cudaError_t e, const char* where, const char* what);
+
+// Enqueues kernel<<<grid, block, 0, stream>>>(args...) and returns this
+// launch's own error (cudaLaunchKernel, not <<<>>>: the latter reports
+// through cudaGetLastError, which may hold an older error of the thread).
+template <class... Params, class... Args>
+[[nodiscard]] Result<void> launch(const char* where, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                  cudaStream_t stream, Args&&... args) {
+    static_assert(sizeof...(Params) == sizeof...(Args), "argument count differs from the kernel's");
+    std::tuple<Params...> values(std::forward<Args>(args)...);
+    std::array<void*, sizeof...(Params)> pointers = std::apply(
+        [](auto&... v) { return std::array<void*, sizeof...(Params)>{static_cast<void*>(&v)...}; }, values);
+    return cuda_result(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, pointers.data(), 0, stream),
+                       where, "kernel launch");
+}
 
 // Element type of a keel dtype, handed to `f` as a value of that type.
 template <class F>

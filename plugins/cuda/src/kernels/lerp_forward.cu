@@ -99,23 +99,18 @@ Result<void> enqueue_typed(const LerpPlan& p, cudaStream_t stream) {
                             flat_mode(l, plugin::kLerpX, false), flat_mode(l, plugin::kLerpY, false),
                             flat_mode(l, plugin::kLerpW, p.w.is_scalar), l.numel};
         const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount);
-        lerp_flat_kernel<T><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(a);
-        return check_launch("lerp");
+        return launch("lerp", lerp_flat_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
+                      stream, a);
     }
-    if (fits_32_bits(l.numel)) {
-        const StridedSpace<std::uint32_t> s(l);
-        lerp_strided_kernel<T, std::uint32_t>
-            <<<static_cast<unsigned>(grid_blocks(s.by_row ? std::int64_t{s.items} * 32 : s.items, kBlockThreads)),
-               kBlockThreads, 0, stream>>>(out, x, y, w, w_value, s);
-    } else {
-        const StridedSpace<std::uint64_t> s(l);
-        lerp_strided_kernel<T, std::uint64_t>
-            <<<static_cast<unsigned>(grid_blocks(s.by_row ? static_cast<std::int64_t>(s.items) * 32
-                                                          : static_cast<std::int64_t>(s.items),
-                                                 kBlockThreads)),
-               kBlockThreads, 0, stream>>>(out, x, y, w, w_value, s);
-    }
-    return check_launch("lerp");
+    const auto strided = [&](auto index) {
+        using Index = decltype(index);
+        const StridedSpace<Index> s(l);
+        const std::int64_t threads = static_cast<std::int64_t>(s.items) * (s.by_row ? 32 : 1);
+        return launch("lerp", lerp_strided_kernel<T, Index>,
+                      dim3(static_cast<unsigned>(grid_blocks(threads, kBlockThreads))), dim3(kBlockThreads),
+                      stream, out, x, y, w, w_value, s);
+    };
+    return fits_32_bits(l.numel) ? strided(std::uint32_t{}) : strided(std::uint64_t{});
 }
 
 }  // namespace

@@ -68,11 +68,10 @@ __global__ void __launch_bounds__(kBlockThreads)
 template <class Index, class T>
 Result<void> launch_strided(GradPointers<T> q, const plugin::StridedLayout& l, cudaStream_t stream) {
     const StridedSpace<Index> s(l);
-    const std::int64_t work = s.by_row ? static_cast<std::int64_t>(s.items) * 32
-                                       : static_cast<std::int64_t>(s.items);
-    grad_strided_kernel<T, Index>
-        <<<static_cast<unsigned>(grid_blocks(work, kBlockThreads)), kBlockThreads, 0, stream>>>(q, s);
-    return check_launch("lerp_grad");
+    const std::int64_t threads = static_cast<std::int64_t>(s.items) * (s.by_row ? 32 : 1);
+    return launch("lerp_grad", grad_strided_kernel<T, Index>,
+                  dim3(static_cast<unsigned>(grid_blocks(threads, kBlockThreads))), dim3(kBlockThreads), stream,
+                  q, s);
 }
 
 template <class T>
@@ -83,8 +82,8 @@ Result<void> enqueue_elementwise(GradPointers<T> q, const LerpGradPass& pass, cu
     const bool w_full = q.w && l.is_identity(plugin::kGradW);
     if (l.is_identity(plugin::kGradDout) && (!q.w || w_full || l.is_uniform(plugin::kGradW))) {
         const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount);
-        grad_flat_kernel<T><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(q, w_full, l.numel);
-        return check_launch("lerp_grad");
+        return launch("lerp_grad", grad_flat_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
+                      stream, q, w_full, l.numel);
     }
     return fits_32_bits(l.numel) ? launch_strided<std::uint32_t>(q, l, stream)
                                  : launch_strided<std::uint64_t>(q, l, stream);
@@ -96,10 +95,8 @@ Result<void> enqueue_typed(const LerpGradPlan& p, cudaStream_t stream) {
         // Sums over nothing.
         for (const plugin::BufferArg& g : {p.dx, p.dy}) {
             if (g.absent() || g.size == 0) continue;
-            const cudaError_t e = cudaMemsetAsync(device_ptr<void>(g.addr), 0, g.size, stream);
-            if (e != cudaSuccess)
-                return Error(KEEL_STATUS_DEVICE_ERROR,
-                             std::string("[lerp_grad] zero-filling a gradient: ") + cudaGetErrorString(e));
+            KEEL_TRY(cuda_result(cudaMemsetAsync(device_ptr<void>(g.addr), 0, g.size, stream), "lerp_grad",
+                                 "zero-filling a gradient"));
         }
         return ok();
     }

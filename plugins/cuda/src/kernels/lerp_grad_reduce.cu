@@ -174,13 +174,6 @@ __global__ void __launch_bounds__(kBlockThreads) grad_combine_kernel(ReduceArgs<
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-Result<void> cuda_check(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return ok();
-    return Error(e == cudaErrorMemoryAllocation ? KEEL_STATUS_OUT_OF_MEMORY : KEEL_STATUS_DEVICE_ERROR,
-                 std::string("[lerp_grad] ") + what + ": " + cudaGetErrorName(e) + ": " +
-                     cudaGetErrorString(e));
-}
-
 template <class T, class Index>
 Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass, cudaStream_t stream) {
     using C = Compute<T>;
@@ -222,29 +215,30 @@ Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass
     if (splits > 1) {
         const std::int64_t per_channel = splits * targets;
         const int channels = (a.out_x ? 1 : 0) + (a.out_y ? 1 : 0);
-        KEEL_TRY(cuda_check(cudaMallocAsync(&workspace, static_cast<std::size_t>(per_channel * channels) * sizeof(C), stream),
-                            "partial sums"));
+        KEEL_TRY(cuda_result(cudaMallocAsync(&workspace, static_cast<std::size_t>(per_channel * channels) * sizeof(C),
+                                             stream),
+                             "lerp_grad", "allocating partial sums"));
         C* parts = static_cast<C*>(workspace);
         if (a.out_x) a.part_x = parts, parts += per_channel;
         if (a.out_y) a.part_y = parts;
     }
-    if (r.inner_reduced) {
-        const std::int64_t blocks = grid_blocks(targets * splits, kWarpsPerBlock);
-        grad_row_reduce_kernel<T, Index><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(a);
-    } else {
+    const Result<void> reduced = [&] {
+        if (r.inner_reduced) {
+            const std::int64_t blocks = grid_blocks(targets * splits, kWarpsPerBlock);
+            return launch("lerp_grad", grad_row_reduce_kernel<T, Index>, dim3(static_cast<unsigned>(blocks)),
+                          dim3(kBlockThreads), stream, a);
+        }
         const dim3 grid(static_cast<unsigned>(ceil_div(targets, 32)), static_cast<unsigned>(splits));
-        grad_column_reduce_kernel<T, Index><<<grid, kBlockThreads, 0, stream>>>(a);
-    }
-    const Result<void> reduced = check_launch("lerp_grad");
-    const auto combine = [&]() -> Result<void> {
+        return launch("lerp_grad", grad_column_reduce_kernel<T, Index>, grid, dim3(kBlockThreads), stream, a);
+    }();
+    const Result<void> combined = [&] {
         if (!reduced.ok() || splits == 1) return ok();
-        grad_combine_kernel<T, Index>
-            <<<static_cast<unsigned>(grid_blocks(targets, kBlockThreads)), kBlockThreads, 0, stream>>>(a);
-        return check_launch("lerp_grad");
-    };
-    const Result<void> combined = combine();
+        return launch("lerp_grad", grad_combine_kernel<T, Index>,
+                      dim3(static_cast<unsigned>(grid_blocks(targets, kBlockThreads))), dim3(kBlockThreads), stream, a);
+    }();
     // Freed in stream order, after the kernels that use it, even if one failed to launch.
-    if (workspace) KEEL_TRY(cuda_check(cudaFreeAsync(workspace, stream), "freeing partial sums"));
+    if (workspace)
+        KEEL_TRY(cuda_result(cudaFreeAsync(workspace, stream), "lerp_grad", "freeing partial sums"));
     KEEL_TRY(reduced);
     return combined;
 }

@@ -16,11 +16,10 @@ std::int64_t grid_blocks(std::int64_t work, std::int64_t per_block) {
     return std::clamp<std::int64_t>((work + per_block - 1) / per_block, 1, cap);
 }
 
-Result<void> check_launch(const char* where) {
-    const cudaError_t e = cudaGetLastError();
+Result<void> cuda_result(cudaError_t e, const char* where, const char* what) {
     if (e == cudaSuccess) return ok();
     return Error(e == cudaErrorMemoryAllocation ? KEEL_STATUS_OUT_OF_MEMORY : KEEL_STATUS_DEVICE_ERROR,
-                 std::string("[") + where + "] kernel launch failed: " + cudaGetErrorName(e) + ": " +
+                 std::string("[") + where + "] " + what + ": " + cudaGetErrorName(e) + ": " +
                      cudaGetErrorString(e));
 }
 

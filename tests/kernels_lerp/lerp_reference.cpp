@@ -9,22 +9,38 @@
 namespace keel::test {
 namespace {
 
-// Offset in a dense tensor of shape `op` of the element that broadcasts to
-// flat index `i` of shape `out`.
-std::int64_t source_index(const Dims& out, const Dims& op, std::int64_t i) {
-    std::int64_t index = 0, stride = 1;
-    const std::size_t shift = out.size() - op.size();
-    for (std::size_t k = out.size(); k-- > 0;) {
-        const std::int64_t c = i % out[k];
-        i /= out[k];
-        if (k >= shift) {
-            const std::int64_t n = op[k - shift];
-            if (n != 1) index += c * stride;
-            stride *= n;
+// Walks the elements of a shape `out` in order and keeps, for each operand
+// shape broadcast to it, the index of the operand's element (naive
+// bookkeeping, independent of the kernels' planning).
+class BroadcastWalk {
+public:
+    BroadcastWalk(const Dims& out, const std::vector<Dims>& ops)
+        : out_(out), coord_(out.size(), 0), index_(ops.size(), 0), step_(ops.size(), Dims(out.size(), 0)) {
+        for (std::size_t o = 0; o < ops.size(); ++o) {
+            const std::size_t shift = out.size() - ops[o].size();
+            std::int64_t stride = 1;
+            for (std::size_t k = out.size(); k-- > shift;) {
+                const std::int64_t n = ops[o][k - shift];
+                step_[o][k] = n == 1 ? 0 : stride;
+                stride *= n;
+            }
         }
     }
-    return index;
-}
+    [[nodiscard]] std::size_t operator[](std::size_t op) const { return static_cast<std::size_t>(index_[op]); }
+    void next() {
+        for (std::size_t k = out_.size(); k-- > 0;) {
+            ++coord_[k];
+            for (std::size_t o = 0; o < index_.size(); ++o) index_[o] += step_[o][k];
+            if (coord_[k] < out_[k]) return;
+            for (std::size_t o = 0; o < index_.size(); ++o) index_[o] -= coord_[k] * step_[o][k];
+            coord_[k] = 0;
+        }
+    }
+
+private:
+    Dims out_, coord_, index_;
+    std::vector<Dims> step_;
+};
 
 std::uint16_t float_to_half(float f) {
     const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
@@ -154,12 +170,13 @@ RefLerp reference_lerp(const Dims& xs, const std::vector<double>& x, const Dims&
     const std::int64_t n = numel(r.shape);
     r.out.resize(static_cast<std::size_t>(n));
     r.scale.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-        const double a = x[static_cast<std::size_t>(source_index(r.shape, xs, i))];
-        const double b = y[static_cast<std::size_t>(source_index(r.shape, ys, i))];
-        const double t = w.scalar ? *w.scalar : w.values[static_cast<std::size_t>(source_index(r.shape, w.shape, i))];
-        r.out[static_cast<std::size_t>(i)] = a + t * (b - a);
-        r.scale[static_cast<std::size_t>(i)] = (std::fabs(a) + std::fabs(b)) * std::max(1.0, std::fabs(t));
+    BroadcastWalk at(r.shape, {xs, ys, w.scalar ? Dims{} : w.shape});
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i, at.next()) {
+        const double a = x[at[0]];
+        const double b = y[at[1]];
+        const double t = w.scalar ? *w.scalar : w.values[at[2]];
+        r.out[i] = a + t * (b - a);
+        r.scale[i] = (std::fabs(a) + std::fabs(b)) * std::max(1.0, std::fabs(t));
     }
     return r;
 }
@@ -175,11 +192,11 @@ RefGrad reference_lerp_grad(const Dims& xs, const Dims& ys, const RefWeight& w,
     g.dx_terms.assign(size(xs), 0);
     g.dy_terms.assign(size(ys), 0);
     const std::int64_t n = numel(dout_shape);
-    for (std::int64_t i = 0; i < n; ++i) {
-        const double d = dout[static_cast<std::size_t>(i)];
-        const double t = w.scalar ? *w.scalar : w.values[static_cast<std::size_t>(source_index(dout_shape, w.shape, i))];
-        const auto xi = static_cast<std::size_t>(source_index(dout_shape, xs, i));
-        const auto yi = static_cast<std::size_t>(source_index(dout_shape, ys, i));
+    BroadcastWalk at(dout_shape, {xs, ys, w.scalar ? Dims{} : w.shape});
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i, at.next()) {
+        const double d = dout[i];
+        const double t = w.scalar ? *w.scalar : w.values[at[2]];
+        const std::size_t xi = at[0], yi = at[1];
         g.dx[xi] += d * (1.0 - t);
         g.dx_abs[xi] += std::fabs(d * (1.0 - t));
         ++g.dx_terms[xi];

@@ -31,8 +31,8 @@ TEST(BroadcastShapes, FollowsNumpyRules) {
     EXPECT_EQ(*broadcast_shapes(ab), (Dims{2, 2, 3, 4}));
     EXPECT_EQ(*broadcast_shapes(cd), (Dims{2, 2, 3}));
     EXPECT_EQ(*broadcast_shapes(ae), a);
-    const Dims z3{3, 1};
-    std::vector<NamedShape> zz{{"z", z}, {"z3", Dims{1, 5}}};
+    const Dims one_by_five{1, 5};
+    std::vector<NamedShape> zz{{"z", z}, {"one_by_five", one_by_five}};
     EXPECT_EQ(*broadcast_shapes(zz), (Dims{0, 5}));  // 1 broadcasts to 0
 }
 

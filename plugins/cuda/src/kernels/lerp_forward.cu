@@ -71,11 +71,18 @@ __global__ void __launch_bounds__(kBlockThreads)
     lerp_strided_kernel(T* out, const T* x, const T* y, const T* w, Compute<T> w_value,
                         StridedSpace<Index> space) {
     using C = Compute<T>;
-    for_each_strided<4>(space, [&](const Index (&off)[4]) {
-        const C wv = w ? to_compute(w[off[plugin::kLerpW]]) : w_value;
-        out[off[plugin::kLerpOut]] = from_compute<T>(
-            lerp_value<C>(to_compute(x[off[plugin::kLerpX]]), to_compute(y[off[plugin::kLerpY]]), wv));
-    });
+    struct Loaded {
+        C x, y, w;
+    };
+    for_each_strided<4>(
+        space,
+        [&](const Index (&off)[4]) {
+            return Loaded{to_compute(x[off[plugin::kLerpX]]), to_compute(y[off[plugin::kLerpY]]),
+                          w ? to_compute(w[off[plugin::kLerpW]]) : w_value};
+        },
+        [&](const Index (&off)[4], const Loaded& v) {
+            out[off[plugin::kLerpOut]] = from_compute<T>(lerp_value<C>(v.x, v.y, v.w));
+        });
 }
 
 Flat flat_mode(const plugin::StridedLayout& l, int op, bool scalar) {

@@ -56,13 +56,19 @@ template <class T, class Index>
 __global__ void __launch_bounds__(kBlockThreads)
     grad_strided_kernel(GradPointers<T> q, StridedSpace<Index> space) {
     using C = Compute<T>;
-    for_each_strided<2>(space, [&](const Index (&off)[2]) {
-        const Index o = off[plugin::kGradDout];
-        const C d = to_compute(q.dout[o]);
-        const C w = to_compute(q.w[off[plugin::kGradW]]);
-        if (q.dx) q.dx[o] = from_compute<T>(d * (C(1) - w));
-        if (q.dy) q.dy[o] = from_compute<T>(d * w);
-    });
+    struct Loaded {
+        C d, w;
+    };
+    for_each_strided<2>(
+        space,
+        [&](const Index (&off)[2]) {
+            return Loaded{to_compute(q.dout[off[plugin::kGradDout]]), to_compute(q.w[off[plugin::kGradW]])};
+        },
+        [&](const Index (&off)[2], const Loaded& v) {
+            const Index o = off[plugin::kGradDout];
+            if (q.dx) q.dx[o] = from_compute<T>(v.d * (C(1) - v.w));
+            if (q.dy) q.dy[o] = from_compute<T>(v.d * v.w);
+        });
 }
 
 template <class Index, class T>

@@ -59,13 +59,23 @@ __device__ __forceinline__ void divmod_by(const Divisor& d, Index n, Index& q, I
     }
 }
 
-// One term of each gradient; writes the elementwise ones.
+// Terms each lane loads before it stores or adds any (see kBatch in
+// lerp_strided.cuh: stores would otherwise serialise the loads).
+inline constexpr int kTermBatch = 4;
+
+// dout and w at one element, in the compute type.
 template <class T, class Index>
-__device__ __forceinline__ void term(const ReduceArgs<T, Index>& a, Index od, Index ow,
-                                     Compute<T>& sx, Compute<T>& sy) {
+__device__ __forceinline__ void load_term(const ReduceArgs<T, Index>& a, Index od, Index ow, Compute<T>& d,
+                                          Compute<T>& w) {
+    d = to_compute(a.q.dout[od]);
+    w = a.q.w ? to_compute(a.q.w[ow]) : a.q.w_value;
+}
+
+// One term of each gradient: writes the elementwise ones, adds the others.
+template <class T, class Index>
+__device__ __forceinline__ void add_term(const ReduceArgs<T, Index>& a, Index od, Compute<T> d, Compute<T> w,
+                                         Compute<T>& sx, Compute<T>& sy) {
     using C = Compute<T>;
-    const C d = to_compute(a.q.dout[od]);
-    const C w = a.q.w ? to_compute(a.q.w[ow]) : a.q.w_value;
     const C gx = d * (C(1) - w), gy = d * w;
     if (a.q.dx) a.q.dx[od] = from_compute<T>(gx);
     if (a.q.dy) a.q.dy[od] = from_compute<T>(gy);
@@ -106,8 +116,17 @@ __global__ void __launch_bounds__(kBlockThreads) grad_row_reduce_kernel(ReduceAr
             a.reduce.offsets(row, a.reduce.rank, roff);
             const Index od = base[0] + roff[0] + col;
             const Index ow = base[1] + roff[1] + col * a.w_inner_stride;
-#pragma unroll 4
-            for (Index c = lane; c < seg; c += 32) term(a, od + c, ow + c * a.w_inner_stride, sx, sy);
+            for (Index cb = lane; cb < seg; cb += 32 * kTermBatch) {
+                C d[kTermBatch], w[kTermBatch];
+#pragma unroll
+                for (int k = 0; k < kTermBatch; ++k) {
+                    const Index c = cb + k * 32;
+                    if (c < seg) load_term(a, od + c, ow + c * a.w_inner_stride, d[k], w[k]);
+                }
+#pragma unroll
+                for (int k = 0; k < kTermBatch; ++k)
+                    if (cb + k * 32 < seg) add_term(a, od + cb + k * 32, d[k], w[k], sx, sy);
+            }
             t += seg;
         }
         sx = warp_sum(sx);
@@ -132,11 +151,22 @@ __global__ void __launch_bounds__(kBlockThreads) grad_column_reduce_kernel(Reduc
         a.outer.offsets(jo, a.outer.rank, base);
         const Index od = base[0] + c, ow = base[1] + c * a.w_inner_stride;
         const Index r0 = split * a.chunk, r1 = imin(a.rows, r0 + a.chunk);
-#pragma unroll 4
-        for (Index r = r0 + warp; r < r1; r += kWarpsPerBlock) {
-            Index roff[2];
-            a.reduce.offsets(r, a.reduce.rank, roff);
-            term(a, od + roff[0], ow + roff[1], sx, sy);
+        for (Index rb = r0 + warp; rb < r1; rb += kWarpsPerBlock * kTermBatch) {
+            Index o[kTermBatch];
+            C d[kTermBatch], w[kTermBatch];
+#pragma unroll
+            for (int k = 0; k < kTermBatch; ++k) {
+                const Index r = rb + k * kWarpsPerBlock;
+                if (r < r1) {
+                    Index roff[2];
+                    a.reduce.offsets(r, a.reduce.rank, roff);
+                    o[k] = od + roff[0];
+                    load_term(a, o[k], ow + roff[1], d[k], w[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < kTermBatch; ++k)
+                if (rb + k * kWarpsPerBlock < r1) add_term(a, o[k], d[k], w[k], sx, sy);
         }
     }
     shared_x[warp][lane] = sx;

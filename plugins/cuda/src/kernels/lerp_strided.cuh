@@ -3,10 +3,13 @@
 // Long innermost dims go by warp: a warp takes a segment of one row, works
 // out the row's offsets once (divisions over the outer dims only), and its
 // lanes walk the columns. Short innermost dims go by thread, each element's
-// offsets from its index.
+// offsets from its index. Either way each lane loads kBatch elements before
+// storing any result, to keep enough loads in flight.
 #pragma once
 
 #include "lerp_device.cuh"
+
+#include <utility>
 
 namespace keel::cuda::lerp {
 
@@ -42,23 +45,39 @@ struct StridedSpace {
 };
 
 #if defined(__CUDACC__)
-// Calls f(off) for every element of `s`, off[op] the offset of operand op
-// (op < OPS); work is spread over the whole grid.
-template <int OPS, class Index, class F>
-__device__ __forceinline__ void for_each_strided(const StridedSpace<Index>& s, F&& f) {
+// Elements each lane has in flight: their loads are all issued before any
+// result is stored (a store may alias a later load as far as the compiler
+// knows, so it would otherwise wait for each load in turn).
+inline constexpr int kBatch = 4;
+
+// For every element of `s`, with off[op] the offset of operand op (op < OPS):
+// v = load(off), then store(off, v). Work is spread over the whole grid.
+template <int OPS, class Index, class Load, class Store>
+__device__ __forceinline__ void for_each_strided(const StridedSpace<Index>& s, Load&& load, Store&& store) {
+    using V = decltype(load(std::declval<const Index (&)[OPS]>()));
     const Index threads = static_cast<Index>(gridDim.x) * blockDim.x;
     const Index tid = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
     const DeviceLayout<Index>& l = s.layout;
     if (!s.by_row) {
-        for (Index i = tid; i < s.numel; i += threads) {
-            Index off[OPS];
-            l.offsets(i, l.rank, off);
-            f(off);
+        for (Index i0 = tid; i0 < s.numel; i0 += threads * kBatch) {
+            Index off[kBatch][OPS];
+            V v[kBatch];
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k) {
+                const Index i = i0 + k * threads;
+                if (i < s.numel) {
+                    l.offsets(i, l.rank, off[k]);
+                    v[k] = load(off[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k)
+                if (i0 + k * threads < s.numel) store(off[k], v[k]);
         }
         return;
     }
     const int last = l.rank - 1;
-    const unsigned lane = threadIdx.x & 31u;
+    const Index lane = threadIdx.x & 31u;
     for (Index item = tid / 32; item < s.items; item += threads / 32) {
         Index row, seg;
         if constexpr (DeviceLayout<Index>::kFast) {
@@ -71,11 +90,20 @@ __device__ __forceinline__ void for_each_strided(const StridedSpace<Index>& s, F
         l.offsets(row, last, base);
         const Index c0 = seg * static_cast<Index>(kSegment);
         const Index c1 = c0 + static_cast<Index>(kSegment) < s.inner ? c0 + static_cast<Index>(kSegment) : s.inner;
-#pragma unroll 4
-        for (Index c = c0 + lane; c < c1; c += 32) {
-            Index off[OPS];
-            for (int op = 0; op < OPS; ++op) off[op] = base[op] + c * l.stride[op][last];
-            f(off);
+        for (Index cb = c0 + lane; cb < c1; cb += 32 * kBatch) {
+            Index off[kBatch][OPS];
+            V v[kBatch];
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k) {
+                const Index c = cb + k * 32;
+                if (c < c1) {
+                    for (int op = 0; op < OPS; ++op) off[k][op] = base[op] + c * l.stride[op][last];
+                    v[k] = load(off[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k)
+                if (cb + k * 32 < c1) store(off[k], v[k]);
         }
     }
 }

@@ -81,18 +81,21 @@ struct ReduceSplit {
     std::int64_t column_blocks = 1;
     std::int64_t blocks = 1;
     std::int64_t splits = 1;
-    std::int64_t rows_per_split = 1;
+    // Row reduction: terms (rows * inner) per split; column: rows per split.
+    std::int64_t per_split = 1;
 };
 
 ReduceSplit plan_split(const ReductionLayout& r) {
     ReduceSplit s;
     s.rows = r.reduce.numel;
-    std::int64_t block_terms = 0;  // terms one block sums per split, before splitting
+    std::int64_t block_terms = 0;  // terms one block sums, before splitting
+    std::int64_t split_units = 0;  // what a split cuts: terms (row) or rows (column)
     if (r.inner_reduced) {
         const std::int64_t terms = r.terms_per_target();
         s.outer_per_block = std::max<std::int64_t>(1, kTaskElements / terms);
         s.blocks = ceil_div(r.outer.numel, s.outer_per_block);
         block_terms = terms;
+        split_units = terms;
     } else {
         s.columns = std::min(r.inner, kColumnBlock);
         s.column_blocks = ceil_div(r.inner, s.columns);
@@ -101,14 +104,15 @@ ReduceSplit plan_split(const ReductionLayout& r) {
                                 : std::max<std::int64_t>(1, kTaskElements / (s.rows * r.inner));
         s.blocks = ceil_div(r.outer.numel, s.outer_per_block) * s.column_blocks;
         block_terms = s.rows * s.columns;
+        split_units = s.rows;
     }
     if (s.blocks < kMinTasks) {
         s.splits = std::min(ceil_div(kMinTasks, s.blocks),
                             std::max<std::int64_t>(1, block_terms / kMinSplitTerms));
-        s.splits = std::clamp<std::int64_t>(s.splits, 1, s.rows);
+        s.splits = std::clamp<std::int64_t>(s.splits, 1, split_units);
     }
-    s.rows_per_split = ceil_div(s.rows, s.splits);
-    s.splits = ceil_div(s.rows, s.rows_per_split);
+    s.per_split = ceil_div(split_units, s.splits);
+    s.splits = ceil_div(split_units, s.per_split);
     return s;
 }
 
@@ -133,28 +137,36 @@ struct ReduceOutput {
     }
 };
 
-// Innermost dim reduced: every output sums whole rows.
+// Innermost dim reduced: each output sums its rows; a split covers a range
+// of the output's terms (rows * inner, row-major), so even one long row is
+// spread over several tasks.
 template <class T, bool WV, GradOutput DX, GradOutput DY>
 void row_task(const GradPointers<T>& q, const ReductionLayout& r, const ReduceSplit& s,
               const ReduceOutput<T>& out, std::int64_t task) {
     const std::int64_t block = task / s.splits, split = task % s.splits;
     const std::int64_t j0 = block * s.outer_per_block;
     const std::int64_t j1 = std::min(r.outer.numel, j0 + s.outer_per_block);
-    const std::int64_t r0 = split * s.rows_per_split;
-    const std::int64_t r1 = std::min(s.rows, r0 + s.rows_per_split);
+    const std::int64_t terms = r.terms_per_target();
+    const std::int64_t t0 = split * s.per_split;
+    const std::int64_t t1 = std::min(terms, t0 + s.per_split);
     T* dx = DX == GradOutput::elementwise ? q.dx : nullptr;
     T* dy = DY == GradOutput::elementwise ? q.dy : nullptr;
     LayoutCursor outer(r.outer, j0);
     for (std::int64_t j = j0; j < j1; ++j, outer.next()) {
         Acc sx = 0, sy = 0;
-        LayoutCursor rows(r.reduce, r0);
-        for (std::int64_t row = r0; row < r1; ++row, rows.next()) {
-            const std::int64_t o = outer.offset(kGradDout) + rows.offset(kGradDout);
-            const T* wr = q.w ? q.w + outer.offset(kGradW) + rows.offset(kGradW) : nullptr;
+        std::int64_t t = t0, col = t0 % r.inner;
+        LayoutCursor rows(r.reduce, t0 / r.inner);
+        while (t < t1) {
+            const std::int64_t n = std::min(t1 - t, r.inner - col);
+            const std::int64_t o = outer.offset(kGradDout) + rows.offset(kGradDout) + col;
+            const T* wr = q.w ? q.w + outer.offset(kGradW) + rows.offset(kGradW) + col * r.inner_stride[kGradW]
+                              : nullptr;
             const T wv = (WV || !q.w) ? q.w_scalar : wr[0];
             grad_reduce_span<T, WV, DX, DY, false>(q.dout + o, wr, wv, dx ? dx + o : nullptr,
-                                                   dy ? dy + o : nullptr, r.inner, nullptr,
-                                                   nullptr, sx, sy);
+                                                   dy ? dy + o : nullptr, n, nullptr, nullptr, sx, sy);
+            t += n;
+            col = 0;
+            rows.next();
         }
         out.store(j, split, sx, sy);
     }
@@ -170,8 +182,8 @@ void column_task(const GradPointers<T>& q, const ReductionLayout& r, const Reduc
     const std::int64_t n = std::min(r.inner, c0 + s.columns) - c0;
     const std::int64_t j0 = outer_block * s.outer_per_block;
     const std::int64_t j1 = std::min(r.outer.numel, j0 + s.outer_per_block);
-    const std::int64_t r0 = split * s.rows_per_split;
-    const std::int64_t r1 = std::min(s.rows, r0 + s.rows_per_split);
+    const std::int64_t r0 = split * s.per_split;
+    const std::int64_t r1 = std::min(s.rows, r0 + s.per_split);
     T* dx = DX == GradOutput::elementwise ? q.dx : nullptr;
     T* dy = DY == GradOutput::elementwise ? q.dy : nullptr;
     Acc ax[kColumnBlock], ay[kColumnBlock];

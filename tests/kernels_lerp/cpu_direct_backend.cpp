@@ -1,6 +1,7 @@
 // The shared lerp tests on the CPU kernels, called directly with host
 // memory (addresses here are host pointers), without the plugin.
 #include "lerp.hpp"
+#include "../parallel_for.hpp"
 #include "lerp_fixture.hpp"
 
 #include <keel/plugin/kernel_args.hpp>
@@ -14,6 +15,11 @@ namespace {
 
 class CpuDirectBackend final : public LerpBackend {
 public:
+    // The kernels spread their tasks over the plugin's pool: start it as
+    // the plugin does (one thread per core).
+    CpuDirectBackend() { cpu::start_thread_pool(0); }
+    ~CpuDirectBackend() override { cpu::stop_thread_pool(); }
+
     std::vector<keel_dtype> dtypes() const override {
         return {cpu::kLerpCpuDtypes.begin(), cpu::kLerpCpuDtypes.end()};
     }

@@ -12,11 +12,18 @@
 #include <cstdint>
 #include <cstring>
 
+// Fully unrolls a block's fixed-length inner loop before vectorisation, so
+// the block's local arrays become registers and GCC's straight-line (SLP)
+// vectoriser packs them; left to itself, GCC -O2 vectorises each inner loop
+// separately through the arrays in memory, at half the speed (measured).
+#define KEEL_LERP_UNROLL _Pragma("GCC unroll 16")
+
 namespace keel::cpu::lerp {
 
 using plugin::GradOutput;
 
-// Partial sums of a reduction are kept in double for every dtype.
+// Each term is computed in T (as the elementwise gradients are); partial
+// sums of a reduction are kept in double for every dtype.
 using Acc = double;
 
 template <class T>
@@ -58,12 +65,15 @@ void lerp_span(T* out, const T* x, const T* y, const T* w, T wv, std::int64_t n)
     std::int64_t i = 0;
     for (; i + L <= n; i += L) {
         T xs[L], ys[L], ws[L], r[L];
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) {
             xs[l] = XV ? x[i + l] : x[0];
             ys[l] = YV ? y[i + l] : y[0];
             ws[l] = WV ? w[i + l] : wv;
         }
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) r[l] = lerp_value(xs[l], ys[l], ws[l]);
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) out[i + l] = r[l];
     }
     for (; i < n; ++i) out[i] = lerp_value(XV ? x[i] : x[0], YV ? y[i] : y[0], WV ? w[i] : wv);
@@ -77,17 +87,21 @@ void grad_span(const T* dout, const T* w, T wv, T* dx, T* dy, std::int64_t n) {
     std::int64_t i = 0;
     for (; i + L <= n; i += L) {
         T d[L], ws[L], a[L], b[L];
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) {
             d[l] = dout[i + l];
             ws[l] = WV ? w[i + l] : wv;
         }
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) {
             a[l] = d[l] * (T(1) - ws[l]);
             b[l] = d[l] * ws[l];
         }
         if constexpr (DX)
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) dx[i + l] = a[l];
         if constexpr (DY)
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) dy[i + l] = b[l];
     }
     for (; i < n; ++i) {
@@ -111,30 +125,39 @@ void grad_reduce_span(const T* dout, const T* w, T wv, T* dx, T* dy, std::int64_
     std::int64_t i = 0;
     for (; i + L <= n; i += L) {
         T d[L], ws[L];
+        KEEL_LERP_UNROLL
         for (int l = 0; l < L; ++l) {
             d[l] = dout[i + l];
             ws[l] = WV ? w[i + l] : wv;
         }
         if constexpr (EX) {
             T a[L];
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) a[l] = d[l] * (T(1) - ws[l]);
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) dx[i + l] = a[l];
         }
         if constexpr (EY) {
             T b[L];
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) b[l] = d[l] * ws[l];
+            KEEL_LERP_UNROLL
             for (int l = 0; l < L; ++l) dy[i + l] = b[l];
         }
         if constexpr (SUM_INTO_ARRAY) {
             if constexpr (RX)
-                for (int l = 0; l < L; ++l) acc_x[i + l] += Acc(d[l]) * (Acc(1) - Acc(ws[l]));
+                KEEL_LERP_UNROLL
+                for (int l = 0; l < L; ++l) acc_x[i + l] += Acc(d[l] * (T(1) - ws[l]));
             if constexpr (RY)
-                for (int l = 0; l < L; ++l) acc_y[i + l] += Acc(d[l]) * Acc(ws[l]);
+                KEEL_LERP_UNROLL
+                for (int l = 0; l < L; ++l) acc_y[i + l] += Acc(d[l] * ws[l]);
         } else {
             if constexpr (RX)
-                for (int l = 0; l < L; ++l) px[l] += Acc(d[l]) * (Acc(1) - Acc(ws[l]));
+                KEEL_LERP_UNROLL
+                for (int l = 0; l < L; ++l) px[l] += Acc(d[l] * (T(1) - ws[l]));
             if constexpr (RY)
-                for (int l = 0; l < L; ++l) py[l] += Acc(d[l]) * Acc(ws[l]);
+                KEEL_LERP_UNROLL
+                for (int l = 0; l < L; ++l) py[l] += Acc(d[l] * ws[l]);
         }
     }
     for (; i < n; ++i) {
@@ -142,12 +165,12 @@ void grad_reduce_span(const T* dout, const T* w, T wv, T* dx, T* dy, std::int64_
         if constexpr (EX) dx[i] = d * (T(1) - ww);
         if constexpr (EY) dy[i] = d * ww;
         if constexpr (SUM_INTO_ARRAY) {
-            if constexpr (RX) acc_x[i] += Acc(d) * (Acc(1) - Acc(ww));
-            if constexpr (RY) acc_y[i] += Acc(d) * Acc(ww);
+            if constexpr (RX) acc_x[i] += Acc(d * (T(1) - ww));
+            if constexpr (RY) acc_y[i] += Acc(d * ww);
         } else {
             // Tail terms go to lane 0 so the combine order below stays fixed.
-            if constexpr (RX) px[0] += Acc(d) * (Acc(1) - Acc(ww));
-            if constexpr (RY) py[0] += Acc(d) * Acc(ww);
+            if constexpr (RX) px[0] += Acc(d * (T(1) - ww));
+            if constexpr (RY) py[0] += Acc(d * ww);
         }
     }
     if constexpr (!SUM_INTO_ARRAY) {

@@ -23,7 +23,10 @@ public:
     std::vector<keel_dtype> dtypes() const override {
         return {cpu::kLerpCpuDtypes.begin(), cpu::kLerpCpuDtypes.end()};
     }
-    double accumulation_roundoff(keel_dtype) const override { return std::ldexp(1.0, -53); }
+    // Terms are computed in the dtype, then summed in f64.
+    double accumulation_roundoff(keel_dtype d) const override {
+        return std::ldexp(1.0, d == KEEL_DTYPE_F64 ? -53 : -24);
+    }
 
     keel_device_addr upload(std::span<const std::byte> bytes) override {
         if (bytes.empty()) return 0;

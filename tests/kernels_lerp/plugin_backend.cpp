@@ -38,9 +38,10 @@ struct PluginExpectations {
 };
 
 PluginExpectations expectations_for(const std::string& type) {
-    if (type == "cuda")
+    if (type == "cuda")  // f32 accumulators
         return {{KEEL_DTYPE_F16, KEEL_DTYPE_BF16, KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};
-    return {{KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -53)};  // cpu
+    // cpu: terms computed in f32, summed in f64
+    return {{KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};
 }
 
 class PluginBackend final : public LerpBackend {

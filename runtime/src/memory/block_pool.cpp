@@ -1,0 +1,125 @@
+#include "block_pool.hpp"
+
+namespace keel::memory {
+
+namespace {
+
+FreeTree& tree_of(StreamPool& pool, bool small) { return small ? pool.small_free : pool.large_free; }
+
+// Cuts `block` (allocated, `rounded` <= size) down to `rounded`, filing the
+// rest as a free block when the policy says it is worth keeping apart.
+void split(StreamPool& pool, const SizePolicy& policy, Block* block, std::uint64_t rounded) {
+    const bool small = block->segment->small;
+    const std::uint64_t remainder = block->size - rounded;
+    if (!policy.should_split(small, remainder)) return;
+    Block* rest = pool.blocks.make();
+    rest->addr = block->addr + rounded;
+    rest->size = remainder;
+    rest->segment = block->segment;
+    rest->prev = block;
+    rest->next = block->next;
+    rest->state = BlockState::free;
+    if (block->next != nullptr) block->next->prev = rest;
+    block->next = rest;
+    block->size = rounded;
+    // The rest's other neighbour cannot be free (free neighbours are merged),
+    // so no merge is needed here.
+    tree_of(pool, small).insert(*rest);
+}
+
+}  // namespace
+
+std::uint64_t SizePolicy::segment_size(std::uint64_t rounded) const noexcept {
+    if (is_small(rounded)) return small_segment;
+    if (rounded < large_segment / 2) return large_segment;
+    return (rounded + large_rounding - 1) & ~(large_rounding - 1);
+}
+
+Block* take_free_block(StreamPool& pool, const SizePolicy& policy, std::uint64_t rounded,
+                       std::uint64_t requested) {
+    FreeTree& tree = tree_of(pool, policy.is_small(rounded));
+    auto it = tree.lower_bound(rounded, SizeKey{});
+    if (it == tree.end()) return nullptr;
+    Block* block = &*it;
+    tree.erase(it);
+    block->state = BlockState::allocated;
+    split(pool, policy, block, rounded);
+    block->requested = requested;
+    return block;
+}
+
+Block* carve_new_segment(StreamPool& pool, const SizePolicy& policy, keel_device_addr addr,
+                         std::uint64_t seg_size, std::uint64_t rounded, std::uint64_t requested) {
+    Segment* segment = pool.segment_store.make();
+    segment->addr = addr;
+    segment->size = seg_size;
+    segment->small = policy.is_small(rounded);
+    segment->pool = &pool;
+    Block* block = pool.blocks.make();
+    block->addr = addr;
+    block->size = seg_size;
+    block->segment = segment;
+    block->state = BlockState::allocated;
+    segment->first = block;
+    pool.segments.push_back(*segment);
+    ++pool.segment_count;
+    split(pool, policy, block, rounded);
+    block->requested = requested;
+    return block;
+}
+
+void return_block(StreamPool& pool, Block* block) {
+    FreeTree& tree = tree_of(pool, block->segment->small);
+    block->state = BlockState::free;
+    block->requested = 0;
+    if (Block* prev = block->prev; prev != nullptr && prev->state == BlockState::free) {
+        tree.erase(tree.iterator_to(*prev));
+        prev->size += block->size;
+        prev->next = block->next;
+        if (block->next != nullptr) block->next->prev = prev;
+        pool.blocks.recycle(block);
+        block = prev;
+    }
+    if (Block* next = block->next; next != nullptr && next->state == BlockState::free) {
+        tree.erase(tree.iterator_to(*next));
+        block->size += next->size;
+        block->next = next->next;
+        if (next->next != nullptr) next->next->prev = block;
+        pool.blocks.recycle(next);
+    }
+    tree.insert(*block);
+}
+
+void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out) {
+    for (auto it = pool.segments.begin(); it != pool.segments.end();) {
+        Segment& segment = *it;
+        Block* only = segment.first;
+        const bool entirely_free =
+            only->state == BlockState::free && only->prev == nullptr && only->next == nullptr;
+        if (!entirely_free) {
+            ++it;
+            continue;
+        }
+        tree_of(pool, segment.small).erase(tree_of(pool, segment.small).iterator_to(*only));
+        out.push_back(ReleasedSegment{segment.addr, segment.size});
+        it = pool.segments.erase(it);
+        --pool.segment_count;
+        pool.blocks.recycle(only);
+        pool.segment_store.recycle(&segment);
+    }
+}
+
+void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out) {
+    for (Segment& segment : pool.segments) {
+        SegmentSnapshot s;
+        s.addr = segment.addr;
+        s.size = segment.size;
+        s.stream = pool.stream;
+        s.small = segment.small;
+        for (Block* b = segment.first; b != nullptr; b = b->next)
+            s.blocks.push_back(BlockSnapshot{b->addr, b->size, b->requested, b->state});
+        out.push_back(std::move(s));
+    }
+}
+
+}  // namespace keel::memory

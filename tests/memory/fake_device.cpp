@@ -169,6 +169,11 @@ void FakeDevice::enqueue_access(keel_stream stream, keel_device_addr addr, std::
     enqueue(*s, std::move(op));
 }
 
+void FakeDevice::enqueue_work(keel_stream stream) {
+    std::lock_guard lock(mu_);
+    enqueue(*stream_of(stream), Op{});
+}
+
 Result<keel_device_addr> FakeDevice::device_alloc(std::uint64_t size) {
     std::lock_guard lock(mu_);
     if (size == 0) return invalid("device_alloc of 0 bytes");
@@ -286,6 +291,18 @@ Result<void> FakeDevice::stream_wait_event(keel_stream stream, keel_event event)
     op.wait_stream = e->stream;
     op.wait_position = e->position;
     enqueue(*s, std::move(op));
+    return ok();
+}
+
+Result<void> FakeDevice::stream_synchronize(keel_stream stream) {
+    std::lock_guard lock(mu_);
+    Stream* s = stream_of(stream);
+    if (s == nullptr) return invalid("stream_synchronize of unknown stream");
+    ++counters_.host_syncs;
+    if (!complete_locked(*s, s->ops.size(), true)) {
+        violations_.push_back("host blocked on a stuck stream");
+        return Error(KEEL_STATUS_DEVICE_ERROR, "[fake stream_synchronize] stream is stuck");
+    }
     return ok();
 }
 

@@ -45,6 +45,8 @@ public:
     void set_stuck(keel_stream stream, bool stuck);
     // A kernel that reads and writes [addr, addr + size): checked for hazards.
     void enqueue_access(keel_stream stream, keel_device_addr addr, std::uint64_t size);
+    // A kernel that touches no memory (just takes a place in the stream).
+    void enqueue_work(keel_stream stream);
     [[nodiscard]] std::size_t unfinished(keel_stream stream);
     [[nodiscard]] std::vector<std::string> violations();
     void clear_violations();
@@ -74,6 +76,7 @@ public:
     Result<bool> event_query(keel_event event) override;
     Result<void> event_synchronize(keel_event event) override;
     Result<void> stream_wait_event(keel_stream stream, keel_event event) override;
+    Result<void> stream_synchronize(keel_stream stream) override;
     Result<void> memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                             std::uint64_t size) override;
     Result<void> memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src,

@@ -56,6 +56,9 @@ public:
     // Device-side ordering: work enqueued on `stream` afterwards runs after
     // the event's current record. The host does not block.
     [[nodiscard]] virtual Result<void> stream_wait_event(keel_stream stream, keel_event event) = 0;
+    // Blocks until all work enqueued on `stream` completed (a fallback when an
+    // event cannot be recorded, and the baseline of the benchmarks).
+    [[nodiscard]] virtual Result<void> stream_synchronize(keel_stream stream) = 0;
 
     // ---- asynchronous copies ---------------------------------------------
     [[nodiscard]] virtual Result<void> memcpy_h2d(keel_stream stream, keel_device_addr dst,

@@ -8,6 +8,10 @@ namespace keel::memory {
 
 namespace {
 
+// Depth of finish() on this thread: a release that calls drain() must not
+// wait for itself.
+thread_local int t_finish_depth = 0;
+
 void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
     std::uint64_t seen = peak.load(std::memory_order_relaxed);
     while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
@@ -131,12 +135,14 @@ void CompletionTracker::collect_completed(StreamQueue& q, std::vector<Done>& don
         auto it = std::find_if(q.entries.begin(), q.entries.end(),
                                [seq](const Entry& e) { return e.seq == seq; });
         if (it == q.entries.end()) return;
-        done.push_back(Done{it->event, it->owns_event, it->kind, std::move(it->task)});
+        done.push_back(Done{&q, it->event, it->owns_event, it->kind, std::move(it->task)});
+        q.finishing.fetch_add(1, std::memory_order_acq_rel);
         q.entries.erase(it);
     }
 }
 
 void CompletionTracker::finish(std::vector<Done>& done) noexcept {
+    ++t_finish_depth;
     for (Done& d : done) {
         try {
             d.task.run();
@@ -148,7 +154,9 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
         if (d.owns_event) events_.release(d.event);
         by_kind_[static_cast<std::size_t>(d.kind)].fetch_sub(1, std::memory_order_acq_rel);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+        d.queue->finishing.fetch_sub(1, std::memory_order_acq_rel);
     }
+    --t_finish_depth;
     swept_.fetch_add(done.size(), std::memory_order_relaxed);
     done.clear();
 }
@@ -192,7 +200,8 @@ void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
             auto it = std::find_if(q.entries.begin(), q.entries.end(),
                                    [seq](const Entry& e) { return e.seq == seq; });
             if (it != q.entries.end()) {
-                done.push_back(Done{it->event, it->owns_event, it->kind, std::move(it->task)});
+                done.push_back(Done{&q, it->event, it->owns_event, it->kind, std::move(it->task)});
+                q.finishing.fetch_add(1, std::memory_order_acq_rel);
                 q.entries.erase(it);
             }
         }
@@ -240,12 +249,11 @@ void CompletionTracker::drain() noexcept {
         std::uint64_t last = 0;
         {
             std::lock_guard lock(q->mu);
-            if (q->entries.empty()) continue;
-            last = q->entries.back().seq;
+            if (!q->entries.empty()) last = q->entries.back().seq;
         }
-        wait_entry(*q, last);
+        if (last != 0) wait_entry(*q, last);
         // Entries older than `last` that were out of stream order.
-        for (;;) {
+        while (last != 0) {
             std::uint64_t seq = 0;
             {
                 std::lock_guard lock(q->mu);
@@ -254,6 +262,9 @@ void CompletionTracker::drain() noexcept {
             }
             wait_entry(*q, seq);
         }
+        // Releases another thread took out of the queue may still be running.
+        if (t_finish_depth == 0)
+            while (q->finishing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     }
 }
 

@@ -79,7 +79,9 @@ public:
     // oldest on `preferred` (whose work is more likely to be moving), then
     // sweeps it. false when no such entry exists.
     bool wait_oldest(WorkKind kind, keel_stream preferred) noexcept;
-    // Blocks until everything tracked before the call completed; sweeps.
+    // Blocks until everything tracked before the call completed and was
+    // released (also releases running on other threads). Called from a
+    // release itself, it does not wait for releases in progress.
     void drain() noexcept;
 
     [[nodiscard]] std::uint64_t outstanding() const noexcept {
@@ -98,18 +100,22 @@ private:
         WorkKind kind = WorkKind::hold;
         DeferredTask task;
     };
-    struct Done {
-        keel_event event = nullptr;
-        bool owns_event = false;
-        WorkKind kind = WorkKind::hold;
-        DeferredTask task;
-    };
     struct StreamQueue {
         explicit StreamQueue(keel_stream s) : stream(s) {}
         keel_stream stream;
         std::mutex sweep_mu;  // one sweeper or waiter per stream at a time
         std::mutex mu;        // guards entries
         std::deque<Entry> entries;  // ascending seq
+        // Entries taken out of `entries` whose tasks have not finished yet,
+        // so that drain() can wait for releases running on other threads.
+        std::atomic<int> finishing{0};
+    };
+    struct Done {
+        StreamQueue* queue = nullptr;
+        keel_event event = nullptr;
+        bool owns_event = false;
+        WorkKind kind = WorkKind::hold;
+        DeferredTask task;
     };
 
     StreamQueue& queue_for(keel_stream stream);

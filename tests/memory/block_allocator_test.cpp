@@ -73,8 +73,14 @@ TEST(BlockAllocator, SmallRequestsAreRoundedAndShareOneSegment) {
     rig.allocator.free(b, {});
 }
 
+AllocatorConfig without_exact_cache() {
+    AllocatorConfig config;
+    config.exact_cache_depth = 0;
+    return config;
+}
+
 TEST(BlockAllocator, FreeNeighboursMergeBackIntoOneBlock) {
-    Rig rig;
+    Rig rig({}, without_exact_cache());
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 4096);
     Block* b = rig.alloc(s, 4096);
@@ -91,6 +97,37 @@ TEST(BlockAllocator, FreeNeighboursMergeBackIntoOneBlock) {
     Block* big = rig.alloc(s, 1 * MiB);
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
     rig.allocator.free(big, {});
+}
+
+TEST(BlockAllocator, ExactSizeCacheServesTheSameSizeWithoutMerging) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    Block* a = rig.alloc(s, 4096);
+    Block* b = rig.alloc(s, 4096);
+    const keel_device_addr a_addr = Rig::addr(a);
+    rig.allocator.free(a, {});
+    rig.allocator.free(b, {});
+    // Parked, not merged: three free blocks in the snapshot.
+    EXPECT_EQ(rig.allocator.snapshot().segments[0].blocks.size(), 3u);
+    Block* c = rig.alloc(s, 4000);  // the same rounded size: the most recent
+    EXPECT_EQ(Rig::addr(c), Rig::addr(b));
+    Block* d = rig.alloc(s, 4096);
+    EXPECT_EQ(Rig::addr(d), a_addr);
+    rig.allocator.free(c, {});
+    rig.allocator.free(d, {});
+}
+
+TEST(BlockAllocator, ParkedBlocksAreMergedBeforeAnyRawAllocation) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    std::vector<Block*> quarter;
+    for (int i = 0; i < 4; ++i) quarter.push_back(rig.alloc(s, 512 * KiB));  // fills 2 MiB
+    for (Block* b : quarter) rig.allocator.free(b, {});
+    Block* half = rig.alloc(s, 1 * MiB);  // needs two merged quarters
+    EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
+    rig.allocator.free(half, {});
+    ASSERT_TRUE(rig.allocator.release_cached().ok());
+    EXPECT_EQ(rig.allocator.stats().reserved_bytes, 0u);  // parked blocks are released too
 }
 
 TEST(BlockAllocator, LargeBlocksAreSplitOnlyWhenTheRestIsLarge) {

@@ -54,10 +54,13 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
       id_(g_next_allocator_id.fetch_add(1)) {
     auto policy = std::make_unique<SizePolicy>();
     policy->quantum = pow2_at_least(std::max(config.rounding, ops.alloc_alignment()));
+    policy->quantum_shift = static_cast<unsigned>(std::countr_zero(policy->quantum));
     policy->small_limit = policy->round(config.small_size_limit);
     policy->small_segment = policy->round(std::max(config.small_segment_size, policy->small_limit));
     policy->large_rounding = pow2_at_least(std::max(config.large_rounding, policy->quantum));
     policy->large_segment = policy->round(std::max(config.large_segment_size, policy->small_limit * 2));
+    policy->park_depth = std::min<std::uint32_t>(config.exact_cache_depth, 255);
+    policy->park_bytes = config.exact_cache_bytes;
     policy_ = std::move(policy);
     max_pending_bytes_ = limits.max_pending_free_bytes;
     if (max_pending_bytes_ == 0) {
@@ -143,7 +146,8 @@ Block* BlockAllocator::try_take(StreamPool& pool, std::uint64_t rounded, std::ui
     Block* block = nullptr;
     {
         std::lock_guard lock(pool.mu);
-        block = take_free_block(pool, *policy_, rounded, requested);
+        block = take_parked(pool, *policy_, rounded, requested);
+        if (block == nullptr) block = take_free_block(pool, *policy_, rounded, requested);
         if (block == nullptr) return nullptr;
         ++pool.allocations;
         ++pool.cache_hits;
@@ -203,8 +207,13 @@ Block* BlockAllocator::adopt_segment(StreamPool& pool, keel_device_addr addr, st
 
 Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rounded,
                                              std::uint64_t requested) {
-    // 1. Completed pending frees come back without blocking.
+    // 1. Completed pending frees come back without blocking, and parked
+    // blocks are merged so that they can serve other sizes.
     tracker_.sweep();
+    {
+        std::lock_guard lock(pool.mu);
+        unpark_all(pool);
+    }
     if (Block* block = try_take(pool, rounded, requested)) return block;
     // Optionally reuse a pending block of this stream by ordering the stream
     // after its other-stream uses on the device.
@@ -291,7 +300,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
             std::lock_guard lock(pool.mu);
             --pool.allocated_count;
             pool.requested_bytes -= block->requested;
-            return_block(pool, block);
+            if (!park(pool, *policy_, block)) return_block(pool, block);
         }
         allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
         maybe_sweep();

@@ -72,7 +72,8 @@ void return_block(StreamPool& pool, Block* block) {
     FreeTree& tree = tree_of(pool, block->segment->small);
     block->state = BlockState::free;
     block->requested = 0;
-    if (Block* prev = block->prev; prev != nullptr && prev->state == BlockState::free) {
+    if (Block* prev = block->prev;
+        prev != nullptr && prev->state == BlockState::free && !prev->parked) {
         tree.erase(tree.iterator_to(*prev));
         prev->size += block->size;
         prev->next = block->next;
@@ -80,7 +81,8 @@ void return_block(StreamPool& pool, Block* block) {
         pool.blocks.recycle(block);
         block = prev;
     }
-    if (Block* next = block->next; next != nullptr && next->state == BlockState::free) {
+    if (Block* next = block->next;
+        next != nullptr && next->state == BlockState::free && !next->parked) {
         tree.erase(tree.iterator_to(*next));
         block->size += next->size;
         block->next = next->next;
@@ -90,7 +92,58 @@ void return_block(StreamPool& pool, Block* block) {
     tree.insert(*block);
 }
 
+bool park(StreamPool& pool, const SizePolicy& policy, Block* block) {
+    if (policy.park_depth == 0 || !block->segment->small) return false;
+    const std::size_t index = block->size >> policy.quantum_shift;
+    if (pool.parked_head.empty()) {
+        pool.parked_head.assign((policy.small_limit >> policy.quantum_shift) + 1, nullptr);
+        pool.parked_count.assign(pool.parked_head.size(), 0);
+    }
+    if (index >= pool.parked_head.size() || pool.parked_count[index] >= policy.park_depth ||
+        pool.parked_bytes + block->size > policy.park_bytes)
+        return false;
+    block->state = BlockState::free;
+    block->requested = 0;
+    block->parked = true;
+    block->parked_next = pool.parked_head[index];
+    pool.parked_head[index] = block;
+    ++pool.parked_count[index];
+    pool.parked_bytes += block->size;
+    return true;
+}
+
+Block* take_parked(StreamPool& pool, const SizePolicy& policy, std::uint64_t rounded,
+                   std::uint64_t requested) {
+    const std::size_t index = rounded >> policy.quantum_shift;
+    if (index >= pool.parked_head.size()) return nullptr;
+    Block* block = pool.parked_head[index];
+    if (block == nullptr) return nullptr;
+    pool.parked_head[index] = block->parked_next;
+    --pool.parked_count[index];
+    pool.parked_bytes -= block->size;
+    block->parked = false;
+    block->parked_next = nullptr;
+    block->state = BlockState::allocated;
+    block->requested = requested;
+    return block;
+}
+
+void unpark_all(StreamPool& pool) {
+    if (pool.parked_bytes == 0) return;
+    for (std::size_t i = 0; i < pool.parked_head.size(); ++i) {
+        while (Block* block = pool.parked_head[i]) {
+            pool.parked_head[i] = block->parked_next;
+            block->parked = false;
+            block->parked_next = nullptr;
+            return_block(pool, block);
+        }
+        pool.parked_count[i] = 0;
+    }
+    pool.parked_bytes = 0;
+}
+
 void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out) {
+    unpark_all(pool);
     for (auto it = pool.segments.begin(); it != pool.segments.end();) {
         Segment& segment = *it;
         Block* only = segment.first;

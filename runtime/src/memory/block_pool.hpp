@@ -33,6 +33,9 @@ struct Block {
     Block* prev = nullptr;
     Block* next = nullptr;
     BlockState state = BlockState::free;
+    // Free but parked in the exact-size cache: not in a tree, not merged.
+    bool parked = false;
+    Block* parked_next = nullptr;
     bi::set_member_hook<bi::link_mode<bi::normal_link>> tree_hook;
 };
 
@@ -139,6 +142,10 @@ struct StreamPool {
     std::vector<std::shared_ptr<PendingFree>> pending;  // in free order
     Arena<Block> blocks;
     Arena<Segment> segment_store;
+    // Exact-size cache of small blocks: LIFO heads indexed by size/quantum.
+    std::vector<Block*> parked_head;
+    std::vector<std::uint8_t> parked_count;
+    std::uint64_t parked_bytes = 0;
     std::uint64_t allocations = 0;
     std::uint64_t cache_hits = 0;
     std::uint64_t allocated_count = 0;
@@ -149,10 +156,13 @@ struct StreamPool {
 // Splitting policy and sizes derived from the configuration.
 struct SizePolicy {
     std::uint64_t quantum = 512;  // power of two >= device alignment
+    unsigned quantum_shift = 9;   // log2(quantum): hot paths shift, never divide
     std::uint64_t small_limit = 0;
     std::uint64_t small_segment = 0;
     std::uint64_t large_segment = 0;
     std::uint64_t large_rounding = 0;
+    std::uint32_t park_depth = 0;
+    std::uint64_t park_bytes = 0;
 
     [[nodiscard]] std::uint64_t round(std::uint64_t size) const noexcept {
         return (size + quantum - 1) & ~(quantum - 1);
@@ -176,6 +186,13 @@ Block* carve_new_segment(StreamPool& pool, const SizePolicy& policy, keel_device
 // Marks `block` free, merges it with free neighbours and files it in the
 // free tree.
 void return_block(StreamPool& pool, Block* block);
+// The exact-size cache: park() keeps a freed small block unmerged (false
+// when its LIFO or the pool's budget is full); take_parked() pops one of
+// exactly `rounded` bytes; unpark_all() merges every parked block back.
+bool park(StreamPool& pool, const SizePolicy& policy, Block* block);
+Block* take_parked(StreamPool& pool, const SizePolicy& policy, std::uint64_t rounded,
+                   std::uint64_t requested);
+void unpark_all(StreamPool& pool);
 // Unlinks every segment that is entirely free; the caller device_frees them.
 struct ReleasedSegment {
     keel_device_addr addr = 0;

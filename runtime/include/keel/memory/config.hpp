@@ -31,6 +31,13 @@ struct AllocatorConfig {
     // the events of its other-stream uses instead of waiting for the host to
     // see them complete.
     bool wait_at_reuse = false;
+    // Front cache: a freed small block is parked, unmerged, in a LIFO of its
+    // exact size (up to this many per size and exact_cache_bytes per stream)
+    // so that the common free-then-allocate-the-same-size pattern touches no
+    // tree. Parked blocks are merged back before any raw allocation, so they
+    // never cause one. 0 disables it.
+    std::uint32_t exact_cache_depth = 8;
+    std::uint64_t exact_cache_bytes = 8 * MiB;
     // A thread sweeps completed work after this many cached operations when
     // something is outstanding (amortises the event queries).
     std::uint32_t sweep_every = 64;

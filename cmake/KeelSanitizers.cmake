@@ -8,7 +8,6 @@ elseif(NOT KEEL_SANITIZE STREQUAL "")
 endif()
 if(_keel_san)
   message(STATUS "keel: sanitizers on (${KEEL_SANITIZE})")
-  # Quoted: the list must stay inside the generator expression.
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_keel_san}>")
   add_link_options(${_keel_san})
 endif()

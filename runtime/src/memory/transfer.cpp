@@ -17,9 +17,13 @@ Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_ad
     if (src.size() <= KEEL_INLINE_COPY_MAX && staging.config().inline_small_copies &&
         ops.has_inline_copy()) {
         auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
-        if (!r.ok()) return std::move(r).error().context("copy_from_host");
-        staging.count_inline_copy();
-        return ok();
+        if (r.ok()) {
+            staging.count_inline_copy();
+            return ok();
+        }
+        // Absent after all: stage it like any other copy.
+        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
+            return std::move(r).error().context("copy_from_host");
     }
     const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
     for (std::uint64_t offset = 0; offset < src.size(); offset += chunk) {

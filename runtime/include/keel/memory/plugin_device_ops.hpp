@@ -1,11 +1,13 @@
-// DeviceOps over a plugin's C ABI table: the memory machinery's only
-// contact with a real device. Generic: it calls table entries, never a
-// vendor API.
+// DeviceOps over a loaded plugin, through the runtime's table wrapper (which
+// refuses calls from host functions and answers UNIMPLEMENTED for absent
+// optional entries). The memory machinery's only contact with a real device;
+// generic: it calls table entries, never a vendor API.
 #pragma once
 
-#include <keel/keel.h>
+#include <keel/device.hpp>
 #include <keel/memory/device_ops.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -13,24 +15,23 @@
 
 namespace keel::memory {
 
-// Sync, as the ABI's entries are. The table and the device must stay valid
-// for the object's life (until the plugin is shut down).
+// Sync, as the ABI's entries are. Holds a Device, which keeps the plugin
+// loaded for the object's life.
 class PluginDeviceOps final : public DeviceOps {
 public:
-    // Reads the device's properties once (alignment, memory, capabilities).
-    [[nodiscard]] static Result<std::unique_ptr<PluginDeviceOps>> create(const keel_plugin_api* api,
-                                                                         keel_device device);
-    // Only through create(): the tag keeps the constructor usable by
-    // std::make_unique without making it public API.
-    struct CreateTag {};
-    PluginDeviceOps(CreateTag, const keel_plugin_api* api, keel_device device)
-        : api_(api), device_(device) {}
+    explicit PluginDeviceOps(Device device);
+    PluginDeviceOps(const PluginDeviceOps&) = delete;
+    PluginDeviceOps& operator=(const PluginDeviceOps&) = delete;
+    PluginDeviceOps(PluginDeviceOps&&) = delete;
+    PluginDeviceOps& operator=(PluginDeviceOps&&) = delete;
     ~PluginDeviceOps() override;
 
     std::uint64_t alloc_alignment() const noexcept override { return alignment_; }
     std::uint64_t total_memory() const noexcept override { return total_memory_; }
     bool has_pinned_host_memory() const noexcept override { return has_host_alloc_; }
-    bool has_inline_copy() const noexcept override { return has_inline_; }
+    bool has_inline_copy() const noexcept override {
+        return has_inline_.load(std::memory_order_relaxed);
+    }
 
     Result<keel_device_addr> device_alloc(std::uint64_t size) override;
     Result<void> device_free(keel_device_addr addr) override;
@@ -51,12 +52,14 @@ public:
                                    std::uint64_t size) override;
 
 private:
-    const keel_plugin_api* api_;
-    keel_device device_;
+    const Device device_;
+    const keel_device handle_;
     std::uint64_t alignment_ = 256;
     std::uint64_t total_memory_ = 0;
     bool has_host_alloc_ = false;
-    bool has_inline_ = false;
+    // Assumed present until the plugin answers UNIMPLEMENTED once (the
+    // runtime's wrapper has no presence query for this optional entry).
+    std::atomic<bool> has_inline_{true};
 
     // Ordinary host memory standing in for pinned memory when the plugin
     // has no host_alloc (the ABI says the runtime then stages through it).

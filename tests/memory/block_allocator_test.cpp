@@ -442,6 +442,26 @@ TEST(BlockAllocator, ReleaseCachedReturnsOnlyEntirelyFreeSegments) {
     rig.allocator.free(keep, {});
 }
 
+TEST(BlockAllocator, ASegmentThePluginRefusesToFreeStaysCached) {
+    FakeDevice::Options device;
+    device.refuse_late_free = true;
+    Rig rig(device);
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    Block* a = rig.alloc(s1, 5 * MiB);
+    rig.device.enqueue_access(s2, Rig::addr(a), 5 * MiB);  // the bug: no record_use
+    rig.allocator.free(a, {});
+    auto released = rig.allocator.release_cached();
+    ASSERT_FALSE(released.ok());
+    EXPECT_EQ(released.error().code(), KEEL_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(released.error().message().find("late free"), std::string::npos);
+    EXPECT_EQ(rig.allocator.stats().reserved_bytes, 20 * MiB);  // still ours, still cached
+    EXPECT_EQ(rig.allocator.stats().cached_bytes, 20 * MiB);
+    rig.device.complete(s2);
+    ASSERT_TRUE(rig.allocator.release_cached().ok());
+    EXPECT_EQ(rig.allocator.stats().reserved_bytes, 0u);
+}
+
 TEST(BlockAllocator, SnapshotShowsSegmentsBlocksStatesAndStreams) {
     Rig rig;
     keel_stream s1 = rig.device.make_stream();

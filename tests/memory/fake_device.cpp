@@ -200,9 +200,12 @@ Result<void> FakeDevice::device_free(keel_device_addr addr) {
     for (auto& s : streams_)
         for (std::size_t i = s->completed; i < s->ops.size(); ++i) {
             const Op& op = s->ops[i];
-            if (op.kind != OpKind::wait && op.kind != OpKind::marker && op.lo < hi && addr < op.hi)
-                violations_.push_back("late free: device_free(" + hex(addr) +
-                                      ") while an unfinished operation uses it");
+            if (op.kind == OpKind::wait || op.kind == OpKind::marker || !(op.lo < hi && addr < op.hi))
+                continue;
+            const std::string msg =
+                "late free: device_free(" + hex(addr) + ") while an unfinished operation uses it";
+            if (options_.refuse_late_free) return Error(KEEL_STATUS_FAILED_PRECONDITION, "[fake] " + msg);
+            violations_.push_back(msg);
         }
     counters_.live_device_bytes -= it->second.size();
     allocations_.erase(it);

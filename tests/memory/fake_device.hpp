@@ -30,6 +30,9 @@ public:
         bool immediate = false;    // operations complete when enqueued
         bool pinned = true;        // has host_alloc
         bool inline_copy = true;   // has memcpy_h2d_inline
+        // A late device_free is refused (FAILED_PRECONDITION, memory kept)
+        // instead of recorded, like the CPU plugin's checker in error mode.
+        bool refuse_late_free = false;
     };
     explicit FakeDevice(Options options);
     FakeDevice() : FakeDevice(Options{}) {}

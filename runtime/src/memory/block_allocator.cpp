@@ -458,6 +458,12 @@ Result<void> BlockAllocator::release_cached() {
         // The plugin is called after the pools' locks are released.
         auto r = ops_.device_free(s.addr);
         if (!r.ok()) {
+            // The plugin kept the memory (e.g. a checker refusing a free
+            // while queued work still uses it): keep it cached too.
+            {
+                std::lock_guard lock(s.pool->mu);
+                readopt_segment(*s.pool, s);
+            }
             if (result.ok()) result = std::move(r).error().context("CachingAllocator::release_cached");
             continue;
         }

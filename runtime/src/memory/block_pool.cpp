@@ -154,12 +154,29 @@ void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out) 
             continue;
         }
         tree_of(pool, segment.small).erase(tree_of(pool, segment.small).iterator_to(*only));
-        out.push_back(ReleasedSegment{segment.addr, segment.size});
+        out.push_back(ReleasedSegment{segment.addr, segment.size, &pool, segment.small});
         it = pool.segments.erase(it);
         --pool.segment_count;
         pool.blocks.recycle(only);
         pool.segment_store.recycle(&segment);
     }
+}
+
+void readopt_segment(StreamPool& pool, const ReleasedSegment& released) {
+    Segment* segment = pool.segment_store.make();
+    segment->addr = released.addr;
+    segment->size = released.size;
+    segment->small = released.small;
+    segment->pool = &pool;
+    Block* block = pool.blocks.make();
+    block->addr = released.addr;
+    block->size = released.size;
+    block->segment = segment;
+    block->state = BlockState::free;
+    segment->first = block;
+    pool.segments.push_back(*segment);
+    ++pool.segment_count;
+    tree_of(pool, released.small).insert(*block);
 }
 
 void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out) {

@@ -197,8 +197,12 @@ void unpark_all(StreamPool& pool);
 struct ReleasedSegment {
     keel_device_addr addr = 0;
     std::uint64_t size = 0;
+    StreamPool* pool = nullptr;
+    bool small = false;
 };
 void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out);
+// Takes back a segment the plugin refused to free, as one free block.
+void readopt_segment(StreamPool& pool, const ReleasedSegment& segment);
 void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out);
 
 }  // namespace keel::memory

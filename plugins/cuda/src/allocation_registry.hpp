@@ -1,0 +1,64 @@
+// The live allocations of one device (device memory, and separately pinned
+// host memory), so that every copy, memset and kernel buffer is checked
+// against them before it reaches the GPU. Without
+// the check a bad address is not an error at the call: it becomes an
+// asynchronous illegal-address fault that destroys the whole CUDA context.
+#pragma once
+
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <cstdint>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace keel::cuda {
+
+// Thread-safe: every member may be called from any thread. Checks take a
+// shared lock (they run on every enqueue); add/remove take it exclusively.
+class AllocationRegistry {
+public:
+    // `kind` names what is registered in error messages ("device allocation of cuda:0").
+    explicit AllocationRegistry(std::string kind) : kind_(std::move(kind)) {}
+    AllocationRegistry(const AllocationRegistry&) = delete;
+    AllocationRegistry& operator=(const AllocationRegistry&) = delete;
+    AllocationRegistry(AllocationRegistry&&) = delete;
+    AllocationRegistry& operator=(AllocationRegistry&&) = delete;
+    ~AllocationRegistry() = default;
+
+    void add(keel_device_addr base, std::uint64_t size);
+
+    // Forgets the allocation starting exactly at `base`; INVALID_ARGUMENT
+    // when there is none (a double free, or an address inside one).
+    Result<void> remove(keel_device_addr base);
+
+    // Ok when [addr, addr + size) lies inside one allocation. INVALID_ARGUMENT
+    // when `addr` is in none, OUT_OF_RANGE when the range runs past the end
+    // of the allocation holding `addr`. `role` names the operand in the
+    // message ("destination").
+    Result<void> check(keel_device_addr addr, std::uint64_t size, const char* role) const;
+
+    // Like check(), as a cheap yes/no (no message built on a miss).
+    [[nodiscard]] bool contains(keel_device_addr addr, std::uint64_t size) const noexcept;
+
+    // Removes and returns every allocation (at shutdown, to free leftovers).
+    std::vector<std::pair<keel_device_addr, std::uint64_t>> take_all();
+
+private:
+    const std::string kind_;
+    // The allocation holding `addr`, or end(). Caller holds the lock.
+    [[nodiscard]] std::vector<std::pair<keel_device_addr, std::uint64_t>>::const_iterator holding(
+        keel_device_addr addr) const noexcept;
+
+    mutable std::shared_mutex mutex_;
+    // (base, size) sorted by base: lookups, on every enqueue, are a binary
+    // search over contiguous memory; add/remove, rare, shift the tail.
+    std::vector<std::pair<keel_device_addr, std::uint64_t>> live_;
+};
+
+// "0x7f3a00000000"
+[[nodiscard]] std::string hex_addr(keel_device_addr addr);
+
+}  // namespace keel::cuda

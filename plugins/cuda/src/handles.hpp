@@ -1,0 +1,84 @@
+// The objects behind keel's opaque stream and event handles, and the checked
+// conversions between handles and objects. A keel_device is a Device*, a
+// keel_stream a Stream*, a keel_event an Event*, a keel_kernel a
+// const KernelDef* (see kernel_registry.hpp).
+#pragma once
+
+#include "device.hpp"
+
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <string>
+
+namespace keel::cuda {
+
+// A keel stream: a non-blocking CUDA stream (it never synchronises with the
+// legacy default stream) on one device. Owned by the caller through its
+// handle; may be used from any thread (CUDA streams are thread-safe).
+class Stream {
+public:
+    Stream(Device& device, cudaStream_t stream) : device_(device), stream_(stream) {}
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    Stream(Stream&&) = delete;
+    Stream& operator=(Stream&&) = delete;
+    ~Stream() = default;  // the CUDA stream is destroyed or pooled by stream_destroy
+
+    [[nodiscard]] Device& device() const noexcept { return device_; }
+    [[nodiscard]] cudaStream_t cuda() const noexcept { return stream_; }
+
+private:
+    Device& device_;
+    const cudaStream_t stream_;
+};
+
+// A keel event: a CUDA event created with cudaEventDisableTiming unless
+// timing was asked for. `recorded` lets event_elapsed_time refuse an event
+// never recorded (a pooled CUDA event may carry an old record). Shared by
+// threads through its handle; `recorded` is atomic for that reason.
+class Event {
+public:
+    Event(Device& device, cudaEvent_t event, bool timing)
+        : device_(device), event_(event), timing_(timing) {}
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    Event(Event&&) = delete;
+    Event& operator=(Event&&) = delete;
+    ~Event() = default;  // the CUDA event is destroyed or pooled by event_destroy
+
+    [[nodiscard]] Device& device() const noexcept { return device_; }
+    [[nodiscard]] cudaEvent_t cuda() const noexcept { return event_; }
+    [[nodiscard]] bool timing() const noexcept { return timing_; }
+    [[nodiscard]] bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire); }
+    void mark_recorded() noexcept { recorded_.store(true, std::memory_order_release); }
+
+private:
+    Device& device_;
+    const cudaEvent_t event_;
+    const bool timing_;
+    std::atomic<bool> recorded_{false};
+};
+
+[[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return reinterpret_cast<keel_device>(d); }
+[[nodiscard]] inline keel_stream to_handle(Stream* s) noexcept { return reinterpret_cast<keel_stream>(s); }
+[[nodiscard]] inline keel_event to_handle(Event* e) noexcept { return reinterpret_cast<keel_event>(e); }
+
+// The object behind a handle; INVALID_ARGUMENT naming `role` when it is null.
+[[nodiscard]] inline Result<Device*> device_from(keel_device h, const char* role = "device") {
+    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
+    return reinterpret_cast<Device*>(h);
+}
+[[nodiscard]] inline Result<Stream*> stream_from(keel_stream h, const char* role = "stream") {
+    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
+    return reinterpret_cast<Stream*>(h);
+}
+[[nodiscard]] inline Result<Event*> event_from(keel_event h, const char* role = "event") {
+    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
+    return reinterpret_cast<Event*>(h);
+}
+
+}  // namespace keel::cuda

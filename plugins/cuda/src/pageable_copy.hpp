@@ -1,0 +1,39 @@
+// Copies between the device and host memory that CUDA has not pinned, done
+// so that they keep the ABI's promise: the host memory is read (h2d) or
+// written (d2h) when the copy executes, and enqueueing never blocks.
+//
+// CUDA's own pageable path does neither: cudaMemcpyAsync from pageable
+// memory may copy the source at enqueue, and into pageable memory it
+// returns only after the copy completed, so a stream held back by earlier
+// work would block the caller. Here the transfer goes through a pinned
+// staging buffer, and a stream callback does the host-side memcpy when the
+// stream reaches it (one callback per 8 MiB chunk, plus one to release the
+// buffer after an h2d copy). Pinned memory never takes this path.
+#pragma once
+
+#include "device.hpp"
+
+#include <keel/result.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace keel::cuda {
+
+// True when CUDA can DMA to or from [ptr, ptr + size) directly: memory from
+// keel's host_alloc on `device` (a registry lookup), or memory CUDA reports
+// as pinned, registered or managed (cudaPointerGetAttributes).
+[[nodiscard]] bool is_dma_capable(Device& device, const void* ptr, std::uint64_t size) noexcept;
+
+// Enqueue a host -> device copy from pageable `src` on `stream` (the
+// device is current). Falls back to cudaMemcpyAsync when the staging pool
+// is at capacity.
+[[nodiscard]] Result<void> enqueue_pageable_h2d(Device& device, cudaStream_t stream, void* dst,
+                                                const void* src, std::uint64_t size);
+
+// Enqueue a device -> host copy into pageable `dst`; same fallback.
+[[nodiscard]] Result<void> enqueue_pageable_d2h(Device& device, cudaStream_t stream, void* dst,
+                                                const void* src, std::uint64_t size);
+
+}  // namespace keel::cuda

@@ -1,0 +1,114 @@
+// Streams: creation from a pool, synchronisation, fences, host callbacks.
+#include "cuda_error.hpp"
+#include "entries.hpp"
+#include "handles.hpp"
+
+#include <keel/plugin/boundary.hpp>
+
+#include <memory>
+
+namespace keel::cuda::api {
+
+namespace {
+
+// A keel_host_fn and its argument, carried through CUDA's callback.
+struct HostCall {
+    keel_host_fn fn;
+    void* user_data;
+};
+
+// Runs on a CUDA driver thread. cudaStreamAddCallback calls it exactly
+// once, with the stream's error if the device failed earlier, which is what
+// keel_host_fn promises (cudaLaunchHostFunc would skip it on error, leaking
+// whatever the function was meant to release).
+void CUDART_CB run_host_call(cudaStream_t, cudaError_t status, void* data) {
+    std::unique_ptr<HostCall> call(static_cast<HostCall*>(data));
+    call->fn(call->user_data, status_from_cuda(status));
+}
+
+}  // namespace
+
+keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept {
+    return plugin::entry("cuda stream_create", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        KEEL_TRY(plugin::require_non_null(out_stream, "out_stream"));
+        if (flags != 0)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         "flags must be 0 in this ABI version, got " + std::to_string(flags));
+        cudaStream_t raw = nullptr;
+        if (std::optional<cudaStream_t> pooled = d->idle_streams().take()) {
+            raw = *pooled;
+        } else {
+            KEEL_TRY(d->make_current());
+            KEEL_TRY(check_cuda(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking)));
+        }
+        auto stream = std::make_unique<Stream>(*d, raw);  // on throw, the CUDA stream leaks: OOM only
+        *out_stream = to_handle(stream.release());
+        return ok();
+    });
+}
+
+keel_error* stream_destroy(keel_stream handle) noexcept {
+    return plugin::entry("cuda stream_destroy", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * raw, stream_from(handle));
+        std::unique_ptr<Stream> stream(raw);
+        Device& device = stream->device();
+        const cudaError_t drained = cudaStreamSynchronize(stream->cuda());
+        // An idle, healthy stream is as good as new; anything else goes.
+        if (drained != cudaSuccess || !device.idle_streams().give(stream->cuda())) {
+            if (device.make_current().ok()) (void)cudaStreamDestroy(stream->cuda());
+        }
+        return check_cuda(drained);
+    });
+}
+
+keel_error* stream_synchronize(keel_stream handle) noexcept {
+    return plugin::entry("cuda stream_synchronize", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        return check_cuda(cudaStreamSynchronize(s->cuda()));
+    });
+}
+
+keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
+    return plugin::entry("cuda stream_query", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        const cudaError_t state = cudaStreamQuery(s->cuda());
+        if (state == cudaErrorNotReady) {
+            *out_done = 0;
+            return ok();
+        }
+        KEEL_TRY(check_cuda(state));
+        *out_done = 1;
+        return ok();
+    });
+}
+
+keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
+    return plugin::entry("cuda stream_wait_event", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        if (&e->device() != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
+                                                           " waited on by a stream of " +
+                                                           s->device().label());
+        KEEL_TRY(s->device().make_current());
+        // An event never recorded is complete in CUDA too: the wait is a no-op.
+        return check_cuda(cudaStreamWaitEvent(s->cuda(), e->cuda(), cudaEventWaitDefault));
+    });
+}
+
+keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept {
+    return plugin::entry("cuda stream_enqueue_host_func", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+        KEEL_TRY(s->device().make_current());
+        auto call = std::make_unique<HostCall>(HostCall{fn, user_data});
+        // Ownership passes to run_host_call only if CUDA accepted the callback.
+        KEEL_TRY(check_cuda(cudaStreamAddCallback(s->cuda(), &run_host_call, call.get(), 0)));
+        (void)call.release();
+        return ok();
+    });
+}
+
+}  // namespace keel::cuda::api

@@ -130,6 +130,20 @@ TEST(BlockAllocator, ParkedBlocksAreMergedBeforeAnyRawAllocation) {
     EXPECT_EQ(rig.allocator.stats().reserved_bytes, 0u);  // parked blocks are released too
 }
 
+TEST(BlockAllocator, LargeParkedBlocksAreMergedBeforeAnyRawAllocation) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    std::vector<Block*> fifths;
+    for (int i = 0; i < 5; ++i) fifths.push_back(rig.alloc(s, 4 * MiB));  // fills 20 MiB
+    for (Block* b : fifths) rig.allocator.free(b, {});
+    Block* again = rig.alloc(s, 4 * MiB);  // exact-size reuse
+    EXPECT_EQ(Rig::addr(again), Rig::addr(fifths.back()));
+    rig.allocator.free(again, {});
+    Block* big = rig.alloc(s, 12 * MiB);  // needs three merged fifths
+    EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
+    rig.allocator.free(big, {});
+}
+
 TEST(BlockAllocator, LargeBlocksAreSplitOnlyWhenTheRestIsLarge) {
     Rig rig;
     keel_stream s = rig.device.make_stream();

@@ -188,6 +188,20 @@ TEST_F(CpuMemory, AContainerDestroyedRightAfterAnAsyncCopyStillArrives) {
     }
 }
 
+TEST_F(CpuMemory, AMovedInVectorIsCopiedWithoutStaging) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream();
+    Gate gate;
+    KEEL_ASSERT_OK(gate.block(s));
+    KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer b, memory.allocate(s, 5 * MiB));
+    KEEL_ASSERT_OK(memory.copy_from_host(s, pattern(5 * MiB, 77), b));  // a temporary: moved in
+    EXPECT_EQ(memory.staging_stats().host_allocations, 0u);
+    gate.open();
+    KEEL_ASSERT_OK_AND_ASSIGN(auto got, memory.copy_to_host<std::uint8_t>(s, b, b.size()));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, std::move(got).get());
+    EXPECT_EQ(bytes, pattern(5 * MiB, 77));
+}
+
 TEST_F(CpuMemory, TheCheckerSeesAHostSourceReusedBeforeItsCopyRan) {
     // The control for the test above: the same thing without staging.
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
@@ -213,7 +227,8 @@ TEST_F(CpuMemory, TwoStreamPipelinePassesBuffersWithHoldsAndNoSyncs) {
     KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer out, memory.allocate(consumer, kSteps * kChunk));
     for (std::size_t i = 0; i < kSteps; ++i) {
         KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer buf, memory.allocate(producer, kChunk));
-        KEEL_ASSERT_OK(memory.copy_from_host(producer, pattern(kChunk, 7 * i), buf));
+        const auto data = pattern(kChunk, 7 * i);
+        KEEL_ASSERT_OK(memory.copy_from_host(producer, data, buf));
         KEEL_ASSERT_OK(memory.order_after(consumer, producer));  // the "recv" waits for the data
         KEEL_ASSERT_OK_AND_ASSIGN(DeviceView slot, out.view(i * kChunk, kChunk));
         KEEL_ASSERT_OK(consumer.copy_d2d(slot, buf));             // the "send"
@@ -383,7 +398,13 @@ TEST_F(CpuMemory, ManyThreadsAllocateFreeAndCopyConcurrently) {
                 const std::uint32_t seed = rng();
                 auto buf = memory.allocate(s, n);
                 if (!buf.ok()) { ++failures; continue; }
-                if (!memory.copy_from_host(s, pattern(n, seed), *buf).ok()) ++failures;
+                std::vector<std::uint8_t> data = pattern(n, seed);
+                // Staged from a container the thread keeps, or moved in.
+                const bool staged = rng() % 2 == 0;
+                if (!(staged ? memory.copy_from_host(s, data, *buf)
+                             : memory.copy_from_host(s, std::move(data), *buf))
+                         .ok())
+                    ++failures;
                 switch (rng() % 3) {
                     case 0: {  // read on the shared side stream, then free with a record
                         auto copy = memory.allocate(side, n);

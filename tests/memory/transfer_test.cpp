@@ -62,6 +62,22 @@ TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, 4096), iota(4096, 7));
 }
 
+TEST(Transfer, AMovedInVectorIsCopiedWithoutStagingAndFreedAfterTheCopyRan) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
+    std::vector<std::uint32_t> data = iota(4096, 3);
+    ASSERT_TRUE(copy_from_host(rig.core, s, std::move(data), buf).ok());
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, 0u);
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // the vector, held
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // copy not run yet
+    rig.device.complete(s);  // reads the vector's storage now (ASan: still alive)
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 0u);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, 4096), iota(4096, 3));
+}
+
 TEST(Transfer, TinyCopiesTakeTheInlinePathWithoutStaging) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
@@ -107,9 +123,10 @@ TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
     keel_stream s = rig.device.make_stream();
     CachedBuffer a = rig.buffer(s, 64 * KiB);
     CachedBuffer b = rig.buffer(s, 64 * KiB);
-    ASSERT_TRUE(copy_from_host(rig.core, s, iota(16 * 1024, 100), a).ok());
+    const auto first = iota(16 * 1024, 100), second = iota(16 * 1024, 900);
+    ASSERT_TRUE(copy_from_host(rig.core, s, first, a).ok());
     rig.core.tracker().sweep();
-    ASSERT_TRUE(copy_from_host(rig.core, s, iota(16 * 1024, 900), b).ok());
+    ASSERT_TRUE(copy_from_host(rig.core, s, second, b).ok());
     EXPECT_EQ(rig.core.staging().stats().host_allocations, 2u);
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(a, 16 * 1024), iota(16 * 1024, 100));
@@ -165,7 +182,8 @@ TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
     for (int i = 0; i < 16; ++i) buffers.push_back(rig.buffer(s, 256 * KiB));
     for (int i = 0; i < 16; ++i) {
         // Never completed by the test: only the bound's host waits move it.
-        ASSERT_TRUE(copy_from_host(rig.core, s, iota(64 * 1024, i * 1000), buffers[i]).ok());
+        const auto data = iota(64 * 1024, i * 1000);  // an lvalue: staged
+        ASSERT_TRUE(copy_from_host(rig.core, s, data, buffers[i]).ok());
     }
     const StagingStats st = rig.core.staging().stats();
     EXPECT_LE(st.peak_in_flight_bytes, 1 * MiB);
@@ -199,7 +217,8 @@ TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 100 * 1024;
     CachedBuffer buf = rig.buffer(s, n * 4);
-    ASSERT_TRUE(copy_from_host(rig.core, s, iota(n, 9), buf).ok());
+    const auto data = iota(n, 9);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
     std::vector<std::uint32_t> out(n, 0);
     auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.addr());
     ASSERT_TRUE(copy.ok());

@@ -22,7 +22,17 @@ struct PoolCache {
     StreamPool* pool = nullptr;
 };
 thread_local PoolCache t_pool_cache;
-thread_local std::uint32_t t_ops_since_sweep = 0;
+
+// Opportunistic sweeping on the fast path, per thread: sweep on every
+// operation while sweeps keep releasing something (work is completing, so
+// memory should come back now), back off exponentially up to sweep_every
+// operations while they find nothing (the device is behind; queries would
+// be wasted).
+struct SweepPacing {
+    std::uint32_t skip = 0;
+    std::uint32_t backoff = 1;
+};
+thread_local SweepPacing t_sweep;
 
 void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
     std::uint64_t seen = peak.load(std::memory_order_relaxed);
@@ -61,6 +71,7 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
     policy->large_segment = policy->round(std::max(config.large_segment_size, policy->small_limit * 2));
     policy->park_depth = std::min<std::uint32_t>(config.exact_cache_depth, 255);
     policy->park_bytes = config.exact_cache_bytes;
+    policy->large_park_bytes = config.exact_cache_large_bytes;
     policy_ = std::move(policy);
     max_pending_bytes_ = limits.max_pending_free_bytes;
     if (max_pending_bytes_ == 0) {
@@ -137,9 +148,16 @@ void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
 
 void BlockAllocator::maybe_sweep() noexcept {
     if (tracker_.outstanding() == 0) return;
-    if (++t_ops_since_sweep < config_.sweep_every) return;
-    t_ops_since_sweep = 0;
-    tracker_.sweep();
+    SweepPacing& pace = t_sweep;
+    if (pace.skip > 0) {
+        --pace.skip;
+        return;
+    }
+    if (tracker_.sweep() > 0)
+        pace.backoff = 1;
+    else
+        pace.backoff = std::min<std::uint32_t>(pace.backoff * 2, std::max<std::uint32_t>(config_.sweep_every, 1));
+    pace.skip = pace.backoff - 1;
 }
 
 Block* BlockAllocator::try_take(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested) {
@@ -168,7 +186,14 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
                                                     std::to_string(size) + " bytes is too large");
     const std::uint64_t rounded = policy_->round(size);
     StreamPool& pool = pool_for(stream);
-    maybe_sweep();
+    // While cross-stream frees are pending, every allocation first returns
+    // the completed ones (as PyTorch's allocator processes its events on
+    // every malloc): memory not reusable tracks the oracle that frees exactly
+    // when the last use completes. Otherwise the paced sweep.
+    if (pending_count_.load(std::memory_order_relaxed) != 0)
+        (void)tracker_.sweep();
+    else
+        maybe_sweep();
     if (Block* block = try_take(pool, rounded, size)) return block;
     return allocate_slow(pool, rounded, size);
 }

@@ -92,8 +92,49 @@ void return_block(StreamPool& pool, Block* block) {
     tree.insert(*block);
 }
 
+namespace {
+
+void push_parked(Block*& head, Block* block) {
+    block->state = BlockState::free;
+    block->requested = 0;
+    block->parked = true;
+    block->parked_next = head;
+    head = block;
+}
+
+Block* pop_parked(Block*& head, std::uint64_t requested) {
+    Block* block = head;
+    head = block->parked_next;
+    block->parked = false;
+    block->parked_next = nullptr;
+    block->state = BlockState::allocated;
+    block->requested = requested;
+    return block;
+}
+
+bool park_large(StreamPool& pool, const SizePolicy& policy, Block* block) {
+    if (pool.large_parked_bytes + block->size > policy.large_park_bytes) return false;
+    StreamPool::LargeBin* bin = nullptr;
+    for (auto& b : pool.large_bins) {
+        if (b.count != 0 && b.size == block->size) {
+            bin = &b;
+            break;
+        }
+        if (b.count == 0 && bin == nullptr) bin = &b;  // a free bin, if no bin has this size
+    }
+    if (bin == nullptr || bin->count >= policy.park_depth) return false;
+    bin->size = block->size;
+    push_parked(bin->head, block);
+    ++bin->count;
+    pool.large_parked_bytes += block->size;
+    return true;
+}
+
+}  // namespace
+
 bool park(StreamPool& pool, const SizePolicy& policy, Block* block) {
-    if (policy.park_depth == 0 || !block->segment->small) return false;
+    if (policy.park_depth == 0) return false;
+    if (!block->segment->small) return park_large(pool, policy, block);
     const std::size_t index = block->size >> policy.quantum_shift;
     if (pool.parked_head.empty()) {
         pool.parked_head.assign((policy.small_limit >> policy.quantum_shift) + 1, nullptr);
@@ -102,11 +143,7 @@ bool park(StreamPool& pool, const SizePolicy& policy, Block* block) {
     if (index >= pool.parked_head.size() || pool.parked_count[index] >= policy.park_depth ||
         pool.parked_bytes + block->size > policy.park_bytes)
         return false;
-    block->state = BlockState::free;
-    block->requested = 0;
-    block->parked = true;
-    block->parked_next = pool.parked_head[index];
-    pool.parked_head[index] = block;
+    push_parked(pool.parked_head[index], block);
     ++pool.parked_count[index];
     pool.parked_bytes += block->size;
     return true;
@@ -114,32 +151,47 @@ bool park(StreamPool& pool, const SizePolicy& policy, Block* block) {
 
 Block* take_parked(StreamPool& pool, const SizePolicy& policy, std::uint64_t rounded,
                    std::uint64_t requested) {
+    if (!policy.is_small(rounded)) {
+        if (pool.large_parked_bytes == 0) return nullptr;
+        for (auto& bin : pool.large_bins) {
+            if (bin.count == 0 || bin.size != rounded) continue;
+            --bin.count;
+            pool.large_parked_bytes -= rounded;
+            return pop_parked(bin.head, requested);
+        }
+        return nullptr;
+    }
     const std::size_t index = rounded >> policy.quantum_shift;
-    if (index >= pool.parked_head.size()) return nullptr;
-    Block* block = pool.parked_head[index];
-    if (block == nullptr) return nullptr;
-    pool.parked_head[index] = block->parked_next;
+    if (index >= pool.parked_head.size() || pool.parked_head[index] == nullptr) return nullptr;
     --pool.parked_count[index];
-    pool.parked_bytes -= block->size;
-    block->parked = false;
-    block->parked_next = nullptr;
-    block->state = BlockState::allocated;
-    block->requested = requested;
-    return block;
+    pool.parked_bytes -= rounded;
+    return pop_parked(pool.parked_head[index], requested);
 }
 
 void unpark_all(StreamPool& pool) {
-    if (pool.parked_bytes == 0) return;
-    for (std::size_t i = 0; i < pool.parked_head.size(); ++i) {
-        while (Block* block = pool.parked_head[i]) {
-            pool.parked_head[i] = block->parked_next;
+    auto drain = [&pool](Block*& head) {
+        while (head != nullptr) {
+            Block* block = head;
+            head = block->parked_next;
             block->parked = false;
             block->parked_next = nullptr;
             return_block(pool, block);
         }
-        pool.parked_count[i] = 0;
+    };
+    if (pool.parked_bytes != 0) {
+        for (std::size_t i = 0; i < pool.parked_head.size(); ++i) {
+            drain(pool.parked_head[i]);
+            pool.parked_count[i] = 0;
+        }
+        pool.parked_bytes = 0;
     }
-    pool.parked_bytes = 0;
+    if (pool.large_parked_bytes != 0) {
+        for (auto& bin : pool.large_bins) {
+            drain(bin.head);
+            bin.count = 0;
+        }
+        pool.large_parked_bytes = 0;
+    }
 }
 
 void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out) {

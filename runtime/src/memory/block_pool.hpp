@@ -7,9 +7,12 @@
 #include <keel/memory/block_allocator.hpp>
 #include <keel/memory/stats.hpp>
 
+#include "spin_lock.hpp"
+
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -134,7 +137,7 @@ struct StreamPool {
     }
 
     const keel_stream stream;
-    std::mutex mu;
+    detail::SpinLock mu;  // sections are short and never call the plugin
     // Everything below is guarded by mu.
     FreeTree small_free;
     FreeTree large_free;
@@ -142,10 +145,18 @@ struct StreamPool {
     std::vector<std::shared_ptr<PendingFree>> pending;  // in free order
     Arena<Block> blocks;
     Arena<Segment> segment_store;
-    // Exact-size cache of small blocks: LIFO heads indexed by size/quantum.
+    // Exact-size cache. Small blocks: LIFO heads indexed by size/quantum.
     std::vector<Block*> parked_head;
     std::vector<std::uint8_t> parked_count;
     std::uint64_t parked_bytes = 0;
+    // Large blocks: a few LIFOs, one per recently freed size.
+    struct LargeBin {
+        std::uint64_t size = 0;
+        Block* head = nullptr;
+        std::uint8_t count = 0;
+    };
+    std::array<LargeBin, 8> large_bins{};
+    std::uint64_t large_parked_bytes = 0;
     std::uint64_t allocations = 0;
     std::uint64_t cache_hits = 0;
     std::uint64_t allocated_count = 0;
@@ -163,6 +174,7 @@ struct SizePolicy {
     std::uint64_t large_rounding = 0;
     std::uint32_t park_depth = 0;
     std::uint64_t park_bytes = 0;
+    std::uint64_t large_park_bytes = 0;
 
     [[nodiscard]] std::uint64_t round(std::uint64_t size) const noexcept {
         return (size + quantum - 1) & ~(quantum - 1);

@@ -161,11 +161,14 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
     done.clear();
 }
 
-void CompletionTracker::sweep() noexcept {
-    if (outstanding() == 0) return;
-    std::vector<Done> done;
+std::size_t CompletionTracker::sweep() noexcept {
+    if (outstanding() == 0) return 0;
+    std::vector<Done> done;  // allocates only when something completed
     try {
-        for (StreamQueue* q : all_queues()) {
+        // Collected under the shared lock (no copy of the queue list); the
+        // tasks run after it is released, since they may track new work.
+        std::shared_lock queues(queues_mu_);
+        for (auto& [stream, q] : queues_) {
             std::unique_lock sweeping(q->sweep_mu, std::try_to_lock);
             // Someone else is sweeping or waiting on this stream: skip it
             // rather than block behind them.
@@ -175,7 +178,9 @@ void CompletionTracker::sweep() noexcept {
     } catch (...) {
         detail::log_warn("[CompletionTracker::sweep] out of host memory");
     }
+    const std::size_t released = done.size();
     finish(done);
+    return released;
 }
 
 void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {

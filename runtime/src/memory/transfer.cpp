@@ -1,4 +1,5 @@
 #include <keel/memory/transfer.hpp>
+#include <keel/memory/hold.hpp>
 
 #include "log.hpp"
 
@@ -39,6 +40,26 @@ Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_ad
         KEEL_TRY(staging.release_after(stream, *block));
     }
     return ok();
+}
+
+Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_device_addr dst,
+                                  std::span<const std::byte> src, DeferredTask keep_alive) {
+    if (src.empty()) return ok();
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
+    DeviceOps& ops = core.ops();
+    if (src.size() <= KEEL_INLINE_COPY_MAX && core.staging().config().inline_small_copies &&
+        ops.has_inline_copy()) {
+        auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
+        if (r.ok()) {
+            core.staging().count_inline_copy();
+            return ok();  // captured: keep_alive may go now
+        }
+        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
+            return std::move(r).error().context("copy_from_host");
+    }
+    auto copied = ops.memcpy_h2d(stream, dst, src.data(), src.size());
+    if (!copied.ok()) return std::move(copied).error().context("copy_from_host");
+    return hold_task(core, stream, std::move(keep_alive));
 }
 
 Result<HostCopy> copy_from_device(MemoryCore& core, keel_stream stream, std::span<std::byte> dst,

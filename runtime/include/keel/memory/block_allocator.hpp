@@ -84,7 +84,7 @@ public:
 
     // Non-blocking: releases pending frees (and all other tracked work) that
     // completed.
-    void sweep() noexcept { tracker_.sweep(); }
+    void sweep() noexcept { (void)tracker_.sweep(); }
     // Blocks until every pending free completed and its block is reusable.
     void wait_pending() noexcept;
     // Returns every entirely free segment to the plugin.

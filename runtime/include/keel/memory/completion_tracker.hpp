@@ -73,8 +73,9 @@ public:
     // error the task is dropped (destroyed) without running.
     [[nodiscard]] Result<void> record_and_track(keel_stream stream, WorkKind kind, DeferredTask task);
 
-    // Non-blocking: releases every entry whose event has completed.
-    void sweep() noexcept;
+    // Non-blocking: releases every entry whose event has completed; returns
+    // how many it released.
+    std::size_t sweep() noexcept;
     // Blocks until the oldest entry of `kind` completes, preferring the
     // oldest on `preferred` (whose work is more likely to be moving), then
     // sweeps it. false when no such entry exists.

@@ -31,15 +31,18 @@ struct AllocatorConfig {
     // the events of its other-stream uses instead of waiting for the host to
     // see them complete.
     bool wait_at_reuse = false;
-    // Front cache: a freed small block is parked, unmerged, in a LIFO of its
-    // exact size (up to this many per size and exact_cache_bytes per stream)
-    // so that the common free-then-allocate-the-same-size pattern touches no
-    // tree. Parked blocks are merged back before any raw allocation, so they
-    // never cause one. 0 disables it.
+    // Front cache: a freed block is parked, unmerged, in a LIFO of its exact
+    // size (up to this many per size; per stream at most exact_cache_bytes of
+    // small blocks and exact_cache_large_bytes of large ones, in up to 8
+    // sizes) so that the common free-then-allocate-the-same-size pattern
+    // touches no tree. Parked blocks are merged back before any raw
+    // allocation, so they never cause one. 0 disables it.
     std::uint32_t exact_cache_depth = 8;
     std::uint64_t exact_cache_bytes = 8 * MiB;
-    // A thread sweeps completed work after this many cached operations when
-    // something is outstanding (amortises the event queries).
+    std::uint64_t exact_cache_large_bytes = 64 * MiB;
+    // While something is outstanding, a thread sweeps completed work on its
+    // cached operations: on every one while sweeps release something, backing
+    // off exponentially to one in this many while they find nothing.
     std::uint32_t sweep_every = 64;
 };
 

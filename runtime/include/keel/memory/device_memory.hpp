@@ -21,6 +21,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace keel {
 
@@ -146,6 +147,16 @@ public:
                                               const CachedBuffer& dst, std::uint64_t offset = 0) const {
         KEEL_TRY(check_stream(stream, "copy_from_host"));
         return memory::copy_from_host(core(), stream.native(), src, dst.raw(), offset);
+    }
+
+    // Host -> device taking the vector: no staging copy; the vector is
+    // destroyed once the device has read it.
+    template <class T>
+        requires std::is_trivially_copyable_v<T>
+    [[nodiscard]] Result<void> copy_from_host(const Stream& stream, std::vector<T>&& src,
+                                              const CachedBuffer& dst, std::uint64_t offset = 0) const {
+        KEEL_TRY(check_stream(stream, "copy_from_host"));
+        return memory::copy_from_host(core(), stream.native(), std::move(src), dst.raw(), offset);
     }
 
     // Device -> host into a new vector of `count` elements: HostFuture::get()

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <keel/memory/cached_buffer.hpp>
+#include <keel/memory/deferred_task.hpp>
 #include <keel/memory/memory_core.hpp>
 
 #include <cstddef>
@@ -44,6 +45,32 @@ template <std::ranges::contiguous_range R>
                          std::to_string(offset) + " do not fit a buffer of " +
                          std::to_string(dst.size()) + " bytes");
     return copy_to_device(core, stream, dst.addr() + offset, bytes);
+}
+
+// Enqueues a copy of `src` to [dst, dst + src.size()) straight from memory
+// that `keep_alive` owns, then holds `keep_alive` on `stream` until the copy
+// ran: no staging copy. (Tiny copies still take the inline path.)
+[[nodiscard]] Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream,
+                                                keel_device_addr dst, std::span<const std::byte> src,
+                                                DeferredTask keep_alive);
+
+// Takes the vector instead of copying it: the device reads its storage
+// directly and the vector is destroyed once the copy ran (a hold). For the
+// caller it is gone at once, as with the staged overload, but the bytes are
+// copied once instead of twice.
+template <class T>
+    requires std::is_trivially_copyable_v<T>
+[[nodiscard]] Result<void> copy_from_host(MemoryCore& core, keel_stream stream, std::vector<T>&& src,
+                                          const CachedBuffer& dst, std::uint64_t offset = 0) {
+    const auto bytes = std::as_bytes(std::span(src));
+    if (offset > dst.size() || bytes.size() > dst.size() - offset)
+        return Error(KEEL_STATUS_OUT_OF_RANGE,
+                     "[copy_from_host] " + std::to_string(bytes.size()) + " bytes at offset " +
+                         std::to_string(offset) + " do not fit a buffer of " +
+                         std::to_string(dst.size()) + " bytes");
+    // Moving a std::vector keeps its storage, so `bytes` stays valid.
+    return copy_to_device_owned(core, stream, dst.addr() + offset, bytes,
+                                DeferredTask([owned = std::move(src)] {}));
 }
 
 // A device -> host copy in flight. Move-only; Send, not Sync.

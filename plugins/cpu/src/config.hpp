@@ -1,0 +1,61 @@
+// Everything the CPU plugin reads from its environment, read ONCE at
+// keel_plugin_init (so a test that sets variables and then initialises the
+// plugin afresh gets exactly those settings). Immutable afterwards: workers
+// read it without synchronisation.
+#pragma once
+
+#include <keel/result.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace keel::cpu {
+
+enum class LateFreeMode : std::uint8_t { off, log, error };
+
+// Checker settings (issue 3). All off by default.
+struct CheckerConfig {
+    // Guarded device memory: freed addresses are never reused and stay
+    // known, so a late use is reported as "freed" instead of aliasing.
+    bool guard = false;
+    // Freed device/pinned memory is overwritten with poison.hpp's patterns
+    // and quarantined (not returned to the OS) for a while.
+    bool poison = false;
+    // Bytes of freed memory kept in quarantine before really releasing it.
+    std::uint64_t quarantine_bytes = 256ull << 20;
+    LateFreeMode late_free = LateFreeMode::off;
+    // A host source of memcpy_h2d is fingerprinted at enqueue and checked at
+    // execution: a host that reuses the buffer too early is reported.
+    bool check_host_sources = false;
+    // Delay before every queued operation runs (fixed, or uniformly random
+    // in [0, delay_us] when delay_random), seeded by `seed`.
+    std::uint64_t delay_us = 0;
+    bool delay_random = false;
+    std::uint64_t seed = 1;
+    // Fault injection; -1 = off.
+    std::int64_t fail_alloc_after = -1;
+    double fail_alloc_prob = 0.0;
+    std::int64_t fail_op_after = -1;
+    double fail_op_prob = 0.0;
+};
+
+struct Config {
+    std::uint64_t memory_bytes = 4ull << 30;
+    // How long a worker or a host waiter spins before parking on a futex;
+    // negative = never park (spin forever, for dedicated cores).
+    std::int64_t spin_us = 50;
+    // Threads of the plugin-wide kernel pool (0 = one per core).
+    std::uint32_t pool_threads = 0;
+    bool mlock_pinned = false;
+    CheckerConfig check;
+
+    // True when ANY checker feature is on. Read once per operation on the
+    // hot path: with the checker off this is the only cost it adds.
+    bool checker_active = false;
+};
+
+// Reads KEEL_CPU_* variables (see plugins/cpu/README.md). A malformed value
+// is an error naming the variable, so a typo never silently disables a check.
+[[nodiscard]] Result<Config> read_config_from_environment();
+
+}  // namespace keel::cpu

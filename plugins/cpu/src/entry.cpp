@@ -1,0 +1,113 @@
+// The one exported symbol: version negotiation, configuration, the table,
+// and plugin_info / plugin_shutdown.
+#include "entries.hpp"
+#include "parallel_for.hpp"
+#include "plugin.hpp"
+
+#include <keel/keel.h>
+#include <keel/plugin/boundary.hpp>
+#include <keel/plugin/host_log.hpp>
+
+#include <cstring>
+#include <memory>
+
+namespace keel::cpu {
+namespace {
+
+std::unique_ptr<Plugin> g_plugin;  // init and shutdown are single-threaded by contract
+
+constexpr const char* kVersion = "0.1.0";
+
+keel_error* plugin_info(keel_plugin_info* out) {
+    return plugin::entry("cpu plugin_info", [&]() -> Result<void> {
+        KEEL_TRY(plugin::require_non_null(out, "out"));
+        if (out->struct_size < sizeof(size_t))
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
+        keel_plugin_info full{sizeof(keel_plugin_info), "cpu", kVersion, ""};
+        const std::size_t caller_size = out->struct_size;
+        std::memcpy(out, &full, std::min(caller_size, sizeof full));
+        out->struct_size = caller_size;
+        return ok();
+    });
+}
+
+void plugin_shutdown() {
+    if (!g_plugin) return;
+    std::string report = g_plugin->device().release_everything();
+    if (!report.empty())
+        plugin::HostLog::write(KEEL_LOG_WARN, "[cpu plugin_shutdown] " + report);
+    else
+        plugin::HostLog::write(KEEL_LOG_DEBUG, "[cpu plugin_shutdown] clean: no live allocations, streams or events");
+    g_plugin.reset();
+    stop_thread_pool();
+    plugin::HostLog::uninstall();
+}
+
+constexpr keel_plugin_api kApi = [] {
+    keel_plugin_api api{};
+    api.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE;
+    api.abi_major = KEEL_ABI_VERSION_MAJOR;
+    api.abi_minor = KEEL_ABI_VERSION_MINOR;
+    api.plugin_info = &plugin_info;
+    api.plugin_shutdown = &plugin_shutdown;
+    api.device_count = &entries::device_count;
+    api.device_get = &entries::device_get;
+    api.device_properties = &entries::device_properties;
+    api.stream_create = &entries::stream_create;
+    api.stream_destroy = &entries::stream_destroy;
+    api.stream_synchronize = &entries::stream_synchronize;
+    api.stream_query = &entries::stream_query;
+    api.stream_wait_event = &entries::stream_wait_event;
+    api.stream_enqueue_host_func = &entries::stream_enqueue_host_func;
+    api.event_create = &entries::event_create;
+    api.event_destroy = &entries::event_destroy;
+    api.event_record = &entries::event_record;
+    api.event_query = &entries::event_query;
+    api.event_synchronize = &entries::event_synchronize;
+    api.device_alloc = &entries::device_alloc;
+    api.device_free = &entries::device_free;
+    api.memcpy_h2d = &entries::memcpy_h2d;
+    api.memcpy_d2h = &entries::memcpy_d2h;
+    api.memcpy_d2d = &entries::memcpy_d2d;
+    api.memset_d8 = &entries::memset_d8;
+    api.device_memory_info = &entries::device_memory_info;
+    api.host_alloc = &entries::host_alloc;
+    api.host_free = &entries::host_free;
+    api.event_elapsed_time = &entries::event_elapsed_time;
+    api.kernel_get = &entries::kernel_get;
+    api.kernel_launch = &entries::kernel_launch;
+    api.memcpy_h2d_inline = &entries::memcpy_h2d_inline;
+    return api;
+}();
+
+}  // namespace
+
+Plugin& the_plugin() noexcept { return *g_plugin; }
+
+}  // namespace keel::cpu
+
+extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
+                                                         const keel_plugin_api** out_api) {
+    using namespace keel;
+    return plugin::entry("cpu keel_plugin_init", [&]() -> Result<void> {
+        KEEL_TRY(plugin::require_non_null(host, "host services"));
+        KEEL_TRY(plugin::require_non_null(out_api, "out_api"));
+        if (host->struct_size < offsetof(keel_host_services, abi_minor) + sizeof(uint32_t))
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         "host services struct_size " + std::to_string(host->struct_size) + " is too small");
+        if (host->abi_major != KEEL_ABI_VERSION_MAJOR)
+            return Error(KEEL_STATUS_VERSION_MISMATCH,
+                         "runtime ABI " + std::to_string(host->abi_major) + "." + std::to_string(host->abi_minor) +
+                             " differs in major from this plugin's ABI " + std::to_string(KEEL_ABI_VERSION_MAJOR) +
+                             "." + std::to_string(KEEL_ABI_VERSION_MINOR));
+        if (cpu::g_plugin) return Error(KEEL_STATUS_FAILED_PRECONDITION, "already initialised (no plugin_shutdown yet)");
+        KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config_from_environment());
+        plugin::HostLog::install(host);
+        cpu::start_thread_pool(config.pool_threads);
+        cpu::g_plugin = std::make_unique<cpu::Plugin>(config);
+        if (config.checker_active)
+            plugin::HostLog::write(KEEL_LOG_INFO, "[cpu keel_plugin_init] checker mode on (see plugins/cpu/README.md)");
+        *out_api = &cpu::kApi;
+        return ok();
+    });
+}

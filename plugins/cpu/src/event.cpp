@@ -1,0 +1,150 @@
+// Events, and the entries that order work with them (record, wait, query,
+// synchronize, elapsed time).
+#include "event.hpp"
+
+#include "device.hpp"
+#include "handle.hpp"
+#include "entries.hpp"
+#include "stream.hpp"
+
+#include <keel/plugin/boundary.hpp>
+
+#include <mutex>
+
+namespace keel::cpu {
+
+Result<Event*> Event::from(keel_event e) {
+    auto* event = reinterpret_cast<Event*>(e);
+    if (event == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "event is null");
+    if (!looks_like<Event>(event, kMagic)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu event handle");
+    return event;
+}
+
+void Event::set(Record r) {
+    std::lock_guard lock(lock_);
+    latest_ = std::move(r);
+}
+
+Event::Record Event::get() const {
+    std::lock_guard lock(lock_);
+    return latest_;
+}
+
+namespace {
+
+Result<void> point_error(const TimelinePoint& p) {
+    if (const Error* e = p.error())
+        return Error(e->code(), "recorded on stream " + std::to_string(p.timeline->stream_id()) +
+                                    " after it failed: " + e->message());
+    return ok();
+}
+
+}  // namespace
+
+namespace entries {
+
+keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_event) {
+    return plugin::entry("cpu event_create", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, Device::from(device));
+        KEEL_TRY(plugin::require_non_null(out_event, "out_event"));
+        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING)) != 0)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown flags " + std::to_string(flags));
+        KEEL_TRY_ASSIGN(Event * e, d->create_event(flags));
+        *out_event = e->handle();
+        return ok();
+    });
+}
+
+keel_error* event_destroy(keel_event event) {
+    return plugin::entry("cpu event_destroy", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        e->device().destroy_event(e);
+        return ok();
+    });
+}
+
+keel_error* event_record(keel_event event, keel_stream stream) {
+    return plugin::entry("cpu event_record", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
+        if (&e->device() != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        if (!e->timing()) {
+            KEEL_TRY(s->check_usable());
+            e->set({s->current_point(), nullptr});
+            return ok();
+        }
+        auto slot = std::make_shared<TimingSlot>();
+        KEEL_TRY_ASSIGN(std::uint64_t position, s->enqueue([&](Op& op) {
+            op.kind = OpKind::timestamp;
+            op.timing = slot;
+        }));
+        e->set({TimelinePoint{s->timeline(), position}, std::move(slot)});
+        return ok();
+    });
+}
+
+keel_error* event_query(keel_event event, int32_t* out_done) {
+    return plugin::entry("cpu event_query", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        const Event::Record r = e->get();
+        const bool done = r.point.done();
+        KEEL_TRY(point_error(r.point));
+        *out_done = done ? 1 : 0;
+        return ok();
+    });
+}
+
+keel_error* event_synchronize(keel_event event) {
+    return plugin::entry("cpu event_synchronize", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        const Event::Record r = e->get();
+        if (r.point.timeline) r.point.timeline->wait_for(r.point.position);
+        return point_error(r.point);
+    });
+}
+
+keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) {
+    return plugin::entry("cpu event_elapsed_time", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * a, Event::from(start));
+        KEEL_TRY_ASSIGN(Event * b, Event::from(end));
+        KEEL_TRY(plugin::require_non_null(out_ms, "out_ms"));
+        if (!a->timing() || !b->timing())
+            return Error(KEEL_STATUS_FAILED_PRECONDITION, "both events must be created with KEEL_EVENT_TIMING");
+        const Event::Record ra = a->get();
+        const Event::Record rb = b->get();
+        if (!ra.timing || !rb.timing)
+            return Error(KEEL_STATUS_FAILED_PRECONDITION, "both events must have been recorded");
+        if (!ra.point.done() || !rb.point.done())
+            return Error(KEEL_STATUS_FAILED_PRECONDITION, "an event has not completed yet");
+        KEEL_TRY(point_error(ra.point));
+        KEEL_TRY(point_error(rb.point));
+        const std::int64_t ns = rb.timing->steady_ns.load(std::memory_order_acquire) -
+                                ra.timing->steady_ns.load(std::memory_order_acquire);
+        *out_ms = static_cast<float>(static_cast<double>(ns) / 1e6);
+        return ok();
+    });
+}
+
+keel_error* stream_wait_event(keel_stream stream, keel_event event) {
+    return plugin::entry("cpu stream_wait_event", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
+        KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        if (&e->device() != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        KEEL_TRY(s->check_usable());
+        Event::Record r = e->get();
+        // Never recorded, already reached, or recorded earlier on this very
+        // stream: the fence is already satisfied, nothing to enqueue.
+        if (r.point.done() || r.point.timeline == s->timeline()) return ok();
+        KEEL_TRY(s->enqueue([&](Op& op) {
+            op.kind = OpKind::wait;
+            op.wait_for = std::move(r.point);
+        }));
+        return ok();
+    });
+}
+
+}  // namespace entries
+}  // namespace keel::cpu

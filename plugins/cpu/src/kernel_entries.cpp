@@ -1,0 +1,67 @@
+// kernel_get / kernel_launch and a kernel's execution on the worker.
+#include "device.hpp"
+#include "entries.hpp"
+#include "execute.hpp"
+#include "kernel_registry.hpp"
+#include "stream.hpp"
+
+#include <keel/plugin/boundary.hpp>
+
+namespace keel::cpu {
+
+Result<void> execute_kernel(Device& device, Op& op) {
+    KernelWork& work = *op.kernel;
+    std::array<std::byte*, KernelWork::kMaxBuffers> ptrs{};
+    const auto buffers = work.buffers();
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+        const BufferUse& b = buffers[i];
+        if (b.addr == 0 && b.size == 0) continue;  // absent optional buffer
+        auto host = device.memory().translate(b.addr, b.size);
+        if (!host.ok())
+            return Error(host.error().code(),
+                         "argument " + std::to_string(i) + " (" + b.role + ") " + host.error().message());
+        ptrs[i] = *host;
+    }
+    return work.body(KernelBuffers({ptrs.data(), buffers.size()}));
+}
+
+namespace entries {
+
+keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel) {
+    return plugin::entry("cpu kernel_get", [&]() -> Result<void> {
+        KEEL_TRY(Device::from(device));
+        KEEL_TRY(plugin::require_non_null(name, "name"));
+        KEEL_TRY(plugin::require_non_null(out_kernel, "out_kernel"));
+        const KernelDef* def = find_kernel(name);
+        if (def == nullptr) {
+            std::string known;
+            for (const KernelDef& k : all_kernels()) known += (known.empty() ? "" : ", ") + std::string(k.name);
+            return Error(KEEL_STATUS_NOT_FOUND, "no kernel named '" + std::string(name) + "' (this device has: " +
+                                                    known + ")");
+        }
+        *out_kernel = reinterpret_cast<keel_kernel>(const_cast<KernelDef*>(def));
+        return ok();
+    });
+}
+
+keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_launch_args* launch) {
+    return plugin::entry("cpu kernel_launch", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
+        if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
+        if (!is_kernel(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
+        const auto* def = reinterpret_cast<const KernelDef*>(kernel);
+        KEEL_TRY(s->check_usable());
+        KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
+        KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
+        work.name = def->name;
+        auto owned = std::make_unique<KernelWork>(std::move(work));
+        KEEL_TRY(s->enqueue([&](Op& op) {
+            op.kind = OpKind::kernel;
+            op.kernel = std::move(owned);
+        }));
+        return ok();
+    });
+}
+
+}  // namespace entries
+}  // namespace keel::cpu

@@ -1,0 +1,150 @@
+// The low-level waiting primitives of the plugin: a CPU-friendly spin hint,
+// futex wait/wake on a 32-bit word, a tiny spin lock, and the bounded
+// "spin, then park" loop every waiter (workers and host threads) uses.
+//
+// Why raw futexes rather than std::condition_variable: a condvar costs a
+// mutex round trip on BOTH sides even when nobody sleeps; here the waker
+// pays one load when no one is parked and a FUTEX_WAKE only when someone is.
+// Why not std::atomic::wait: its waiter bookkeeping is hashed per address
+// bucket and spins on its own schedule; we want the spin window under our
+// own control (KEEL_CPU_SPIN_US) for benchmarks of both regimes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace keel::cpu {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+}
+
+// Blocks while *word == expected (may return spuriously: callers loop).
+inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+#if defined(__linux__)
+    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+            nullptr, nullptr, 0);
+#else
+    word.wait(expected);
+#endif
+}
+
+inline void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
+#if defined(__linux__)
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX,
+            nullptr, nullptr, 0);
+#else
+    word.notify_all();
+#endif
+}
+
+// How long waiters spin before parking; negative = never park.
+struct SpinWindow {
+    std::int64_t ns = 50'000;
+    [[nodiscard]] bool forever() const noexcept { return ns < 0; }
+};
+
+// Spins until `ready()` or the window passes: pause for a short burst, then
+// yield between checks so that on an oversubscribed machine (2 cores, many
+// threads) a spinner hands its core to the thread it is waiting for.
+// Returns true when ready() became true.
+template <class Ready>
+[[nodiscard]] bool spin_until(Ready&& ready, SpinWindow window) noexcept {
+    if (ready()) return true;
+    if (window.ns == 0) return false;
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::nanoseconds(window.forever() ? 0 : window.ns);
+    for (std::uint32_t round = 0;; ++round) {
+        for (int i = 0; i < 64; ++i) {
+            cpu_relax();
+            if (ready()) return true;
+        }
+        if (!window.forever() && clock::now() >= deadline) return false;
+        if (round >= 4) std::this_thread::yield();
+    }
+}
+
+// A test-and-test-and-set lock for critical sections of a few instructions.
+// Uncontended: one atomic exchange, no system call. Contended: spins, then
+// yields (a preempted holder gets its core back). Not recursive.
+class SpinLock {
+public:
+    SpinLock() = default;
+    SpinLock(const SpinLock&) = delete;
+    SpinLock& operator=(const SpinLock&) = delete;
+    SpinLock(SpinLock&&) = delete;
+    SpinLock& operator=(SpinLock&&) = delete;
+
+    void lock() noexcept {
+        for (std::uint32_t spins = 0;; ++spins) {
+            if (!locked_.exchange(true, std::memory_order_acquire)) return;
+            while (locked_.load(std::memory_order_relaxed)) {
+                if (++spins < 128) cpu_relax();
+                else std::this_thread::yield();
+            }
+        }
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> locked_{false};
+};
+
+// Host or worker threads waiting for a counter to reach a target, with
+// wake-ups that cost the advancing side one load when nobody is parked.
+//
+// Protocol (Dekker-style, all seq_cst): the waiter announces itself in
+// `parked_`, reads `epoch_`, re-checks the condition, then sleeps on
+// `epoch_`; the advancer publishes progress, then reads `parked_` and, when
+// non-zero, bumps `epoch_` and wakes. Either the waiter sees the progress or
+// the advancer sees the waiter: no lost wake-up.
+class WaitQueue {
+public:
+    WaitQueue() = default;
+    WaitQueue(const WaitQueue&) = delete;
+    WaitQueue& operator=(const WaitQueue&) = delete;
+    WaitQueue(WaitQueue&&) = delete;
+    WaitQueue& operator=(WaitQueue&&) = delete;
+
+    // Call after publishing progress (with a seq_cst store or RMW).
+    void notify_all() noexcept {
+        if (parked_.load(std::memory_order_seq_cst) == 0) return;
+        epoch_.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake_all(epoch_);
+    }
+
+    // Waits until ready() (which must read the progress with seq_cst loads).
+    template <class Ready>
+    void wait(Ready&& ready, SpinWindow window) noexcept {
+        if (spin_until(ready, window)) return;
+        parked_.fetch_add(1, std::memory_order_seq_cst);
+        for (;;) {
+            const std::uint32_t seen = epoch_.load(std::memory_order_seq_cst);
+            if (ready()) break;
+            futex_wait(epoch_, seen);
+        }
+        parked_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+
+private:
+    std::atomic<std::uint32_t> parked_{0};
+    std::atomic<std::uint32_t> epoch_{0};
+};
+
+}  // namespace keel::cpu

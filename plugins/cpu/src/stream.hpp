@@ -1,0 +1,109 @@
+// A stream: one worker thread running a FIFO queue of operations, like an
+// NPU's hardware queue. Enqueue returns at once; the worker executes in
+// order, translating device addresses at execution time; host memory of a
+// copy is read or written when the copy executes.
+//
+// Wake-up path (issue 7): an enqueue is a short critical section on the
+// queue's spin lock (no system call) plus one load of `worker_parked_`. A
+// worker that ran out of work spins for the spin window (KEEL_CPU_SPIN_US),
+// then parks on a futex; the enqueue that finds it parked wakes it (one
+// FUTEX_WAKE). See idle_wait() for why no wake-up is lost.
+//
+// Thread-safety: enqueue/synchronize/query may be called from any thread;
+// the worker alone executes ops and advances the timeline.
+#pragma once
+
+#include "op_queue.hpp"
+#include "park.hpp"
+#include "timeline.hpp"
+
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace keel::cpu {
+
+class Device;
+class Checker;
+
+class Stream {
+public:
+    static constexpr std::uint32_t kMagic = 0x4B535452;  // "KSTR"
+    // Most ops a stream holds before an enqueue waits for the worker: bounds
+    // memory when a host enqueues far ahead, like a hardware queue's depth.
+    static constexpr std::uint64_t kMaxDepth = 1u << 16;
+
+    Stream(Device& device, std::uint64_t id);
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    Stream(Stream&&) = delete;
+    Stream& operator=(Stream&&) = delete;
+    // Runs what is queued, then stops the worker.
+    ~Stream();
+
+    [[nodiscard]] keel_stream handle() noexcept { return reinterpret_cast<keel_stream>(this); }
+    [[nodiscard]] static Result<Stream*> from(keel_stream s);
+
+    [[nodiscard]] std::uint64_t id() const noexcept { return timeline_->stream_id(); }
+    [[nodiscard]] Device& device() noexcept { return device_; }
+    [[nodiscard]] const std::shared_ptr<Timeline>& timeline() const noexcept { return timeline_; }
+
+    // The stream's sticky error (prefixed "stream N is in an error state"), if it failed.
+    [[nodiscard]] Result<void> check_usable() const;
+
+    // Enqueues an op; `fill(Op&)` sets its fields under the queue lock. In
+    // checker mode the op is also registered (allocations it uses, host
+    // ranges) for late-free detection. Fails only with the sticky error.
+    template <class Fill>
+    Result<std::uint64_t> enqueue(Fill&& fill);
+
+    // All work enqueued so far: the point an event record captures.
+    [[nodiscard]] TimelinePoint current_point() const { return {timeline_, queue_.enqueued()}; }
+
+    [[nodiscard]] Result<void> synchronize();
+    [[nodiscard]] Result<bool> query() const;
+
+private:
+    void run() noexcept;
+    void idle_wait() noexcept;
+    void wake_worker() noexcept;
+    void process(Op& op) noexcept;
+    [[nodiscard]] Result<void> execute(Op& op);
+    void throttle(std::uint64_t queued);
+    void register_with_checker(Op& op);
+
+    std::uint32_t magic_ = kMagic;
+    Device& device_;
+    const bool checker_active_;
+    std::shared_ptr<Timeline> timeline_;
+    OpQueue queue_;
+    alignas(64) std::atomic<std::uint32_t> worker_parked_{0};
+    std::atomic<std::uint32_t> wake_epoch_{0};
+    std::mt19937_64 rng_;  // worker only: checker delays and op faults
+    std::thread worker_;
+};
+
+template <class Fill>
+Result<std::uint64_t> Stream::enqueue(Fill&& fill) {
+    KEEL_TRY(check_usable());
+    if (const std::uint64_t queued = queue_.enqueued(); queued >= kMaxDepth) [[unlikely]] {
+        // `completed` is read after `queued`, so it may exceed it: compare, never subtract blindly.
+        if (timeline_->completed() + kMaxDepth <= queued) throttle(queued);
+    }
+    const std::uint64_t position = queue_.push([&](Op& op) {
+        fill(op);
+        if (checker_active_) [[unlikely]] register_with_checker(op);
+    });
+    // Pairs with idle_wait(): the push's link was a seq_cst RMW.
+    if (worker_parked_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_worker();
+    return position;
+}
+
+}  // namespace keel::cpu

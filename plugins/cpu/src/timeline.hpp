@@ -1,0 +1,95 @@
+// The progress of one stream, as seen by everyone else: how many of its
+// operations have completed, and its sticky error. Events, cross-stream
+// waits and synchronize all wait on a Timeline; it is shared
+// (std::shared_ptr) so an event or a wait may outlive its stream.
+//
+// Positions: every operation of a stream gets the next position (1, 2, ...)
+// when it is enqueued, under the stream's queue lock, so positions follow
+// queue order exactly. "Position p is done" means completed() >= p.
+//
+// Thread-safety: shared between the stream's worker (the only writer of
+// progress and of the error) and any number of host threads and other
+// workers (readers/waiters).
+#pragma once
+
+#include "park.hpp"
+
+#include <keel/result.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+
+namespace keel::cpu {
+
+class Timeline {
+public:
+    static constexpr std::uint64_t kNoError = std::numeric_limits<std::uint64_t>::max();
+
+    explicit Timeline(std::uint64_t stream_id, SpinWindow spin) : stream_id_(stream_id), spin_(spin) {}
+    Timeline(const Timeline&) = delete;
+    Timeline& operator=(const Timeline&) = delete;
+    Timeline(Timeline&&) = delete;
+    Timeline& operator=(Timeline&&) = delete;
+
+    [[nodiscard]] std::uint64_t stream_id() const noexcept { return stream_id_; }
+
+    [[nodiscard]] std::uint64_t completed() const noexcept {
+        return completed_.load(std::memory_order_seq_cst);
+    }
+    [[nodiscard]] bool reached(std::uint64_t position) const noexcept { return completed() >= position; }
+
+    // Worker only: position `p` (and all before it) completed.
+    void advance_to(std::uint64_t p) noexcept {
+        completed_.store(p, std::memory_order_seq_cst);
+        waiters_.notify_all();
+    }
+
+    // Blocks the caller until `position` completed: spins, then parks.
+    void wait_for(std::uint64_t position) noexcept {
+        waiters_.wait([&] { return reached(position); }, spin_);
+    }
+
+    // Worker only, once: the operation at `position` failed. Operations at
+    // later positions are skipped.
+    void fail(std::uint64_t position, Error error) {
+        if (failed()) return;
+        error_.emplace(std::move(error));
+        error_position_.store(position, std::memory_order_release);
+    }
+    [[nodiscard]] bool failed() const noexcept {
+        return error_position_.load(std::memory_order_acquire) != kNoError;
+    }
+    // Position of the failed operation, kNoError if none.
+    [[nodiscard]] std::uint64_t error_position() const noexcept {
+        return error_position_.load(std::memory_order_acquire);
+    }
+    // The sticky error; only valid when failed() returned true.
+    [[nodiscard]] const Error& error() const noexcept { return *error_; }
+
+private:
+    const std::uint64_t stream_id_;
+    const SpinWindow spin_;
+    alignas(64) std::atomic<std::uint64_t> completed_{0};
+    WaitQueue waiters_;
+    alignas(64) std::atomic<std::uint64_t> error_position_{kNoError};
+    std::optional<Error> error_;  // written once before error_position_ (release)
+};
+
+// A point on a timeline: what an event record or a wait captures.
+struct TimelinePoint {
+    std::shared_ptr<Timeline> timeline;  // null: never recorded (complete)
+    std::uint64_t position = 0;
+
+    [[nodiscard]] bool done() const noexcept { return !timeline || timeline->reached(position); }
+    // The timeline's sticky error if it failed at or before this point.
+    [[nodiscard]] const Error* error() const noexcept {
+        if (!timeline) return nullptr;
+        std::uint64_t e = timeline->error_position();
+        return (e != Timeline::kNoError && e <= position) ? &timeline->error() : nullptr;
+    }
+};
+
+}  // namespace keel::cpu

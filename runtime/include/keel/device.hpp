@@ -1,0 +1,113 @@
+// Device: a cheap, copyable, shared reference to one device of a loaded plugin.
+#pragma once
+
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace keel {
+
+namespace detail {
+class Plugin;       // a loaded plugin library (internal)
+struct DeviceSlot;  // one device of a plugin (internal)
+}  // namespace detail
+
+// Capability bits of keel_device_properties.capabilities, named for C++.
+enum class DeviceCapability : std::uint32_t {
+    host_addressable = KEEL_DEVICE_CAP_HOST_ADDRESSABLE,
+    event_timing = KEEL_DEVICE_CAP_EVENT_TIMING,
+    concurrent_streams = KEEL_DEVICE_CAP_CONCURRENT_STREAMS,
+    pinned_memory = KEEL_DEVICE_CAP_PINNED_MEMORY,
+};
+
+// What a plugin reports about a device, read once when the plugin loads.
+struct DeviceProperties {
+    std::string name;    // "NVIDIA H100 80GB HBM3", "Host CPU (8 cores)"
+    std::string vendor;  // "NVIDIA"
+    std::uint64_t total_memory = 0;
+    std::uint32_t capabilities = 0;  // DeviceCapability bits
+    std::uint32_t compute_units = 0;
+    // Largest single allocation in bytes (the plugin's 0 is resolved to total_memory).
+    std::uint64_t max_allocation = 0;
+    // Alignment of every allocation, in bytes (a power of two).
+    std::uint64_t alloc_alignment = 0;
+
+    [[nodiscard]] bool has(DeviceCapability c) const noexcept {
+        return (capabilities & static_cast<std::uint32_t>(c)) != 0;
+    }
+};
+
+struct MemoryInfo {
+    std::uint64_t free_bytes = 0;
+    std::uint64_t total_bytes = 0;
+};
+
+// One device, named "<type>:<index>" ("cpu:0").
+//
+// A Device is a cheap shared reference (one std::shared_ptr): copying it
+// copies the reference, never the device. It keeps the plugin that provides
+// it loaded, as does every Stream, Event, buffer and Kernel made from it: the
+// plugin's plugin_shutdown runs, and its library is unloaded, only when the
+// last of these (and the Runtime) is gone, even if the Runtime goes first.
+//
+// A Device always refers to a device: it has no empty state, and moving one
+// copies the reference (the source stays valid).
+//
+// Threads: every member is const and may be called from any thread at the
+// same time; Devices may be copied to and used on any thread.
+class Device {
+public:
+    Device(const Device&) = default;
+    Device& operator=(const Device&) = default;
+    // Moving copies, so that a moved-from Device still refers to its device.
+    Device(Device&& other) noexcept : slot_(other.slot_) {}
+    Device& operator=(Device&& other) noexcept {
+        slot_ = other.slot_;
+        return *this;
+    }
+    ~Device() = default;
+
+    // "cpu:0"
+    [[nodiscard]] const std::string& name() const noexcept;
+    // "cpu"
+    [[nodiscard]] const std::string& type() const noexcept;
+    // 0 in "cpu:0"
+    [[nodiscard]] std::uint32_t index() const noexcept;
+    [[nodiscard]] const DeviceProperties& properties() const noexcept;
+    [[nodiscard]] bool has(DeviceCapability c) const noexcept { return properties().has(c); }
+
+    // Free and total memory now. UNIMPLEMENTED when the plugin lacks
+    // device_memory_info.
+    [[nodiscard]] Result<MemoryInfo> memory_info() const;
+
+    // Whether Stream::copy_h2d_inline works on this device (the plugin has
+    // the optional memcpy_h2d_inline entry).
+    [[nodiscard]] bool supports_inline_copy() const noexcept;
+
+    // The plugin's handle, for extensions that call the C ABI themselves.
+    // Owned by the plugin; valid while this Device (or any copy) lives.
+    [[nodiscard]] keel_device native() const noexcept;
+
+    friend bool operator==(const Device& a, const Device& b) noexcept { return a.slot_ == b.slot_; }
+
+    // Internal: made by the runtime; holds the loaded plugin alive.
+    explicit Device(std::shared_ptr<const detail::DeviceSlot> slot) noexcept
+        : slot_(std::move(slot)) {}
+    [[nodiscard]] const detail::DeviceSlot& slot() const noexcept { return *slot_; }
+
+private:
+    std::shared_ptr<const detail::DeviceSlot> slot_;
+};
+
+}  // namespace keel
+
+template <>
+struct std::hash<keel::Device> {
+    std::size_t operator()(const keel::Device& d) const noexcept {
+        return std::hash<const void*>()(&d.slot());
+    }
+};

@@ -1,0 +1,107 @@
+// Kernel (a plugin kernel found by name) and KernelArgs (its typed argument list).
+#pragma once
+
+#include <keel/buffer.hpp>
+#include <keel/device.hpp>
+#include <keel/keel.h>
+#include <keel/result.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keel {
+
+// A kernel of one device, found by name. A cheap shared reference like
+// Device (the kernel handle is owned by the plugin and lives until it shuts
+// down); copyable; may be shared across threads.
+class Kernel {
+public:
+    // NOT_FOUND when the device has no such kernel; UNIMPLEMENTED when the
+    // plugin has no kernels at all.
+    [[nodiscard]] static Result<Kernel> find(const Device& device, std::string_view name);
+
+    Kernel(const Kernel&) = default;
+    Kernel& operator=(const Kernel&) = default;
+    Kernel(Kernel&&) noexcept = default;
+    Kernel& operator=(Kernel&&) noexcept = default;
+    ~Kernel() = default;
+
+    [[nodiscard]] const Device& device() const noexcept { return device_; }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] keel_kernel native() const noexcept { return handle_; }
+
+private:
+    Kernel(Device device, keel_kernel handle, std::string name)
+        : device_(std::move(device)), handle_(handle), name_(std::move(name)) {}
+
+    Device device_;
+    keel_kernel handle_ = nullptr;
+    std::string name_;
+};
+
+// The typed argument list of one launch, built in order:
+//
+//   KernelArgs().scalar(2.0f).buffer(x, KEEL_DTYPE_F32).buffer(y, KEEL_DTYPE_F32)
+//
+// Buffers carry their size; scalars their explicit type; int arrays (shapes,
+// strides) are copied in. The runtime does not interpret the list: the
+// plugin validates it at launch. A plain value: copyable, not shared.
+class KernelArgs {
+public:
+    KernelArgs() = default;
+    KernelArgs(const KernelArgs&) = default;
+    KernelArgs& operator=(const KernelArgs&) = default;
+    KernelArgs(KernelArgs&&) noexcept = default;
+    KernelArgs& operator=(KernelArgs&&) noexcept = default;
+    ~KernelArgs() = default;
+
+    // Device memory of element type `dtype`. The view must stay valid until
+    // the launch is enqueued; the memory until the kernel has run.
+    KernelArgs& buffer(DeviceView view, keel_dtype dtype);
+    // An absent optional buffer (address 0, size 0).
+    KernelArgs& absent(keel_dtype dtype);
+
+    KernelArgs& scalar(float v);
+    KernelArgs& scalar(double v);
+    KernelArgs& scalar(std::int32_t v);
+    KernelArgs& scalar(std::int64_t v);
+    KernelArgs& scalar(std::uint32_t v);
+    KernelArgs& scalar(std::uint64_t v);
+    // A 16-bit float given by its raw bits; `dtype` is F16 or BF16.
+    KernelArgs& scalar_bits16(keel_dtype dtype, std::uint16_t bits);
+
+    // A small int64 array (shape, strides), copied into the list.
+    KernelArgs& ints(std::initializer_list<std::int64_t> values);
+    KernelArgs& ints(std::span<const std::int64_t> values);
+
+    [[nodiscard]] std::size_t size() const noexcept { return args_.size(); }
+
+    // The list as the C ABI wants it. Int array pointers point into this
+    // KernelArgs: valid while it lives unchanged.
+    [[nodiscard]] std::vector<keel_kernel_arg> encode() const;
+
+    // Internal: the device of buffer argument i (null for others and absent ones).
+    [[nodiscard]] const detail::DeviceSlot* device_of(std::size_t i) const noexcept {
+        return args_[i].device;
+    }
+    // Internal: whether buffer argument i was given an empty view (a mistake,
+    // unlike absent()).
+    [[nodiscard]] bool is_empty_view(std::size_t i) const noexcept { return args_[i].empty_view; }
+
+private:
+    struct Arg {
+        keel_kernel_arg c{};
+        const detail::DeviceSlot* device = nullptr;
+        bool empty_view = false;
+        std::vector<std::int64_t> ints;
+    };
+    KernelArgs& push(Arg arg);
+
+    std::vector<Arg> args_;
+};
+
+}  // namespace keel

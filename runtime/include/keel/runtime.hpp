@@ -1,0 +1,105 @@
+// Runtime: discovers and loads the device plugins, and hands out their devices.
+#pragma once
+
+#include <keel/device.hpp>
+#include <keel/result.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keel {
+
+// Version of the keel runtime ("0.1.0").
+[[nodiscard]] const char* runtime_version() noexcept;
+
+// Where Runtime::create looks for plugins.
+struct RuntimeOptions {
+    // Searched first, in order. A directory is scanned for libkeel_<type>.so
+    // files (in name order); a file is loaded directly.
+    std::vector<std::filesystem::path> plugin_path;
+    // Then the colon-separated entries of the KEEL_PLUGIN_PATH environment
+    // variable, same rules.
+    bool use_env_plugin_path = true;
+    // Then the build tree's plugin directory and the install's.
+    bool use_default_plugin_dirs = true;
+};
+
+// One entry of the search path and where it came from.
+struct SearchPathEntry {
+    std::filesystem::path path;
+    std::string origin;  // "options", "KEEL_PLUGIN_PATH", "build tree", "install"
+};
+
+// A plugin that loaded.
+struct PluginInfo {
+    std::filesystem::path path;
+    std::string type;     // "cpu"
+    std::string version;  // the plugin's own version
+    std::uint32_t abi_major = 0;
+    std::uint32_t abi_minor = 0;
+    std::size_t table_size = 0;  // struct_size of its keel_plugin_api
+    std::string status;          // e.g. why it has no devices; may be ""
+    std::uint32_t device_count = 0;
+};
+
+// A plugin file that was found but not loaded, and why.
+struct RejectedPlugin {
+    std::filesystem::path path;
+    std::string reason;  // names the problem ("required entry 'device_free' is null")
+    Status status = KEEL_STATUS_INTERNAL;
+};
+
+// The set of plugins and devices found at create().
+//
+// Not a singleton: every create() searches again, and tests may create as
+// many as they like. Plugin libraries are process-wide, though: when two
+// Runtimes find the same plugin file while the first still holds it, they
+// share one load (keel_plugin_init runs once per load).
+//
+// Lifetimes: the Runtime holds its plugins loaded, and so does every
+// Device, Stream, Event, buffer and Kernel made from them. A plugin is shut
+// down (plugin_shutdown) and its library unloaded when the last of these
+// goes, which may be after the Runtime is destroyed.
+//
+// Move-only. A moved-from Runtime has no plugins and no devices.
+//
+// Threads: immutable after create(); every const member may be called from
+// several threads at once; may be sent to another thread.
+class Runtime {
+public:
+    // Loads every plugin found (see RuntimeOptions). A plugin that fails to
+    // load is skipped with one WARN log line and kept in rejected_plugins();
+    // finding none is not an error.
+    [[nodiscard]] static Result<Runtime> create(const RuntimeOptions& options = {});
+
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+    Runtime(Runtime&&) noexcept;
+    Runtime& operator=(Runtime&&) noexcept;
+    ~Runtime();
+
+    [[nodiscard]] const std::vector<PluginInfo>& plugins() const noexcept;
+    [[nodiscard]] const std::vector<RejectedPlugin>& rejected_plugins() const noexcept;
+    [[nodiscard]] const std::vector<SearchPathEntry>& search_path() const noexcept;
+    // Every device of every loaded plugin, in load order.
+    [[nodiscard]] const std::vector<Device>& devices() const noexcept;
+
+    // The device named "<type>:<index>". NOT_FOUND otherwise, with a
+    // message that lists the names that exist.
+    [[nodiscard]] Result<Device> device(std::string_view name) const;
+
+    // The built-in default plugin directories (build tree, install).
+    [[nodiscard]] static std::vector<SearchPathEntry> default_plugin_dirs();
+
+private:
+    struct State;
+    explicit Runtime(std::unique_ptr<State> state) noexcept;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace keel

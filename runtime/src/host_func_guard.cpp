@@ -1,0 +1,41 @@
+#include "host_func_guard.hpp"
+
+#include "logging.hpp"
+
+#include <keel/host_func.hpp>
+
+#include <exception>
+#include <memory>
+
+namespace keel::detail {
+
+namespace {
+thread_local int t_host_func_depth = 0;
+
+struct HostFuncScope {
+    HostFuncScope() noexcept { ++t_host_func_depth; }
+    ~HostFuncScope() { --t_host_func_depth; }
+    HostFuncScope(const HostFuncScope&) = delete;
+    HostFuncScope& operator=(const HostFuncScope&) = delete;
+    HostFuncScope(HostFuncScope&&) = delete;
+    HostFuncScope& operator=(HostFuncScope&&) = delete;
+};
+}  // namespace
+
+bool in_host_func() noexcept { return t_host_func_depth > 0; }
+
+void host_func_trampoline(void* user_data, keel_status status) noexcept {
+    HostFuncScope scope;
+    // Destroyed inside the scope: a callable's destructor is user code too.
+    std::unique_ptr<HostFuncBase> fn(static_cast<HostFuncBase*>(user_data));
+    if (!fn) return;
+    try {
+        fn->invoke(status);
+    } catch (const std::exception& e) {
+        logger()->error("[Stream::enqueue_host_func] host function threw: {}", e.what());
+    } catch (...) {
+        logger()->error("[Stream::enqueue_host_func] host function threw a non-standard exception");
+    }
+}
+
+}  // namespace keel::detail

@@ -1,0 +1,18 @@
+// Host functions run on plugin threads and must not call into the plugin
+// (keel.h, keel_host_fn). The trampoline marks the thread while user code
+// runs, so that PluginApi can refuse such calls instead of deadlocking.
+#pragma once
+
+#include <keel/keel.h>
+
+namespace keel::detail {
+
+// True while the calling thread runs a host function's callable (or
+// destroys it).
+[[nodiscard]] bool in_host_func() noexcept;
+
+// The keel_host_fn given to stream_enqueue_host_func; `user_data` is a
+// released std::unique_ptr<HostFuncBase>, which this owns and destroys.
+void host_func_trampoline(void* user_data, keel_status status) noexcept;
+
+}  // namespace keel::detail

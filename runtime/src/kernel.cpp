@@ -1,0 +1,121 @@
+#include <keel/kernel.hpp>
+
+#include "plugin.hpp"
+
+namespace keel {
+
+Result<Kernel> Kernel::find(const Device& device, std::string_view name) {
+    std::string n(name);
+    keel_kernel handle = nullptr;
+    KEEL_TRY(device.slot().api().kernel_get(device.native(), n.c_str(), &handle));
+    if (handle == nullptr)
+        return Error(KEEL_STATUS_INTERNAL, "[Kernel::find] " + device.name() +
+                                               " kernel_get succeeded but returned no kernel '" +
+                                               n + "'");
+    return Kernel(device, handle, std::move(n));
+}
+
+KernelArgs& KernelArgs::push(Arg arg) {
+    arg.c.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
+    args_.push_back(std::move(arg));
+    return *this;
+}
+
+KernelArgs& KernelArgs::buffer(DeviceView view, keel_dtype dtype) {
+    Arg a;
+    a.c.kind = KEEL_ARG_BUFFER;
+    a.c.dtype = dtype;
+    a.c.value.buffer.addr = view.address();
+    a.c.value.buffer.size = view.size();
+    a.device = view.slot();
+    a.empty_view = view.empty();
+    return push(std::move(a));
+}
+
+KernelArgs& KernelArgs::absent(keel_dtype dtype) {
+    Arg a;
+    a.c.kind = KEEL_ARG_BUFFER;
+    a.c.dtype = dtype;
+    return push(std::move(a));
+}
+
+namespace {
+keel_kernel_arg scalar_arg(keel_dtype dtype) {
+    keel_kernel_arg c{};
+    c.kind = KEEL_ARG_SCALAR;
+    c.dtype = dtype;
+    return c;
+}
+}  // namespace
+
+KernelArgs& KernelArgs::scalar(float v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_F32);
+    a.c.value.scalar.f32 = v;
+    return push(std::move(a));
+}
+KernelArgs& KernelArgs::scalar(double v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_F64);
+    a.c.value.scalar.f64 = v;
+    return push(std::move(a));
+}
+// Integers are widened into the 64-bit member, as keel.h reads them.
+KernelArgs& KernelArgs::scalar(std::int32_t v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_I32);
+    a.c.value.scalar.i64 = v;
+    return push(std::move(a));
+}
+KernelArgs& KernelArgs::scalar(std::int64_t v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_I64);
+    a.c.value.scalar.i64 = v;
+    return push(std::move(a));
+}
+KernelArgs& KernelArgs::scalar(std::uint32_t v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_U32);
+    a.c.value.scalar.u64 = v;
+    return push(std::move(a));
+}
+KernelArgs& KernelArgs::scalar(std::uint64_t v) {
+    Arg a;
+    a.c = scalar_arg(KEEL_DTYPE_U64);
+    a.c.value.scalar.u64 = v;
+    return push(std::move(a));
+}
+KernelArgs& KernelArgs::scalar_bits16(keel_dtype dtype, std::uint16_t bits) {
+    Arg a;
+    a.c = scalar_arg(dtype);
+    a.c.value.scalar.u64 = bits;
+    return push(std::move(a));
+}
+
+KernelArgs& KernelArgs::ints(std::initializer_list<std::int64_t> values) {
+    return ints(std::span<const std::int64_t>(values.begin(), values.size()));
+}
+
+KernelArgs& KernelArgs::ints(std::span<const std::int64_t> values) {
+    Arg a;
+    a.c.kind = KEEL_ARG_INT_ARRAY;
+    a.c.dtype = KEEL_DTYPE_I64;
+    a.ints.assign(values.begin(), values.end());
+    return push(std::move(a));
+}
+
+std::vector<keel_kernel_arg> KernelArgs::encode() const {
+    std::vector<keel_kernel_arg> out;
+    out.reserve(args_.size());
+    for (const Arg& a : args_) {
+        keel_kernel_arg c = a.c;
+        if (c.kind == KEEL_ARG_INT_ARRAY) {
+            c.value.int_array.data = a.ints.data();
+            c.value.int_array.count = a.ints.size();
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+}  // namespace keel

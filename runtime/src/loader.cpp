@@ -1,0 +1,140 @@
+#include "loader.hpp"
+
+#include "c_error.hpp"
+#include "logging.hpp"
+
+#include <boost/dll/shared_library.hpp>
+
+#include <dlfcn.h>
+
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+
+namespace keel::detail {
+
+namespace {
+
+using EntryFn = keel_error*(const keel_host_services*, const keel_plugin_api**);
+
+// After keel_plugin_init succeeded but the table was refused: shut the
+// plugin down if its table can be trusted that far, otherwise keep the
+// library mapped for good (unloading code that may run threads crashes).
+void abandon_initialised(const keel_plugin_api* table, const std::filesystem::path& path,
+                         std::unique_ptr<HostServices>& services) {
+    constexpr std::size_t header = KEEL_STRUCT_SIZE(keel_plugin_api, abi_minor);
+    if (table != nullptr && table->struct_size >= header &&
+        table->abi_major == KEEL_ABI_VERSION_MAJOR &&
+        table->struct_size >= KEEL_API_ENTRY_END(plugin_shutdown) &&
+        table->plugin_shutdown != nullptr) {
+        table->plugin_shutdown();
+        return;
+    }
+    logger()->debug("[loader] {} cannot be shut down safely; it stays mapped", path.string());
+    pin_library(path);
+    keep_forever(std::move(services));
+}
+
+Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
+                                           const std::string& type) {
+    // Declared before the library: destroyed after it is unloaded.
+    auto services = std::make_unique<HostServices>();
+
+    boost::dll::fs::error_code ec;
+    dlerror();  // clear, so that what we read below is this load's reason
+    boost::dll::shared_library library(
+        path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    if (ec || !library.is_loaded()) {
+        const char* why = dlerror();
+        return Error(KEEL_STATUS_UNAVAILABLE, std::string("cannot load as a shared library: ") +
+                                                  (why != nullptr ? why : ec.message()));
+    }
+    if (!library.has(KEEL_PLUGIN_ENTRY_NAME))
+        return Error(KEEL_STATUS_NOT_FOUND, std::string("no entry symbol '") +
+                                                KEEL_PLUGIN_ENTRY_NAME +
+                                                "' (not a keel plugin, or built without "
+                                                "KEEL_PLUGIN_EXPORT on it)");
+    auto& init = library.get<EntryFn>(KEEL_PLUGIN_ENTRY_NAME);
+
+    const keel_plugin_api* table = nullptr;
+    if (auto r = take_error(init(services->c(), &table)); !r) {
+        Error e = std::move(r).error();
+        return Error(e.code(), std::string(KEEL_PLUGIN_ENTRY_NAME) + " failed: " + e.message());
+    }
+    if (auto r = PluginApi::validate(table); !r) {
+        abandon_initialised(table, path, services);
+        return std::move(r).error();
+    }
+    auto plugin = std::make_unique<Plugin>(path, type, std::move(library), std::move(services), *table);
+    // From here a failure destroys `plugin`: plugin_shutdown, then unload.
+    KEEL_TRY(plugin->describe());
+    return plugin;
+}
+
+class Registry {
+public:
+    static Registry& instance() {
+        static Registry registry;
+        return registry;
+    }
+
+    Result<std::shared_ptr<Plugin>> acquire(const std::filesystem::path& path,
+                                            const std::string& type) {
+        std::unique_lock lock(mutex_);
+        const std::string key = path.string();
+        for (;;) {
+            auto it = live_.find(key);
+            if (it == live_.end()) break;
+            if (auto alive = it->second.plugin.lock()) return alive;
+            retired_.wait(lock);  // its last owner is shutting it down right now
+        }
+        Result<std::unique_ptr<Plugin>> loaded = [&]() -> Result<std::unique_ptr<Plugin>> {
+            try {
+                return load_fresh(path, type);
+            } catch (const std::exception& e) {
+                return Error(KEEL_STATUS_INTERNAL, std::string("unexpected exception: ") + e.what());
+            }
+        }();
+        if (!loaded) return std::move(loaded).error();
+        Plugin* raw = loaded->get();
+        std::shared_ptr<Plugin> shared(std::move(loaded).value().release(),
+                                       [](Plugin* p) { Registry::instance().retire(p); });
+        live_[key] = Entry{shared, raw};
+        return shared;
+    }
+
+private:
+    struct Entry {
+        std::weak_ptr<Plugin> plugin;
+        const Plugin* raw = nullptr;
+    };
+
+    // The deleter of every shared Plugin: shut down and unload under the
+    // lock, so that no load of the same file overlaps the shutdown.
+    void retire(Plugin* p) noexcept {
+        std::unique_lock lock(mutex_);
+        std::unique_ptr<Plugin> owned(p);
+        owned.reset();
+        for (auto it = live_.begin(); it != live_.end();) {
+            if (it->second.raw == p)
+                it = live_.erase(it);
+            else
+                ++it;
+        }
+        retired_.notify_all();
+    }
+
+    std::mutex mutex_;
+    std::condition_variable retired_;
+    std::map<std::string, Entry> live_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Plugin>> acquire_plugin(const std::filesystem::path& canonical_path,
+                                               const std::string& type) {
+    return Registry::instance().acquire(canonical_path, type);
+}
+
+}  // namespace keel::detail

@@ -1,0 +1,57 @@
+#include "logging.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+namespace keel::detail {
+
+std::optional<spdlog::level::level_enum> parse_log_level(std::string_view text) {
+    std::string t(text);
+    std::transform(t.begin(), t.end(), t.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (t == "trace") return spdlog::level::trace;
+    if (t == "debug") return spdlog::level::debug;
+    if (t == "info") return spdlog::level::info;
+    if (t == "warn" || t == "warning") return spdlog::level::warn;
+    if (t == "error" || t == "err") return spdlog::level::err;
+    if (t == "off") return spdlog::level::off;
+    return std::nullopt;
+}
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger() {
+    if (auto existing = spdlog::get("keel")) return existing;
+    std::shared_ptr<spdlog::logger> log;
+    try {
+        // stderr: stdout belongs to the program (keel-info prints there).
+        log = spdlog::stderr_color_mt("keel");
+    } catch (const spdlog::spdlog_ex&) {
+        // Registered concurrently by someone else.
+        if (auto existing = spdlog::get("keel")) return existing;
+        log = std::make_shared<spdlog::logger>("keel");
+    }
+    log->set_level(spdlog::level::warn);
+    if (const char* env = std::getenv("KEEL_LOG_LEVEL"); env != nullptr && *env != '\0') {
+        if (auto level = parse_log_level(env))
+            log->set_level(*level);
+        else
+            log->warn("[logging] KEEL_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; "
+                      "using warn",
+                      env);
+    }
+    return log;
+}
+
+}  // namespace
+
+const std::shared_ptr<spdlog::logger>& logger() {
+    static const std::shared_ptr<spdlog::logger> log = make_logger();
+    return log;
+}
+
+}  // namespace keel::detail

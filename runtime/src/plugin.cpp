@@ -1,0 +1,113 @@
+#include "plugin.hpp"
+
+#include "discovery.hpp"
+#include "host_func_guard.hpp"
+#include "logging.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace keel::detail {
+
+Plugin::Plugin(std::filesystem::path path, std::string type, boost::dll::shared_library library,
+               std::unique_ptr<HostServices> services, const keel_plugin_api& table)
+    : library_(std::move(library)),
+      services_(std::move(services)),
+      path_(std::move(path)),
+      type_(std::move(type)),
+      api_(table, type_) {}
+
+Plugin::~Plugin() {
+    if (in_host_func()) {
+        // plugin_shutdown would have to join the very thread we are on.
+        logger()->error(
+            "[loader] the last reference to plugin {} was dropped inside a host function; it is "
+            "neither shut down nor unloaded (host functions must not own keel objects)",
+            path_.string());
+        pin_library(path_);
+        keep_forever(std::move(services_));
+        return;
+    }
+    api_.plugin_shutdown();
+    logger()->debug("[loader] plugin {} shut down; unloading {}", type_, path_.string());
+}
+
+Result<void> Plugin::describe() {
+    KEEL_TRY(read_info());
+    return read_devices();
+}
+
+Result<void> Plugin::read_info() {
+    keel_plugin_info info{};
+    info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
+    KEEL_TRY(api_.plugin_info(&info));
+    if (info.device_type == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "plugin_info returned no device_type");
+    std::string reported = info.device_type;
+    if (!is_valid_device_type(reported))
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "plugin_info reports device type '" + reported +
+                         "', which is not of the form [a-z0-9_]+");
+    if (reported != type_)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "plugin_info reports device type '" + reported + "' but the file is named " +
+                         path_.filename().string() + " (a plugin of type '" + reported +
+                         "' must be named libkeel_" + reported + ".so)");
+    version_ = info.version != nullptr ? info.version : "";
+    status_ = info.status != nullptr ? info.status : "";
+    return ok();
+}
+
+Result<void> Plugin::read_devices() {
+    std::uint32_t count = 0;
+    KEEL_TRY(api_.device_count(&count));
+    devices_.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        auto slot = std::make_unique<DeviceSlot>();
+        slot->plugin = this;
+        slot->index = i;
+        slot->name = type_ + ":" + std::to_string(i);
+        KEEL_TRY(api_.device_get(i, &slot->handle));
+        if (slot->handle == nullptr)
+            return Error(KEEL_STATUS_INTERNAL,
+                         "device_get(" + std::to_string(i) + ") returned a null device");
+        keel_device_properties p{};
+        p.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
+        KEEL_TRY(api_.device_properties(slot->handle, &p));
+        DeviceProperties& d = slot->properties;
+        d.name.assign(p.name, strnlen(p.name, sizeof p.name));
+        d.vendor.assign(p.vendor, strnlen(p.vendor, sizeof p.vendor));
+        d.total_memory = p.total_memory;
+        d.capabilities = p.capabilities;
+        d.compute_units = p.compute_units;
+        d.max_allocation = p.max_allocation != 0 ? p.max_allocation : p.total_memory;
+        d.alloc_alignment = p.alloc_alignment;
+        if (d.alloc_alignment == 0 || (d.alloc_alignment & (d.alloc_alignment - 1)) != 0)
+            logger()->warn("[loader] {} reports allocation alignment {}, which is not a power of two",
+                           slot->name, d.alloc_alignment);
+        devices_.push_back(std::move(slot));
+    }
+    return ok();
+}
+
+void pin_library(const std::filesystem::path& path) noexcept {
+    // RTLD_NOLOAD: only if already loaded; RTLD_NODELETE: never unmapped.
+    // The handle is deliberately never closed.
+    if (dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) == nullptr)
+        logger()->error("[loader] could not pin {}: {}", path.string(), dlerror());
+}
+
+void keep_forever(std::unique_ptr<HostServices> services) noexcept {
+    static std::mutex mutex;
+    static std::vector<std::unique_ptr<HostServices>> kept;
+    std::lock_guard lock(mutex);
+    try {
+        kept.push_back(std::move(services));
+    } catch (...) {
+        (void)services.release();  // out of memory: leaking is the safe choice here
+    }
+}
+
+}  // namespace keel::detail

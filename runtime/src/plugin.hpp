@@ -1,0 +1,87 @@
+// Plugin: one loaded plugin library, its table and its devices. Shared
+// (std::shared_ptr) by the Runtime and every object made from its devices;
+// the last owner shuts the plugin down and unloads it.
+#pragma once
+
+#include "host_services.hpp"
+#include "plugin_api.hpp"
+
+#include <keel/device.hpp>
+#include <keel/keel.h>
+
+#include <boost/dll/shared_library.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace keel::detail {
+
+// One device of a plugin. Lives inside its Plugin; Device holds it through
+// a std::shared_ptr that shares the Plugin's ownership.
+struct DeviceSlot {
+    Plugin* plugin = nullptr;
+    keel_device handle = nullptr;
+    std::uint32_t index = 0;
+    std::string name;  // "cpu:0"
+    DeviceProperties properties;
+
+    [[nodiscard]] const PluginApi& api() const noexcept;
+};
+
+class Plugin {
+public:
+    // Takes over a library whose keel_plugin_init succeeded and whose table
+    // passed PluginApi::validate. From here on the destructor shuts it down.
+    Plugin(std::filesystem::path path, std::string type, boost::dll::shared_library library,
+           std::unique_ptr<HostServices> services, const keel_plugin_api& table);
+
+    Plugin(const Plugin&) = delete;
+    Plugin& operator=(const Plugin&) = delete;
+    Plugin(Plugin&&) = delete;
+    Plugin& operator=(Plugin&&) = delete;
+    // plugin_shutdown, then unload. Order matters: the host services must
+    // outlive plugin_shutdown, and the library (whose code is running until
+    // then) is unloaded last.
+    ~Plugin();
+
+    // Reads plugin_info and every device; errors name the problem.
+    [[nodiscard]] Result<void> describe();
+
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] const std::string& type() const noexcept { return type_; }
+    [[nodiscard]] const std::string& version() const noexcept { return version_; }
+    [[nodiscard]] const std::string& status() const noexcept { return status_; }
+    [[nodiscard]] const PluginApi& api() const noexcept { return api_; }
+    [[nodiscard]] const std::vector<std::unique_ptr<DeviceSlot>>& devices() const noexcept {
+        return devices_;
+    }
+
+private:
+    [[nodiscard]] Result<void> read_info();
+    [[nodiscard]] Result<void> read_devices();
+
+    // Declared first, destroyed last.
+    boost::dll::shared_library library_;
+    std::unique_ptr<HostServices> services_;
+    std::filesystem::path path_;
+    std::string type_;
+    PluginApi api_;
+    std::string version_;
+    std::string status_;
+    std::vector<std::unique_ptr<DeviceSlot>> devices_;
+};
+
+inline const PluginApi& DeviceSlot::api() const noexcept { return plugin->api(); }
+
+// Makes dlclose of `path` a no-op for the rest of the process, for a library
+// that may still run code (or whose shutdown cannot be called safely).
+void pin_library(const std::filesystem::path& path) noexcept;
+
+// Keeps the host services of a pinned plugin until the process exits, since
+// the plugin may still log through them.
+void keep_forever(std::unique_ptr<HostServices> services) noexcept;
+
+}  // namespace keel::detail

@@ -1,0 +1,136 @@
+#include <keel/runtime.hpp>
+
+#include "discovery.hpp"
+#include "loader.hpp"
+#include "logging.hpp"
+
+#include <set>
+#include <system_error>
+
+namespace keel {
+
+const char* runtime_version() noexcept { return KEEL_RUNTIME_VERSION; }
+
+struct Runtime::State {
+    std::vector<SearchPathEntry> search_path;
+    std::vector<std::shared_ptr<detail::Plugin>> loaded;
+    std::vector<PluginInfo> plugins;
+    std::vector<RejectedPlugin> rejected;
+    std::vector<Device> devices;
+
+    void reject(std::filesystem::path path, Error error) {
+        detail::logger()->warn("[loader] rejected plugin {}: {}", path.string(), error.message());
+        rejected.push_back({std::move(path), error.message(), error.code()});
+    }
+
+    void add(std::shared_ptr<detail::Plugin> plugin) {
+        const detail::PluginApi& api = plugin->api();
+        plugins.push_back({plugin->path(), plugin->type(), plugin->version(), api.abi_major(),
+                           api.abi_minor(), api.table_size(), plugin->status(),
+                           static_cast<std::uint32_t>(plugin->devices().size())});
+        for (const auto& slot : plugin->devices())
+            // Aliasing: the Device points at its slot and owns the plugin.
+            devices.emplace_back(std::shared_ptr<const detail::DeviceSlot>(plugin, slot.get()));
+        detail::logger()->info("[loader] loaded plugin {} {} (ABI {}.{}) from {}: {} device(s){}{}",
+                               plugin->type(), plugin->version(), api.abi_major(), api.abi_minor(),
+                               plugin->path().string(), plugin->devices().size(),
+                               plugin->status().empty() ? "" : "; ", plugin->status());
+        loaded.push_back(std::move(plugin));
+    }
+
+    const PluginInfo* provider_of(const std::string& type) const {
+        for (const PluginInfo& p : plugins)
+            if (p.type == type) return &p;
+        return nullptr;
+    }
+};
+
+Runtime::Runtime(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+Runtime::Runtime(Runtime&&) noexcept = default;
+Runtime& Runtime::operator=(Runtime&&) noexcept = default;
+Runtime::~Runtime() = default;
+
+std::vector<SearchPathEntry> Runtime::default_plugin_dirs() {
+    return {{KEEL_DEFAULT_BUILD_PLUGIN_DIR, "build tree"},
+            {KEEL_DEFAULT_INSTALL_PLUGIN_DIR, "install"}};
+}
+
+Result<Runtime> Runtime::create(const RuntimeOptions& options) {
+    namespace fs = std::filesystem;
+    (void)detail::logger();  // first, so that it outlives every plugin (static destruction order)
+    auto state = std::make_unique<State>();
+    state->search_path = detail::build_search_path(options);
+
+    std::set<fs::path> seen;
+    for (const fs::path& candidate : detail::list_candidates(state->search_path)) {
+        std::error_code ec;
+        fs::path canonical = fs::weakly_canonical(candidate, ec);
+        if (ec) canonical = candidate;
+        if (!seen.insert(canonical).second) {
+            detail::logger()->debug("[loader] {} is listed more than once; loaded once",
+                                    canonical.string());
+            continue;
+        }
+        auto type = detail::type_from_file_name(canonical);
+        if (!type) {
+            state->reject(canonical,
+                          Error(KEEL_STATUS_INVALID_ARGUMENT,
+                                "file name " + canonical.filename().string() +
+                                    " does not follow libkeel_<type>.so with <type> of [a-z0-9_]+"));
+            continue;
+        }
+        if (const PluginInfo* first = state->provider_of(*type)) {
+            state->reject(canonical, Error(KEEL_STATUS_FAILED_PRECONDITION,
+                                           "duplicate device type '" + *type +
+                                               "': already provided by " + first->path.string() +
+                                               " (the first one found wins)"));
+            continue;
+        }
+        auto plugin = detail::acquire_plugin(canonical, *type);
+        if (!plugin) {
+            state->reject(canonical, std::move(plugin).error());
+            continue;
+        }
+        state->add(std::move(plugin).value());
+    }
+    return Runtime(std::move(state));
+}
+
+namespace {
+const std::vector<PluginInfo> kNoPlugins;
+const std::vector<RejectedPlugin> kNoRejected;
+const std::vector<SearchPathEntry> kNoSearchPath;
+const std::vector<Device> kNoDevices;
+}  // namespace
+
+const std::vector<PluginInfo>& Runtime::plugins() const noexcept {
+    return state_ ? state_->plugins : kNoPlugins;
+}
+const std::vector<RejectedPlugin>& Runtime::rejected_plugins() const noexcept {
+    return state_ ? state_->rejected : kNoRejected;
+}
+const std::vector<SearchPathEntry>& Runtime::search_path() const noexcept {
+    return state_ ? state_->search_path : kNoSearchPath;
+}
+const std::vector<Device>& Runtime::devices() const noexcept {
+    return state_ ? state_->devices : kNoDevices;
+}
+
+Result<Device> Runtime::device(std::string_view name) const {
+    for (const Device& d : devices())
+        if (d.name() == name) return d;
+    std::string message = "[Runtime::device] no device named '" + std::string(name) + "'; ";
+    if (devices().empty()) {
+        message += "no devices are loaded";
+        if (!rejected_plugins().empty())
+            message += " (" + std::to_string(rejected_plugins().size()) +
+                       " plugin(s) rejected; see Runtime::rejected_plugins or keel-info)";
+    } else {
+        message += "devices: ";
+        for (std::size_t i = 0; i < devices().size(); ++i)
+            message += (i ? ", " : "") + devices()[i].name();
+    }
+    return Error(KEEL_STATUS_NOT_FOUND, std::move(message));
+}
+
+}  // namespace keel

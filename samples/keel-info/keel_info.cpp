@@ -1,0 +1,124 @@
+// keel-info: what the runtime finds — the plugin search path, the plugins
+// that loaded, those rejected with their reasons, and every device.
+//
+//   keel-info                  everything
+//   keel-info --device cpu:0   one device (exit 1 and the existing names if unknown)
+#include <keel/keel.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string bytes(std::uint64_t n) {
+    static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = static_cast<double>(n);
+    int unit = 0;
+    while (v >= 1024.0 && unit < 5) {
+        v /= 1024.0;
+        ++unit;
+    }
+    char text[64];
+    if (unit == 0)
+        std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(n));
+    else
+        std::snprintf(text, sizeof text, "%.1f %s", v, kUnits[unit]);
+    return text;
+}
+
+std::string capabilities(const keel::DeviceProperties& p) {
+    struct Named {
+        keel::DeviceCapability cap;
+        const char* name;
+    };
+    static constexpr Named kNames[] = {
+        {keel::DeviceCapability::host_addressable, "host_addressable"},
+        {keel::DeviceCapability::event_timing, "event_timing"},
+        {keel::DeviceCapability::concurrent_streams, "concurrent_streams"},
+        {keel::DeviceCapability::pinned_memory, "pinned_memory"},
+    };
+    std::string out;
+    for (const Named& n : kNames)
+        if (p.has(n.cap)) out += (out.empty() ? "" : ", ") + std::string(n.name);
+    return out.empty() ? "(none)" : out;
+}
+
+void print_device(const keel::Device& d) {
+    const keel::DeviceProperties& p = d.properties();
+    std::printf("  %s  %s\n", d.name().c_str(), p.name.c_str());
+    std::printf("      vendor          %s\n", p.vendor.c_str());
+    std::printf("      memory          %s", bytes(p.total_memory).c_str());
+    if (auto info = d.memory_info(); info.ok())
+        std::printf(" (%s free)\n", bytes(info->free_bytes).c_str());
+    else
+        std::printf(" (free memory unknown: %s)\n", keel::status_name(info.error().code()));
+    std::printf("      max allocation  %s\n", bytes(p.max_allocation).c_str());
+    std::printf("      alignment       %llu bytes\n", static_cast<unsigned long long>(p.alloc_alignment));
+    std::printf("      compute units   %u\n", p.compute_units);
+    std::printf("      capabilities    %s\n", capabilities(p).c_str());
+}
+
+void print_everything(const keel::Runtime& rt) {
+    std::printf("keel %s (C ABI %u.%u)\n\n", keel::runtime_version(), KEEL_ABI_VERSION_MAJOR,
+                KEEL_ABI_VERSION_MINOR);
+
+    std::printf("Plugin search path:\n");
+    for (const keel::SearchPathEntry& e : rt.search_path()) {
+        std::error_code ec;
+        bool exists = std::filesystem::exists(e.path, ec);
+        std::printf("  %s  (%s%s)\n", e.path.c_str(), e.origin.c_str(), exists ? "" : ", missing");
+    }
+
+    std::printf("\nLoaded plugins (%zu):\n", rt.plugins().size());
+    for (const keel::PluginInfo& p : rt.plugins()) {
+        std::printf("  %s  %s\n", p.type.c_str(), p.path.c_str());
+        std::printf("      version %s, ABI %u.%u (table of %zu bytes), %u device%s\n",
+                    p.version.c_str(), p.abi_major, p.abi_minor, p.table_size, p.device_count,
+                    p.device_count == 1 ? "" : "s");
+        if (!p.status.empty()) std::printf("      status: %s\n", p.status.c_str());
+    }
+
+    std::printf("\nRejected plugins (%zu):\n", rt.rejected_plugins().size());
+    for (const keel::RejectedPlugin& r : rt.rejected_plugins()) {
+        std::printf("  %s\n", r.path.c_str());
+        std::printf("      %s: %s\n", keel::status_name(r.status), r.reason.c_str());
+    }
+
+    std::printf("\nDevices (%zu):\n", rt.devices().size());
+    for (const keel::Device& d : rt.devices()) print_device(d);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Lists keel's plugins (loaded and rejected, with reasons) and devices."};
+    std::string device_name;
+    std::vector<std::string> plugin_path;
+    app.add_option("--device", device_name, "Show only this device (e.g. cpu:0)");
+    app.add_option("--plugin-path", plugin_path,
+                   "Extra plugin directory or file, searched before KEEL_PLUGIN_PATH (repeatable)");
+    CLI11_PARSE(app, argc, argv);
+
+    keel::RuntimeOptions options;
+    options.plugin_path.assign(plugin_path.begin(), plugin_path.end());
+    auto rt = keel::Runtime::create(options);
+    if (!rt.ok()) {
+        std::fprintf(stderr, "keel-info: %s\n", rt.error().message().c_str());
+        return 1;
+    }
+    if (device_name.empty()) {
+        print_everything(*rt);
+        return 0;
+    }
+    auto device = rt->device(device_name);
+    if (!device.ok()) {
+        std::fprintf(stderr, "keel-info: %s\n", device.error().message().c_str());
+        return 1;
+    }
+    print_device(*device);
+    return 0;
+}

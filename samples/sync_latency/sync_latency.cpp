@@ -1,0 +1,226 @@
+// sync_latency: how long host <-> stream and stream <-> stream synchronisation
+// takes on a device, side by side with thread hand-off baselines measured in
+// the same run. Works on any device (`--device cuda:0` too).
+//
+// Two regimes: "active" repeats each operation back to back, so workers are
+// awake; "parked" sleeps --park-us before each repetition, longer than any
+// spin window, so every hand-off has to wake a parked thread.
+#include "baselines.hpp"
+
+#include <keel/keel.hpp>
+
+#include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using keel::Result;
+
+struct Row {
+    std::string what;
+    double keel_ns;
+    std::string baseline;
+    double baseline_ns;  // 0 = no baseline
+    double goal_ratio;   // 0 = no ratio goal
+};
+
+double ns_since(Clock::time_point start, std::size_t n) {
+    return std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
+           static_cast<double>(n);
+}
+
+// Runs `once` `n` times; in the parked regime sleeps before each, timing only `once`.
+Result<double> time_each(std::size_t n, std::chrono::microseconds park,
+                         const std::function<Result<void>()>& once) {
+    double total_ns = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (park.count() > 0) std::this_thread::sleep_for(park);
+        auto start = Clock::now();
+        KEEL_TRY(once());
+        total_ns += ns_since(start, 1);
+    }
+    return total_ns / static_cast<double>(n);
+}
+
+double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    auto secs = [](timeval t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+    return secs(usage.ru_utime) + secs(usage.ru_stime);
+}
+
+struct Bench {
+    keel::Device device;
+    keel::Stream a;
+    keel::Stream b;
+    keel::Event event;
+    keel::DeviceBuffer buffer;
+    std::chrono::microseconds park;
+    std::size_t active_iters;
+    std::size_t parked_iters;
+
+    // Host enqueues many tiny operations; the stream drains them behind its back.
+    Result<double> enqueue_ns(std::size_t ops) {
+        constexpr std::size_t batch = 1024;
+        KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
+        double total = 0;
+        std::size_t done = 0;
+        while (done < ops) {
+            auto start = Clock::now();
+            for (std::size_t i = 0; i < batch; ++i) KEEL_TRY(a.memset(tiny, 0));
+            total += ns_since(start, 1);
+            done += batch;
+            KEEL_TRY(a.synchronize());  // untimed: keeps the queue from growing without bound
+        }
+        return total / static_cast<double>(done);
+    }
+
+    // A records, B waits on the device, B's next operation runs (seen by the host).
+    Result<double> fence_round_trip_ns(bool parked) {
+        std::atomic<std::uint64_t> reached{0};
+        std::uint64_t round = 0;
+        auto once = [&]() -> Result<void> {
+            std::uint64_t mine = ++round;
+            KEEL_TRY(event.record(a));
+            KEEL_TRY(b.wait(event));
+            KEEL_TRY(b.enqueue_host_func([&reached, mine] {
+                reached.store(mine, std::memory_order_release);
+            }));
+            while (reached.load(std::memory_order_acquire) != mine) {}
+            return keel::ok();
+        };
+        return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);
+    }
+
+    // One tiny operation, then the host blocks on an event recorded after it.
+    Result<double> event_wait_ns(bool parked) {
+        KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
+        auto once = [&]() -> Result<void> {
+            KEEL_TRY(a.memset(tiny, 1));
+            KEEL_TRY(event.record(a));
+            return event.synchronize();
+        };
+        return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);
+    }
+
+    // One tiny operation, then the host synchronises the stream.
+    Result<double> stream_sync_ns(bool parked) {
+        KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
+        auto once = [&]() -> Result<void> {
+            KEEL_TRY(a.memset(tiny, 2));
+            return a.synchronize();
+        };
+        return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);
+    }
+};
+
+// CPU time (percent of one core) of the whole process while 8 streams sit idle.
+Result<double> idle_cpu_percent(const keel::Device& device, std::chrono::microseconds park,
+                                std::chrono::milliseconds window) {
+    std::vector<keel::Stream> streams;
+    KEEL_TRY_ASSIGN(auto buffer, keel::DeviceBuffer::allocate(device, 256));
+    KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
+    for (int i = 0; i < 8; ++i) {
+        KEEL_TRY_ASSIGN(auto s, keel::Stream::create(device));
+        KEEL_TRY(s.memset(tiny, 0));  // wake its worker once
+        KEEL_TRY(s.synchronize());
+        streams.push_back(std::move(s));
+    }
+    std::this_thread::sleep_for(park);  // past the spin window
+    double cpu0 = process_cpu_seconds();
+    auto t0 = Clock::now();
+    std::this_thread::sleep_for(window);
+    double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    return 100.0 * (process_cpu_seconds() - cpu0) / wall;
+}
+
+void print_table(const std::string& device, const std::vector<Row>& rows) {
+    std::printf("\nsync_latency on %s (times per operation; ratio = keel / baseline)\n\n", device.c_str());
+    std::printf("| %-44s | %12s | %-26s | %12s | %7s | %-8s |\n", "measurement", "keel (ns)",
+                "baseline", "baseline (ns)", "ratio", "goal");
+    std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(14, '-').c_str(),
+                std::string(28, '-').c_str(), std::string(14, '-').c_str(),
+                std::string(9, '-').c_str(), std::string(10, '-').c_str());
+    for (const Row& r : rows) {
+        char ratio[32] = "-";
+        char goal[32] = "-";
+        if (r.baseline_ns > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.keel_ns / r.baseline_ns);
+        if (r.goal_ratio > 0) std::snprintf(goal, sizeof goal, "<= %.1fx", r.goal_ratio);
+        std::printf("| %-44s | %12.1f | %-26s | %12.1f | %7s | %-8s |\n", r.what.c_str(), r.keel_ns,
+                    r.baseline.c_str(), r.baseline_ns, ratio, goal);
+    }
+}
+
+Result<void> run(const std::string& name, std::size_t iters, std::chrono::microseconds park,
+                 std::chrono::milliseconds idle_window) {
+    KEEL_TRY_ASSIGN(auto runtime, keel::Runtime::create());
+    KEEL_TRY_ASSIGN(auto device, runtime.device(name));
+    KEEL_TRY_ASSIGN(auto a, keel::Stream::create(device));
+    KEEL_TRY_ASSIGN(auto b, keel::Stream::create(device));
+    KEEL_TRY_ASSIGN(auto event, keel::Event::create(device));
+    KEEL_TRY_ASSIGN(auto buffer, keel::DeviceBuffer::allocate(device, 256));
+    Bench bench{device, std::move(a), std::move(b), std::move(event), std::move(buffer), park,
+                iters, std::max<std::size_t>(iters / 100, 50)};
+
+    const double spin = keel::samples::spin_ping_pong_ns(iters);
+    const double condvar = keel::samples::condvar_ping_pong_ns(std::max<std::size_t>(iters / 10, 1000));
+
+    std::vector<Row> rows;
+    rows.push_back({"baseline: spinning atomic ping-pong", spin, "-", 0, 0});
+    rows.push_back({"baseline: mutex+condvar ping-pong", condvar, "-", 0, 0});
+    KEEL_TRY_ASSIGN(double enqueue, bench.enqueue_ns(iters * 10));
+    char enqueue_label[64];
+    std::snprintf(enqueue_label, sizeof enqueue_label, "enqueue one op, one thread (%.1f M ops/s)",
+                  1e3 / enqueue);
+    rows.push_back({enqueue_label, enqueue, "goal <= 100 ns", 0, 0});
+    KEEL_TRY_ASSIGN(double fence_active, bench.fence_round_trip_ns(false));
+    rows.push_back({"fence round trip, workers active", fence_active, "spinning ping-pong", spin, 2.0});
+    KEEL_TRY_ASSIGN(double fence_parked, bench.fence_round_trip_ns(true));
+    rows.push_back({"fence round trip, workers parked", fence_parked, "condvar ping-pong", condvar, 1.2});
+    KEEL_TRY_ASSIGN(double event_active, bench.event_wait_ns(false));
+    rows.push_back({"host event wait after an op, active", event_active, "spinning ping-pong", spin, 0});
+    KEEL_TRY_ASSIGN(double event_parked, bench.event_wait_ns(true));
+    rows.push_back({"host event wait after an op, parked", event_parked, "condvar ping-pong", condvar, 0});
+    KEEL_TRY_ASSIGN(double sync_active, bench.stream_sync_ns(false));
+    rows.push_back({"stream synchronize after an op, active", sync_active, "spinning ping-pong", spin, 0});
+    KEEL_TRY_ASSIGN(double sync_parked, bench.stream_sync_ns(true));
+    rows.push_back({"stream synchronize after an op, parked", sync_parked, "condvar ping-pong", condvar, 0});
+    print_table(name, rows);
+
+    KEEL_TRY_ASSIGN(double idle, idle_cpu_percent(device, park, idle_window));
+    std::printf("\nidle CPU of 8 idle streams after the spin window: %.2f%% of one core "
+                "(process CPU time over %lld ms of sleep; goal ~0)\n",
+                idle, static_cast<long long>(idle_window.count()));
+    return keel::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Synchronisation latency of a keel device, with thread hand-off baselines"};
+    std::string device = "cpu:0";
+    std::size_t iters = 20000;
+    long park_us = 20000;
+    long idle_ms = 1000;
+    app.add_option("--device", device, "device name, e.g. cpu:0 or cuda:0")->capture_default_str();
+    app.add_option("--iters", iters, "repetitions in the active regime (parked: iters/100, >= 50)")->capture_default_str();
+    app.add_option("--park-us", park_us, "sleep before each parked repetition, past any spin window")->capture_default_str();
+    app.add_option("--idle-ms", idle_ms, "window over which idle CPU is measured")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    Result<void> r = run(device, iters, std::chrono::microseconds(park_us), std::chrono::milliseconds(idle_ms));
+    if (!r) {
+        std::fprintf(stderr, "sync_latency: %s\n", r.error().message().c_str());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,87 @@
+// The shared Runtime, the device parametrisation, and the checks that the
+// suite really tests something.
+#include "conformance.hpp"
+
+#include <sstream>
+
+namespace keel::conformance {
+
+namespace {
+Runtime create_runtime() {
+    RuntimeOptions options;
+#ifdef KEEL_CONFORMANCE_PLUGIN_PATH
+    std::string extra = KEEL_CONFORMANCE_PLUGIN_PATH;
+    for (std::size_t start = 0; start <= extra.size();) {
+        std::size_t colon = extra.find(':', start);
+        if (colon == std::string::npos) colon = extra.size();
+        if (colon > start) options.plugin_path.emplace_back(extra.substr(start, colon - start));
+        start = colon + 1;
+    }
+#endif
+    auto rt = Runtime::create(options);
+    if (!rt.ok()) {
+        ADD_FAILURE() << "Runtime::create failed: " << rt.error().message();
+        return std::move(Runtime::create(RuntimeOptions{{}, false, false})).value();
+    }
+    return std::move(rt).value();
+}
+
+std::string describe_search(const Runtime& rt) {
+    std::ostringstream out;
+    out << "searched:";
+    for (const SearchPathEntry& e : rt.search_path()) out << " " << e.path.string() << " (" << e.origin << ")";
+    for (const RejectedPlugin& r : rt.rejected_plugins()) out << "; rejected " << r.path.string() << ": " << r.reason;
+    for (const PluginInfo& p : rt.plugins())
+        if (p.device_count == 0) out << "; " << p.type << " has no devices: " << p.status;
+    return out.str();
+}
+}  // namespace
+
+const Runtime& runtime() {
+    static const Runtime rt = create_runtime();
+    return rt;
+}
+
+std::vector<std::string> device_names() {
+    std::vector<std::string> names;
+    for (const Device& d : runtime().devices()) names.push_back(d.name());
+    return names;
+}
+
+const Device& Conformance::device() const {
+    for (const Device& d : runtime().devices())
+        if (d.name() == GetParam()) return d;
+    std::abort();  // the parameters come from the same list
+}
+
+const Device* Conformance::other_device() const {
+    for (const Device& d : runtime().devices())
+        if (d.name() != GetParam()) return &d;
+    return nullptr;
+}
+
+std::string instance_name(const ::testing::TestParamInfo<std::string>& info) {
+    std::string name = info.param;
+    for (char& c : name)
+        if (c == ':') c = '_';
+    return name;
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
+INSTANTIATE_TEST_SUITE_P(Devices, Conformance, ::testing::ValuesIn(device_names()), instance_name);
+
+TEST(ConformanceSetup, AtLeastOneDeviceIsUnderTest) {
+    if (runtime().devices().empty())
+        GTEST_SKIP() << "no device loaded, so the device suite did not run; "
+                     << describe_search(runtime());
+    std::ostringstream names;
+    for (const Device& d : runtime().devices()) names << " " << d.name();
+    std::cout << "devices under test:" << names.str() << "\n";
+}
+
+TEST(ConformanceSetup, EveryPluginFoundLoads) {
+    for (const RejectedPlugin& r : runtime().rejected_plugins())
+        ADD_FAILURE() << "rejected " << r.path.string() << ": " << r.reason;
+}
+
+}  // namespace keel::conformance

@@ -1,0 +1,123 @@
+// Streams: asynchronous, in order; host functions.
+#include "conformance.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace keel::conformance {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 256));
+    KEEL_ASSERT_OK(s.memset(buf, 0xab));
+    KEEL_ASSERT_OK(s.synchronize());
+
+    Gate gate;
+    Bytes out(256, 0);
+    KEEL_ASSERT_OK(gate.hold(s));
+    KEEL_ASSERT_OK(s.copy_d2h(out.data(), buf, out.size()));
+    KEEL_ASSERT_OK_AND_ASSIGN(bool done, s.query());
+    EXPECT_FALSE(done) << "the stream reports done while its work is held back";
+    EXPECT_EQ(out, Bytes(256, 0)) << "the copy ran before the stream reached it";
+
+    gate.open();
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_FALSE(gate.timed_out()) << "the plugin ran the host function inline, at enqueue";
+    EXPECT_EQ(out, Bytes(256, 0xab));
+    KEEL_ASSERT_OK_AND_ASSIGN(bool done_now, s.query());
+    EXPECT_TRUE(done_now);
+}
+
+TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer a, DeviceBuffer::allocate(device(), 4096));
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer b, DeviceBuffer::allocate(device(), 4096));
+    Bytes first(4096, 1), second(4096, 2), after_memset(4096, 0), after_d2d(4096, 0);
+    std::vector<int> order;
+
+    Gate gate;  // hold everything back so that order, not timing, decides
+    KEEL_ASSERT_OK(gate.hold(s));
+    KEEL_ASSERT_OK(s.copy_h2d(a, first.data(), first.size()));
+    KEEL_ASSERT_OK(s.enqueue_host_func([&] { order.push_back(0); }));
+    KEEL_ASSERT_OK(s.memset(a, 7));
+    KEEL_ASSERT_OK(s.copy_d2h(after_memset.data(), a, after_memset.size()));
+    KEEL_ASSERT_OK(s.enqueue_host_func([&] { order.push_back(1); }));
+    KEEL_ASSERT_OK(s.copy_h2d(a, second.data(), second.size()));
+    KEEL_ASSERT_OK(s.copy_d2d(b, a));
+    KEEL_ASSERT_OK(s.copy_d2h(after_d2d.data(), b, after_d2d.size()));
+    for (int i = 2; i < 100; ++i) KEEL_ASSERT_OK(s.enqueue_host_func([&order, i] { order.push_back(i); }));
+    gate.open();
+    KEEL_ASSERT_OK(s.synchronize());
+
+    EXPECT_EQ(after_memset, Bytes(4096, 7));
+    EXPECT_EQ(after_d2d, second);
+    ASSERT_EQ(order.size(), 100u);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST_P(Conformance, HostFunctionsRunWithStatusOk) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    std::vector<Status> seen;
+    KEEL_ASSERT_OK(s.enqueue_host_func([&](Status st) { seen.push_back(st); }));
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_EQ(seen, std::vector<Status>{KEEL_STATUS_OK});
+}
+
+TEST_P(Conformance, HostFunctionRunsOnAnotherThreadThanTheCaller) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    std::thread::id ran_on;
+    KEEL_ASSERT_OK(s.enqueue_host_func([&] { ran_on = std::this_thread::get_id(); }));
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST_P(Conformance, AHostFunctionIsDestroyedRightAfterItRuns) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    auto token = std::make_shared<int>(0);
+    KEEL_ASSERT_OK(s.enqueue_host_func([token] { ++*token; }));
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_EQ(*token, 1);
+    EXPECT_EQ(token.use_count(), 1) << "the stream kept the callable after it ran";
+}
+
+TEST_P(Conformance, MoveOnlyCallablesAreAccepted) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    auto owned = std::make_unique<int>(41);
+    int seen = 0;
+    KEEL_ASSERT_OK(s.enqueue_host_func([p = std::move(owned), &seen] { seen = *p + 1; }));
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_EQ(seen, 42);
+}
+
+TEST_P(Conformance, AFailedEnqueueDestroysTheCallableWithoutRunningIt) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    Stream moved = std::move(s);
+    auto token = std::make_shared<int>(0);
+    KEEL_EXPECT_ERROR(s.enqueue_host_func([token] { ++*token; }), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_ASSERT_OK(moved.synchronize());
+    EXPECT_EQ(*token, 0);
+    EXPECT_EQ(token.use_count(), 1);
+}
+
+TEST_P(Conformance, ManyStreamsCanBeCreatedAndDestroyed) {
+    for (int round = 0; round < 3; ++round) {
+        std::vector<Stream> streams;
+        for (int i = 0; i < 16; ++i) {
+            KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+            streams.push_back(std::move(s));
+        }
+        std::atomic<int> ran{0};  // streams run concurrently
+        for (const Stream& s : streams) KEEL_ASSERT_OK(s.enqueue_host_func([&ran] { ++ran; }));
+        for (Stream& s : streams) KEEL_ASSERT_OK(s.close());
+        EXPECT_EQ(ran.load(), 16) << "closing a stream waits for its work";
+    }
+}
+
+}  // namespace
+}  // namespace keel::conformance

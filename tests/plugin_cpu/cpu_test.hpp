@@ -1,0 +1,204 @@
+// Shared fixture of the CPU plugin tests: a freshly initialised plugin per
+// test (so each test may choose its KEEL_CPU_* settings), and helpers that
+// make the C table pleasant to drive.
+#pragma once
+
+#include <keel_cpu_testing/loaded_plugin.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace keel::cpu::testing {
+
+// ASSERT that a keel_error* is null, printing its message otherwise.
+#define KEEL_ASSERT_OK(expr)                                                         \
+    do {                                                                             \
+        auto keel_e_ = ::keel::cpu::testing::take(expr);                             \
+        ASSERT_FALSE(keel_e_.has_value()) << #expr << " failed: " << keel_e_->message; \
+    } while (0)
+#define KEEL_EXPECT_OK(expr)                                                         \
+    do {                                                                             \
+        auto keel_e_ = ::keel::cpu::testing::take(expr);                             \
+        EXPECT_FALSE(keel_e_.has_value()) << #expr << " failed: " << keel_e_->message; \
+    } while (0)
+
+// A host function that blocks its stream's worker until open() — the tool
+// that proves work is asynchronous (an inline implementation would
+// deadlock or observe the wrong order).
+class Gate {
+public:
+    void open() {
+        if (!opened_.exchange(true)) promise_.set_value();
+    }
+    static void wait_fn(void* self, keel_status) { static_cast<Gate*>(self)->future_.wait(); }
+
+private:
+    std::atomic<bool> opened_{false};
+    std::promise<void> promise_;
+    std::shared_future<void> future_ = promise_.get_future().share();
+};
+
+// Collects the order in which host functions ran.
+class Recorder {
+public:
+    // A user_data for `value` (stable address for the recorder's lifetime).
+    void* slot(int value) {
+        std::lock_guard lock(mutex_);
+        slots_.push_back({this, value});
+        return &slots_.back();
+    }
+    static void fn(void* slot, keel_status status) {
+        auto* s = static_cast<Slot*>(slot);
+        std::lock_guard lock(s->self->mutex_);
+        s->self->seen_.push_back(s->value);
+        s->self->statuses_.push_back(status);
+        s->self->threads_.push_back(std::this_thread::get_id());
+    }
+    std::vector<int> seen() const {
+        std::lock_guard lock(mutex_);
+        return seen_;
+    }
+    std::vector<keel_status> statuses() const {
+        std::lock_guard lock(mutex_);
+        return statuses_;
+    }
+    std::vector<std::thread::id> threads() const {
+        std::lock_guard lock(mutex_);
+        return threads_;
+    }
+
+private:
+    struct Slot {
+        Recorder* self;
+        int value;
+    };
+    mutable std::mutex mutex_;
+    std::deque<Slot> slots_;
+    std::vector<int> seen_;
+    std::vector<keel_status> statuses_;
+    std::vector<std::thread::id> threads_;
+};
+
+class CpuPluginTest : public ::testing::Test {
+protected:
+    // Override to initialise the plugin with KEEL_CPU_* settings.
+    virtual ScopedEnv::Vars environment() const { return {}; }
+
+    void SetUp() override {
+        plugin_ = std::make_unique<LoadedPlugin>(environment());
+        ASSERT_FALSE(plugin_->init_error()) << plugin_->init_error()->message;
+    }
+    void TearDown() override {
+        if (!plugin_ || plugin_->init_error()) return;
+        for (auto& g : gates_) g->open();  // a test that failed early must not hang teardown
+        for (keel_event e : events_) take(api().event_destroy(e));
+        for (keel_stream s : streams_) take(api().stream_destroy(s));
+        for (keel_device_addr a : allocations_) take(api().device_free(dev(), a));
+        for (void* p : pinned_) take(api().host_free(dev(), p));
+        plugin_.reset();
+        gates_.clear();  // after every worker that could wait on them is gone
+    }
+
+    const keel_plugin_api& api() const { return plugin_->api(); }
+    keel_device dev() const { return plugin_->device(); }
+    LoadedPlugin& plugin() { return *plugin_; }
+
+    // Handles released by TearDown (tests may release earlier with forget_*).
+    keel_stream stream() {
+        keel_stream s = nullptr;
+        auto e = take(api().stream_create(dev(), 0, &s));
+        EXPECT_FALSE(e) << e->message;
+        streams_.push_back(s);
+        return s;
+    }
+    keel_event event(uint32_t flags = KEEL_EVENT_DEFAULT) {
+        keel_event ev = nullptr;
+        auto e = take(api().event_create(dev(), flags, &ev));
+        EXPECT_FALSE(e) << e->message;
+        events_.push_back(ev);
+        return ev;
+    }
+    keel_device_addr alloc(uint64_t size) {
+        keel_device_addr a = 0;
+        auto e = take(api().device_alloc(dev(), size, &a));
+        EXPECT_FALSE(e) << e->message;
+        allocations_.push_back(a);
+        return a;
+    }
+    void* pinned(uint64_t size) {
+        void* p = nullptr;
+        auto e = take(api().host_alloc(dev(), size, &p));
+        EXPECT_FALSE(e) << e->message;
+        pinned_.push_back(p);
+        return p;
+    }
+    void forget_allocation(keel_device_addr a) { std::erase(allocations_, a); }
+    void forget_pinned(void* p) { std::erase(pinned_, p); }
+    void forget_stream(keel_stream s) { std::erase(streams_, s); }
+
+    // Blocks `s`'s worker until the returned gate opens. The fixture owns
+    // the gate and keeps it until every stream is destroyed.
+    Gate* block(keel_stream s) {
+        gates_.push_back(std::make_unique<Gate>());
+        Gate* g = gates_.back().get();
+        auto e = take(api().stream_enqueue_host_func(s, &Gate::wait_fn, g));
+        EXPECT_FALSE(e) << e->message;
+        return g;
+    }
+
+    std::vector<float> read_f32(keel_stream s, keel_device_addr a, size_t n) {
+        std::vector<float> out(n);
+        auto e = take(api().memcpy_d2h(s, out.data(), a, n * sizeof(float)));
+        EXPECT_FALSE(e) << e->message;
+        e = take(api().stream_synchronize(s));
+        EXPECT_FALSE(e) << e->message;
+        return out;
+    }
+
+    std::unique_ptr<LoadedPlugin> plugin_;
+    std::vector<keel_stream> streams_;
+    std::vector<keel_event> events_;
+    std::vector<keel_device_addr> allocations_;
+    std::vector<void*> pinned_;
+    std::vector<std::unique_ptr<Gate>> gates_;
+};
+
+// Argument builders for kernel launches.
+inline keel_kernel_arg buffer_arg(keel_device_addr addr, uint64_t size, keel_dtype dtype = KEEL_DTYPE_F32) {
+    keel_kernel_arg a{};
+    a.struct_size = sizeof a;
+    a.kind = KEEL_ARG_BUFFER;
+    a.dtype = dtype;
+    a.value.buffer.addr = addr;
+    a.value.buffer.size = size;
+    return a;
+}
+inline keel_kernel_arg f32_arg(float v) {
+    keel_kernel_arg a{};
+    a.struct_size = sizeof a;
+    a.kind = KEEL_ARG_SCALAR;
+    a.dtype = KEEL_DTYPE_F32;
+    a.value.scalar.f32 = v;
+    return a;
+}
+inline keel_kernel_arg i64_arg(int64_t v) {
+    keel_kernel_arg a{};
+    a.struct_size = sizeof a;
+    a.kind = KEEL_ARG_SCALAR;
+    a.dtype = KEEL_DTYPE_I64;
+    a.value.scalar.i64 = v;
+    return a;
+}
+inline keel_launch_args launch_args(const std::vector<keel_kernel_arg>& args) {
+    return keel_launch_args{sizeof(keel_launch_args), args.data(), args.size(), sizeof(keel_kernel_arg)};
+}
+
+}  // namespace keel::cpu::testing

@@ -1,0 +1,67 @@
+// HostFunc and the trampoline that runs it: the callable is owned and
+// destroyed exactly once, exceptions do not escape, and calls into keel from
+// inside it are detectable.
+#include "host_func_guard.hpp"
+
+#include <keel/host_func.hpp>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace keel::detail {
+namespace {
+
+TEST(HostFunc, TheTrampolineRunsTheCallableWithTheStatusAndDestroysIt) {
+    auto token = std::make_shared<int>(0);
+    Status seen = KEEL_STATUS_INTERNAL;
+    HostFunc fn([token, &seen](Status s) {
+        seen = s;
+        ++*token;
+    });
+    EXPECT_EQ(token.use_count(), 2);
+    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_DEVICE_ERROR);
+    EXPECT_EQ(seen, KEEL_STATUS_DEVICE_ERROR) << "the stream's error is passed on";
+    EXPECT_EQ(*token, 1);
+    EXPECT_EQ(token.use_count(), 1) << "destroyed after running";
+}
+
+TEST(HostFunc, CallablesWithoutAStatusParameterAreAccepted) {
+    int ran = 0;
+    HostFunc fn([&ran] { ++ran; });
+    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+    EXPECT_EQ(ran, 1);
+}
+
+TEST(HostFunc, AnExceptionFromTheCallableIsCaughtAndTheCallableStillDestroyed) {
+    auto token = std::make_shared<int>(0);
+    HostFunc fn([token] { throw std::runtime_error("boom"); });
+    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+    EXPECT_EQ(token.use_count(), 1);
+}
+
+TEST(HostFunc, TheThreadIsMarkedWhileTheCallableRunsAndIsDestroyed) {
+    struct Probe {
+        bool* in_destructor;
+        ~Probe() { *in_destructor = in_host_func(); }
+    };
+    bool during = false, in_destructor = false;
+    {
+        HostFunc fn([&during, p = std::make_shared<Probe>(Probe{&in_destructor})] { during = in_host_func(); });
+        host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+    }
+    EXPECT_TRUE(during);
+    EXPECT_TRUE(in_destructor);
+    EXPECT_FALSE(in_host_func());
+}
+
+TEST(HostFunc, AMovedFromHostFuncIsEmpty) {
+    HostFunc fn([] {});
+    HostFunc other = std::move(fn);
+    EXPECT_EQ(std::move(fn).take(), nullptr);  // NOLINT: inspecting the moved-from state
+    EXPECT_NE(std::move(other).take(), nullptr);
+}
+
+}  // namespace
+}  // namespace keel::detail

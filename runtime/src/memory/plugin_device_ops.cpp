@@ -17,6 +17,7 @@ PluginDeviceOps::PluginDeviceOps(Device device)
     if (props.alloc_alignment != 0) alignment_ = props.alloc_alignment;
     total_memory_ = props.total_memory;
     has_host_alloc_ = api_of(device_).has_host_alloc();
+    has_inline_ = api_of(device_).has_memcpy_h2d_inline();
 }
 
 PluginDeviceOps::~PluginDeviceOps() = default;
@@ -96,10 +97,7 @@ Result<void> PluginDeviceOps::memcpy_d2h(keel_stream stream, void* dst, keel_dev
 
 Result<void> PluginDeviceOps::memcpy_h2d_inline(keel_stream stream, keel_device_addr dst,
                                                 const void* src, std::uint64_t size) {
-    auto r = api_of(device_).memcpy_h2d_inline(stream, dst, src, size);
-    if (!r.ok() && r.error().code() == KEEL_STATUS_UNIMPLEMENTED)
-        has_inline_.store(false, std::memory_order_relaxed);
-    return r;
+    return api_of(device_).memcpy_h2d_inline(stream, dst, src, size);
 }
 
 }  // namespace keel::memory

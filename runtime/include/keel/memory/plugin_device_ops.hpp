@@ -7,7 +7,6 @@
 #include <keel/device.hpp>
 #include <keel/memory/device_ops.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -29,9 +28,7 @@ public:
     std::uint64_t alloc_alignment() const noexcept override { return alignment_; }
     std::uint64_t total_memory() const noexcept override { return total_memory_; }
     bool has_pinned_host_memory() const noexcept override { return has_host_alloc_; }
-    bool has_inline_copy() const noexcept override {
-        return has_inline_.load(std::memory_order_relaxed);
-    }
+    bool has_inline_copy() const noexcept override { return has_inline_; }
 
     Result<keel_device_addr> device_alloc(std::uint64_t size) override;
     Result<void> device_free(keel_device_addr addr) override;
@@ -57,9 +54,7 @@ private:
     std::uint64_t alignment_ = 256;
     std::uint64_t total_memory_ = 0;
     bool has_host_alloc_ = false;
-    // Assumed present until the plugin answers UNIMPLEMENTED once (the
-    // runtime's wrapper has no presence query for this optional entry).
-    std::atomic<bool> has_inline_{true};
+    bool has_inline_ = false;
 
     // Ordinary host memory standing in for pinned memory when the plugin
     // has no host_alloc (the ABI says the runtime then stages through it).

@@ -1,0 +1,550 @@
+#include <keel/memory/block_allocator.hpp>
+
+#include "block_pool.hpp"
+#include "log.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <limits>
+
+namespace keel::memory {
+
+namespace {
+
+std::atomic<std::uint64_t> g_next_allocator_id{1};
+
+// The last pool this thread used, so that the common case of one stream per
+// thread finds its pool without touching the shared map.
+struct PoolCache {
+    std::uint64_t allocator_id = 0;
+    keel_stream stream = nullptr;
+    StreamPool* pool = nullptr;
+};
+thread_local PoolCache t_pool_cache;
+
+// Opportunistic sweeping on the fast path, per thread: sweep on every
+// operation while sweeps keep releasing something (work is completing, so
+// memory should come back now), back off exponentially up to sweep_every
+// operations while they find nothing (the device is behind; queries would
+// be wasted).
+struct SweepPacing {
+    std::uint32_t skip = 0;
+    std::uint32_t backoff = 1;
+};
+thread_local SweepPacing t_sweep;
+
+void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
+    std::uint64_t seen = peak.load(std::memory_order_relaxed);
+    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+}
+
+std::uint64_t pow2_at_least(std::uint64_t v) noexcept {
+    return std::bit_ceil(std::max<std::uint64_t>(v, 1));
+}
+
+std::string stream_name(keel_stream s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", static_cast<void*>(s));
+    return buf;
+}
+
+constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 62;
+
+}  // namespace
+
+BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTracker& tracker,
+                               const AllocatorConfig& config, const BackPressureConfig& limits)
+    : ops_(ops),
+      events_(events),
+      tracker_(tracker),
+      config_(config),
+      max_pending_count_(limits.max_pending_free_count),
+      id_(g_next_allocator_id.fetch_add(1)) {
+    auto policy = std::make_unique<SizePolicy>();
+    policy->quantum = pow2_at_least(std::max(config.rounding, ops.alloc_alignment()));
+    policy->quantum_shift = static_cast<unsigned>(std::countr_zero(policy->quantum));
+    policy->small_limit = policy->round(config.small_size_limit);
+    policy->small_segment = policy->round(std::max(config.small_segment_size, policy->small_limit));
+    policy->large_rounding = pow2_at_least(std::max(config.large_rounding, policy->quantum));
+    policy->large_segment = policy->round(std::max(config.large_segment_size, policy->small_limit * 2));
+    policy->park_depth = std::min<std::uint32_t>(config.exact_cache_depth, 255);
+    policy->park_bytes = config.exact_cache_bytes;
+    policy->large_park_bytes = config.exact_cache_large_bytes;
+    policy_ = std::move(policy);
+    max_pending_bytes_ = limits.max_pending_free_bytes;
+    if (max_pending_bytes_ == 0) {
+        const std::uint64_t total = ops.total_memory();
+        max_pending_bytes_ = total != 0 ? total / 8 : 64 * MiB;
+    }
+    if (max_pending_count_ == 0) max_pending_count_ = std::numeric_limits<std::uint32_t>::max();
+}
+
+BlockAllocator::~BlockAllocator() {
+    std::uint64_t leaked = 0;
+    for (StreamPool* pool : all_pools()) {
+        std::vector<ReleasedSegment> segments;
+        {
+            std::lock_guard lock(pool->mu);
+            collect_free_segments(*pool, segments);
+            leaked += pool->segment_count;
+        }
+        for (const ReleasedSegment& s : segments) {
+            auto r = ops_.device_free(s.addr);
+            if (!r.ok()) detail::log_warn("[CachingAllocator] " + r.error().message());
+        }
+    }
+    if (leaked != 0)
+        detail::log_warn("[CachingAllocator] destroyed while " + std::to_string(leaked) +
+                         " segment(s) still hold live buffers; they are leaked");
+    // Pools hold the pending-free records only while blocks are pending; a
+    // live PendingFree here means the tracker was not drained (a bug).
+}
+
+std::uint64_t BlockAllocator::round_size(std::uint64_t size) const noexcept {
+    return policy_->round(size);
+}
+
+keel_device_addr BlockAllocator::address(const Block* block) noexcept { return block->addr; }
+std::uint64_t BlockAllocator::size(const Block* block) noexcept { return block->size; }
+keel_stream BlockAllocator::stream(const Block* block) noexcept {
+    return block->segment->pool->stream;
+}
+
+StreamPool* BlockAllocator::find_pool(keel_stream stream) {
+    std::shared_lock lock(pools_mu_);
+    auto it = pools_.find(stream);
+    return it == pools_.end() ? nullptr : it->second.get();
+}
+
+StreamPool& BlockAllocator::pool_for(keel_stream stream) {
+    PoolCache& cache = t_pool_cache;
+    if (cache.allocator_id == id_ && cache.stream == stream) return *cache.pool;
+    StreamPool* pool = find_pool(stream);
+    if (pool == nullptr) {
+        std::unique_lock lock(pools_mu_);
+        auto& slot = pools_[stream];
+        if (!slot) slot = std::make_unique<StreamPool>(stream);
+        pool = slot.get();
+    }
+    cache = PoolCache{id_, stream, pool};
+    return *pool;
+}
+
+std::vector<StreamPool*> BlockAllocator::all_pools() const {
+    std::shared_lock lock(pools_mu_);
+    std::vector<StreamPool*> out;
+    out.reserve(pools_.size());
+    for (const auto& [stream, pool] : pools_) out.push_back(pool.get());
+    return out;
+}
+
+void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
+    const std::uint64_t now = allocated_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    update_peak(peak_allocated_, now);
+    update_peak(peak_in_use_, now + pending_bytes_.load(std::memory_order_relaxed));
+}
+
+void BlockAllocator::maybe_sweep() noexcept {
+    if (tracker_.outstanding() == 0) return;
+    SweepPacing& pace = t_sweep;
+    if (pace.skip > 0) {
+        --pace.skip;
+        return;
+    }
+    if (tracker_.sweep() > 0)
+        pace.backoff = 1;
+    else
+        pace.backoff = std::min<std::uint32_t>(pace.backoff * 2, std::max<std::uint32_t>(config_.sweep_every, 1));
+    pace.skip = pace.backoff - 1;
+}
+
+Block* BlockAllocator::try_take(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested) {
+    Block* block = nullptr;
+    {
+        std::lock_guard lock(pool.mu);
+        block = take_parked(pool, *policy_, rounded, requested);
+        if (block == nullptr) block = take_free_block(pool, *policy_, rounded, requested);
+        if (block == nullptr) return nullptr;
+        ++pool.allocations;
+        ++pool.cache_hits;
+        ++pool.allocated_count;
+        pool.requested_bytes += requested;
+    }
+    count_allocated(block->size);
+    return block;
+}
+
+Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) {
+    if (stream == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachingAllocator::allocate] stream is null");
+    if (size == 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachingAllocator::allocate] size is 0");
+    if (size > kMaxRequest)
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[CachingAllocator::allocate] " +
+                                                    std::to_string(size) + " bytes is too large");
+    const std::uint64_t rounded = policy_->round(size);
+    StreamPool& pool = pool_for(stream);
+    // While cross-stream frees are pending, every allocation first returns
+    // the completed ones (as PyTorch's allocator processes its events on
+    // every malloc): memory not reusable tracks the oracle that frees exactly
+    // when the last use completes. Otherwise the paced sweep.
+    if (pending_count_.load(std::memory_order_relaxed) != 0)
+        (void)tracker_.sweep();
+    else
+        maybe_sweep();
+    if (Block* block = try_take(pool, rounded, size)) return block;
+    return allocate_slow(pool, rounded, size);
+}
+
+Result<keel_device_addr> BlockAllocator::raw_alloc(std::uint64_t size) {
+    // Reserve first so concurrent raw allocations cannot overshoot the limit.
+    const std::uint64_t after = reserved_bytes_.fetch_add(size, std::memory_order_relaxed) + size;
+    if (config_.reserved_limit != 0 && after > config_.reserved_limit) {
+        reserved_bytes_.fetch_sub(size, std::memory_order_relaxed);
+        return Error(KEEL_STATUS_OUT_OF_MEMORY,
+                     "reserved limit of " + format_bytes(config_.reserved_limit) + " reached");
+    }
+    auto addr = ops_.device_alloc(size);
+    if (!addr.ok()) {
+        reserved_bytes_.fetch_sub(size, std::memory_order_relaxed);
+        return std::move(addr).error();
+    }
+    raw_allocs_.fetch_add(1, std::memory_order_relaxed);
+    update_peak(peak_reserved_, after);
+    return *addr;
+}
+
+Block* BlockAllocator::adopt_segment(StreamPool& pool, keel_device_addr addr, std::uint64_t seg_size,
+                                     std::uint64_t rounded, std::uint64_t requested) {
+    Block* block = nullptr;
+    {
+        std::lock_guard lock(pool.mu);
+        block = carve_new_segment(pool, *policy_, addr, seg_size, rounded, requested);
+        ++pool.allocations;
+        ++pool.allocated_count;
+        pool.requested_bytes += requested;
+    }
+    count_allocated(block->size);
+    return block;
+}
+
+Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rounded,
+                                             std::uint64_t requested) {
+    // 1. Completed pending frees come back without blocking, and parked
+    // blocks are merged so that they can serve other sizes.
+    tracker_.sweep();
+    {
+        std::lock_guard lock(pool.mu);
+        unpark_all(pool);
+    }
+    if (Block* block = try_take(pool, rounded, requested)) return block;
+    // Optionally reuse a pending block of this stream by ordering the stream
+    // after its other-stream uses on the device.
+    if (config_.wait_at_reuse && claim_pending_with_device_wait(pool, rounded)) {
+        if (Block* block = try_take(pool, rounded, requested)) return block;
+    }
+    std::uint64_t seg_size = policy_->segment_size(rounded);
+    auto raw = raw_alloc(seg_size);
+    if (!raw.ok() && raw.error().code() == KEEL_STATUS_OUT_OF_MEMORY && seg_size > rounded) {
+        // A whole segment does not fit (a small device): the exact size may.
+        seg_size = rounded;
+        raw = raw_alloc(seg_size);
+    }
+    if (raw.ok()) return adopt_segment(pool, *raw, seg_size, rounded, requested);
+    if (raw.error().code() != KEEL_STATUS_OUT_OF_MEMORY)
+        return std::move(raw).error().context("CachingAllocator::allocate");
+
+    // The out-of-memory ladder.
+    oom_retries_.fetch_add(1, std::memory_order_relaxed);
+    // 2. Wait for every pending free (of every stream) to complete.
+    wait_pending();
+    if (Block* block = try_take(pool, rounded, requested)) return block;
+    // 3. Give every stream's entirely free segments back to the plugin.
+    auto released = release_cached();
+    if (!released.ok()) detail::log_warn(released.error().message());
+    // 4. Retry once (at the exact size if a whole segment did not fit).
+    raw = raw_alloc(seg_size);
+    if (raw.ok()) return adopt_segment(pool, *raw, seg_size, rounded, requested);
+    ooms_.fetch_add(1, std::memory_order_relaxed);
+    return out_of_memory(pool.stream, requested, rounded, raw.error());
+}
+
+Error BlockAllocator::out_of_memory(keel_stream stream, std::uint64_t requested,
+                                    std::uint64_t rounded, const Error& cause) {
+    return Error(cause.code(), "[CachingAllocator::allocate] cannot allocate " +
+                                   format_bytes(requested) + " (" + std::to_string(requested) +
+                                   " bytes, rounded to " + std::to_string(rounded) +
+                                   ") on stream " + stream_name(stream) +
+                                   " after sweeping, waiting for pending frees and releasing "
+                                   "cached memory: " +
+                                   cause.message() + "; allocator: " + stats().to_string());
+}
+
+bool BlockAllocator::claim_pending_with_device_wait(StreamPool& pool, std::uint64_t rounded) {
+    std::shared_ptr<PendingFree> claimed;
+    {
+        std::lock_guard lock(pool.mu);
+        const bool small = policy_->is_small(rounded);
+        for (const auto& p : pool.pending) {
+            if (p->settled || p->block->size < rounded || p->block->segment->small != small) continue;
+            if (!claimed || p->block->size < claimed->block->size) claimed = p;
+        }
+        if (!claimed) return false;
+        // Reserved for us: sweeps will not return it while we enqueue waits.
+        claimed->settled = true;
+        auto& pending = pool.pending;
+        pending.erase(std::find(pending.begin(), pending.end(), claimed));
+    }
+    for (const RecordedUse& use : claimed->uses) {
+        auto waited = ops_.stream_wait_event(pool.stream, use.event);
+        if (!waited.ok()) {
+            // Could not order on the device: wait on the host instead.
+            auto synced = ops_.event_synchronize(use.event);
+            if (!synced.ok()) detail::log_debug("[CachingAllocator] " + synced.error().message());
+        }
+        reuse_waits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    const std::uint64_t bytes = claimed->block->size;
+    {
+        std::lock_guard lock(pool.mu);
+        return_block(pool, claimed->block);  // may merge: the block pointer is dead after this
+    }
+    pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    pending_count_.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+}
+
+void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept {
+    if (block == nullptr) return;
+    StreamPool& pool = *block->segment->pool;
+    const std::uint64_t bytes = block->size;
+    if (uses.empty()) {
+        {
+            std::lock_guard lock(pool.mu);
+            --pool.allocated_count;
+            pool.requested_bytes -= block->requested;
+            if (!park(pool, *policy_, block)) return_block(pool, block);
+        }
+        allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        maybe_sweep();
+        return;
+    }
+    std::shared_ptr<PendingFree> pending;
+    try {
+        pending = std::make_shared<PendingFree>(block, &pool, &events_, std::move(uses),
+                                                free_order_.fetch_add(1, std::memory_order_relaxed));
+    } catch (...) {
+        // No host memory for the record: wait for the uses here instead.
+        for (const RecordedUse& use : uses) {
+            (void)ops_.event_synchronize(use.event);
+            events_.release(use.event);
+        }
+        uses.clear();
+        free(block, {});
+        return;
+    }
+    {
+        std::lock_guard lock(pool.mu);
+        block->state = BlockState::pending;
+        --pool.allocated_count;
+        pool.requested_bytes -= block->requested;
+        block->requested = 0;
+        try {
+            pool.pending.push_back(pending);
+        } catch (...) {
+            pending->settled = true;  // handled below by waiting
+        }
+    }
+    allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    const std::uint64_t now_pending = pending_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    pending_count_.fetch_add(1, std::memory_order_relaxed);
+    update_peak(peak_pending_, now_pending);
+    if (pending->settled) {
+        // Could not file it: settle synchronously.
+        for (const RecordedUse& use : pending->uses) (void)ops_.event_synchronize(use.event);
+        std::lock_guard lock(pool.mu);
+        return_block(pool, block);
+        pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        pending_count_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+    }
+    for (const RecordedUse& use : pending->uses) {
+        try {
+            tracker_.track(use.stream, use.seq, use.event, /*owns_event=*/false,
+                           WorkKind::pending_free,
+                           DeferredTask([this, pending] { on_use_complete(pending); }));
+        } catch (...) {
+            wait_and_settle(pending);
+        }
+    }
+    enforce_pending_bounds();
+}
+
+void BlockAllocator::settle_locked(StreamPool& pool, PendingFree& pending) {
+    pending.settled = true;
+    auto it = std::find_if(pool.pending.begin(), pool.pending.end(),
+                           [&](const auto& p) { return p.get() == &pending; });
+    if (it != pool.pending.end()) pool.pending.erase(it);
+    const std::uint64_t bytes = pending.block->size;
+    return_block(pool, pending.block);  // may merge: the block pointer is dead after this
+    pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    pending_count_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void BlockAllocator::on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept {
+    StreamPool& pool = *pending->pool;
+    std::lock_guard lock(pool.mu);
+    if (--pending->remaining == 0 && !pending->settled) settle_locked(pool, *pending);
+}
+
+void BlockAllocator::wait_and_settle(const std::shared_ptr<PendingFree>& pending) noexcept {
+    for (const RecordedUse& use : pending->uses) {
+        auto r = ops_.event_synchronize(use.event);
+        if (!r.ok()) detail::log_debug("[CachingAllocator] " + r.error().message());
+    }
+    StreamPool& pool = *pending->pool;
+    std::lock_guard lock(pool.mu);
+    if (!pending->settled) settle_locked(pool, *pending);
+}
+
+void BlockAllocator::wait_pending() noexcept {
+    std::vector<std::shared_ptr<PendingFree>> all;
+    try {
+        for (StreamPool* pool : all_pools()) {
+            std::lock_guard lock(pool->mu);
+            all.insert(all.end(), pool->pending.begin(), pool->pending.end());
+        }
+    } catch (...) {
+        detail::log_warn("[CachingAllocator::wait_pending] out of host memory");
+    }
+    for (const auto& p : all) wait_and_settle(p);
+}
+
+void BlockAllocator::enforce_pending_bounds() noexcept {
+    while (pending_bytes_.load(std::memory_order_relaxed) > max_pending_bytes_ ||
+           pending_count_.load(std::memory_order_relaxed) > max_pending_count_) {
+        // The oldest pending free of any stream: the work most likely done.
+        std::shared_ptr<PendingFree> oldest;
+        try {
+            for (StreamPool* pool : all_pools()) {
+                std::lock_guard lock(pool->mu);
+                if (pool->pending.empty()) continue;
+                const auto& front = pool->pending.front();
+                if (!oldest || front->free_seq < oldest->free_seq) oldest = front;
+            }
+        } catch (...) {
+            return;
+        }
+        if (!oldest) return;
+        pending_free_waits_.fetch_add(1, std::memory_order_relaxed);
+        wait_and_settle(oldest);
+    }
+}
+
+Result<void> BlockAllocator::record_use(const Block* block, keel_stream stream,
+                                        std::vector<RecordedUse>& uses) {
+    if (block == nullptr) return ok();
+    if (stream == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachedBuffer::record_stream] stream is null");
+    if (stream == BlockAllocator::stream(block)) return ok();
+    for (RecordedUse& use : uses) {
+        if (use.stream != stream) continue;
+        auto r = ops_.event_record(use.event, stream);
+        if (!r.ok()) return std::move(r).error().context("CachedBuffer::record_stream");
+        use.seq = tracker_.next_seq();
+        return ok();
+    }
+    auto event = events_.acquire();
+    if (!event.ok()) return std::move(event).error().context("CachedBuffer::record_stream");
+    auto r = ops_.event_record(*event, stream);
+    if (!r.ok()) {
+        events_.release(*event);
+        return std::move(r).error().context("CachedBuffer::record_stream");
+    }
+    try {
+        uses.push_back(RecordedUse{stream, *event, tracker_.next_seq()});
+    } catch (...) {
+        events_.release(*event);
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[CachedBuffer::record_stream] host allocation failed");
+    }
+    return ok();
+}
+
+Result<void> BlockAllocator::release_cached() {
+    std::vector<ReleasedSegment> segments;
+    for (StreamPool* pool : all_pools()) {
+        std::lock_guard lock(pool->mu);
+        collect_free_segments(*pool, segments);
+    }
+    Result<void> result = ok();
+    for (const ReleasedSegment& s : segments) {
+        // The plugin is called after the pools' locks are released.
+        auto r = ops_.device_free(s.addr);
+        if (!r.ok()) {
+            // The plugin kept the memory (e.g. a checker refusing a free
+            // while queued work still uses it): keep it cached too.
+            {
+                std::lock_guard lock(s.pool->mu);
+                readopt_segment(*s.pool, s);
+            }
+            if (result.ok()) result = std::move(r).error().context("CachingAllocator::release_cached");
+            continue;
+        }
+        reserved_bytes_.fetch_sub(s.size, std::memory_order_relaxed);
+        raw_frees_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return result;
+}
+
+AllocatorStats BlockAllocator::stats() const {
+    AllocatorStats s;
+    for (StreamPool* pool : all_pools()) {
+        std::lock_guard lock(pool->mu);
+        s.allocations += pool->allocations;
+        s.cache_hits += pool->cache_hits;
+        s.allocated_count += pool->allocated_count;
+        s.requested_bytes += pool->requested_bytes;
+        s.segment_count += pool->segment_count;
+    }
+    s.allocated_bytes = allocated_bytes_.load(std::memory_order_relaxed);
+    s.reserved_bytes = reserved_bytes_.load(std::memory_order_relaxed);
+    s.pending_free_bytes = pending_bytes_.load(std::memory_order_relaxed);
+    s.pending_free_count = pending_count_.load(std::memory_order_relaxed);
+    const std::uint64_t used = s.allocated_bytes + s.pending_free_bytes;
+    s.cached_bytes = s.reserved_bytes > used ? s.reserved_bytes - used : 0;
+    s.peak_allocated_bytes = peak_allocated_.load(std::memory_order_relaxed);
+    s.peak_reserved_bytes = peak_reserved_.load(std::memory_order_relaxed);
+    s.peak_pending_free_bytes = peak_pending_.load(std::memory_order_relaxed);
+    s.peak_in_use_bytes = peak_in_use_.load(std::memory_order_relaxed);
+    s.raw_allocations = raw_allocs_.load(std::memory_order_relaxed);
+    s.raw_frees = raw_frees_.load(std::memory_order_relaxed);
+    s.oom_retries = oom_retries_.load(std::memory_order_relaxed);
+    s.ooms = ooms_.load(std::memory_order_relaxed);
+    s.reuse_waits = reuse_waits_.load(std::memory_order_relaxed);
+    s.pending_free_waits = pending_free_waits_.load(std::memory_order_relaxed);
+    return s;
+}
+
+void BlockAllocator::reset_peaks() noexcept {
+    const std::uint64_t allocated = allocated_bytes_.load(std::memory_order_relaxed);
+    const std::uint64_t pending = pending_bytes_.load(std::memory_order_relaxed);
+    peak_allocated_.store(allocated, std::memory_order_relaxed);
+    peak_reserved_.store(reserved_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    peak_pending_.store(pending, std::memory_order_relaxed);
+    peak_in_use_.store(allocated + pending, std::memory_order_relaxed);
+}
+
+MemorySnapshot BlockAllocator::snapshot() const {
+    MemorySnapshot snap;
+    for (StreamPool* pool : all_pools()) {
+        std::lock_guard lock(pool->mu);
+        snapshot_pool(*pool, snap.segments);
+    }
+    std::sort(snap.segments.begin(), snap.segments.end(),
+              [](const SegmentSnapshot& a, const SegmentSnapshot& b) { return a.addr < b.addr; });
+    return snap;
+}
+
+}  // namespace keel::memory

@@ -1,0 +1,298 @@
+#include <keel/memory/completion_tracker.hpp>
+
+#include "log.hpp"
+
+#include <algorithm>
+
+namespace keel::memory {
+
+namespace {
+
+// Depth of finish() on this thread: a release that calls drain() must not
+// wait for itself.
+thread_local int t_finish_depth = 0;
+
+void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
+    std::uint64_t seen = peak.load(std::memory_order_relaxed);
+    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+}
+
+}  // namespace
+
+CompletionTracker::CompletionTracker(DeviceOps& ops, EventPool& events,
+                                     std::uint32_t max_queued_per_stream,
+                                     std::chrono::microseconds reclaim_interval)
+    : ops_(ops),
+      events_(events),
+      max_queued_per_stream_(max_queued_per_stream),
+      reclaim_interval_(reclaim_interval) {
+    if (reclaim_interval_.count() > 0) reclaimer_ = std::thread([this] { reclaimer_loop(); });
+}
+
+void CompletionTracker::shutdown() noexcept {
+    if (reclaimer_.joinable()) {
+        {
+            std::lock_guard lock(reclaim_mu_);
+            stop_ = true;
+        }
+        reclaim_cv_.notify_all();
+        reclaimer_.join();
+    }
+    // Tasks may track more work (a held buffer whose free is pending), so
+    // drain until nothing is left.
+    while (outstanding() > 0) drain();
+}
+
+CompletionTracker::StreamQueue& CompletionTracker::queue_for(keel_stream stream) {
+    {
+        std::shared_lock lock(queues_mu_);
+        auto it = queues_.find(stream);
+        if (it != queues_.end()) return *it->second;
+    }
+    std::unique_lock lock(queues_mu_);
+    auto& slot = queues_[stream];
+    if (!slot) slot = std::make_unique<StreamQueue>(stream);
+    return *slot;
+}
+
+std::vector<CompletionTracker::StreamQueue*> CompletionTracker::all_queues() {
+    std::shared_lock lock(queues_mu_);
+    std::vector<StreamQueue*> out;
+    out.reserve(queues_.size());
+    for (auto& [stream, q] : queues_) out.push_back(q.get());
+    return out;
+}
+
+void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event event,
+                              bool owns_event, WorkKind kind, DeferredTask task) {
+    StreamQueue& q = queue_for(stream);
+    std::size_t queued = 0;
+    std::uint64_t oldest = 0;
+    {
+        std::lock_guard lock(q.mu);
+        Entry entry{seq, event, owns_event, kind, std::move(task)};
+        // Almost always an append; a pending free's use may be older than
+        // the newest entry, and then goes to its place in record order.
+        if (q.entries.empty() || q.entries.back().seq < seq) {
+            q.entries.push_back(std::move(entry));
+        } else {
+            auto at = std::upper_bound(q.entries.begin(), q.entries.end(), seq,
+                                       [](std::uint64_t s, const Entry& e) { return s < e.seq; });
+            q.entries.insert(at, std::move(entry));
+        }
+        queued = q.entries.size();
+        oldest = q.entries.front().seq;
+    }
+    by_kind_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_acq_rel);
+    const std::uint64_t now = outstanding_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    update_peak(peak_outstanding_, now);
+    if (now == 1 && reclaimer_.joinable()) {
+        { std::lock_guard lock(reclaim_mu_); }
+        reclaim_cv_.notify_one();
+    }
+    if (max_queued_per_stream_ != 0 && queued > max_queued_per_stream_) {
+        // The host ran too far ahead of this stream: wait for its oldest work.
+        queue_waits_.fetch_add(1, std::memory_order_relaxed);
+        wait_entry(q, oldest);
+    }
+}
+
+Result<void> CompletionTracker::record_and_track(keel_stream stream, WorkKind kind,
+                                                 DeferredTask task) {
+    KEEL_TRY_ASSIGN(keel_event event, events_.acquire());
+    auto recorded = ops_.event_record(event, stream);
+    if (!recorded.ok()) {
+        events_.release(event);
+        return std::move(recorded).error();
+    }
+    track(stream, next_seq(), event, true, kind, std::move(task));
+    return ok();
+}
+
+void CompletionTracker::collect_completed(StreamQueue& q, std::vector<Done>& done,
+                                          std::uint64_t known_complete) {
+    for (;;) {
+        keel_event event = nullptr;
+        std::uint64_t seq = 0;
+        {
+            std::lock_guard lock(q.mu);
+            if (q.entries.empty()) return;
+            event = q.entries.front().event;
+            seq = q.entries.front().seq;
+        }
+        if (seq > known_complete) {
+            // The plugin is called with no tracker lock held. An error means
+            // the stream failed: its later work is skipped and will never
+            // touch memory, so the entry is released (the error surfaces at
+            // the caller's own synchronisation point).
+            auto query = ops_.event_query(event);
+            if (query.ok() && !*query) return;
+        }
+        std::lock_guard lock(q.mu);
+        // Only a sweeper (us, holding sweep_mu) removes entries, but track()
+        // may have inserted an older one in front meanwhile: find ours.
+        auto it = std::find_if(q.entries.begin(), q.entries.end(),
+                               [seq](const Entry& e) { return e.seq == seq; });
+        if (it == q.entries.end()) return;
+        done.push_back(Done{&q, it->event, it->owns_event, it->kind, std::move(it->task)});
+        q.finishing.fetch_add(1, std::memory_order_acq_rel);
+        q.entries.erase(it);
+    }
+}
+
+void CompletionTracker::finish(std::vector<Done>& done) noexcept {
+    ++t_finish_depth;
+    for (Done& d : done) {
+        try {
+            d.task.run();
+        } catch (const std::exception& ex) {
+            detail::log_warn(std::string("[CompletionTracker] a deferred release threw: ") + ex.what());
+        } catch (...) {
+            detail::log_warn("[CompletionTracker] a deferred release threw");
+        }
+        if (d.owns_event) events_.release(d.event);
+        by_kind_[static_cast<std::size_t>(d.kind)].fetch_sub(1, std::memory_order_acq_rel);
+        outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+        d.queue->finishing.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    --t_finish_depth;
+    swept_.fetch_add(done.size(), std::memory_order_relaxed);
+    done.clear();
+}
+
+std::size_t CompletionTracker::sweep() noexcept {
+    if (outstanding() == 0) return 0;
+    std::vector<Done> done;  // allocates only when something completed
+    try {
+        // Collected under the shared lock (no copy of the queue list); the
+        // tasks run after it is released, since they may track new work.
+        std::shared_lock queues(queues_mu_);
+        for (auto& [stream, q] : queues_) {
+            std::unique_lock sweeping(q->sweep_mu, std::try_to_lock);
+            // Someone else is sweeping or waiting on this stream: skip it
+            // rather than block behind them.
+            if (!sweeping.owns_lock()) continue;
+            collect_completed(*q, done, 0);
+        }
+    } catch (...) {
+        detail::log_warn("[CompletionTracker::sweep] out of host memory");
+    }
+    const std::size_t released = done.size();
+    finish(done);
+    return released;
+}
+
+void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
+    std::vector<Done> done;
+    try {
+        std::unique_lock sweeping(q.sweep_mu);
+        keel_event event = nullptr;
+        {
+            std::lock_guard lock(q.mu);
+            auto it = std::find_if(q.entries.begin(), q.entries.end(),
+                                   [seq](const Entry& e) { return e.seq == seq; });
+            if (it == q.entries.end()) return;  // already swept
+            event = it->event;
+        }
+        // The entry cannot be swept (we hold sweep_mu), so its event is not
+        // recycled while we block on it. Errors: see collect_completed.
+        auto waited = ops_.event_synchronize(event);
+        if (!waited.ok()) detail::log_debug("[CompletionTracker] " + waited.error().message());
+        {
+            // Entries of this stream recorded before it are complete too.
+            std::lock_guard lock(q.mu);
+            auto it = std::find_if(q.entries.begin(), q.entries.end(),
+                                   [seq](const Entry& e) { return e.seq == seq; });
+            if (it != q.entries.end()) {
+                done.push_back(Done{&q, it->event, it->owns_event, it->kind, std::move(it->task)});
+                q.finishing.fetch_add(1, std::memory_order_acq_rel);
+                q.entries.erase(it);
+            }
+        }
+        collect_completed(q, done, seq);
+    } catch (...) {
+        detail::log_warn("[CompletionTracker::wait] out of host memory");
+    }
+    finish(done);
+}
+
+bool CompletionTracker::wait_oldest(WorkKind kind, keel_stream preferred) noexcept {
+    if (outstanding(kind) == 0) return false;
+    StreamQueue* best = nullptr;
+    std::uint64_t best_seq = 0;
+    try {
+        for (StreamQueue* q : all_queues()) {
+            std::lock_guard lock(q->mu);
+            auto it = std::find_if(q->entries.begin(), q->entries.end(),
+                                   [kind](const Entry& e) { return e.kind == kind; });
+            if (it == q->entries.end()) continue;
+            const bool prefer = q->stream == preferred;
+            const bool best_preferred = best != nullptr && best->stream == preferred;
+            if (best == nullptr || (prefer && !best_preferred) ||
+                (prefer == best_preferred && it->seq < best_seq)) {
+                best = q;
+                best_seq = it->seq;
+            }
+        }
+    } catch (...) {
+        return false;
+    }
+    if (best == nullptr) return false;
+    wait_entry(*best, best_seq);
+    return true;
+}
+
+void CompletionTracker::drain() noexcept {
+    std::vector<StreamQueue*> queues;
+    try {
+        queues = all_queues();
+    } catch (...) {
+        return;
+    }
+    for (StreamQueue* q : queues) {
+        std::uint64_t last = 0;
+        {
+            std::lock_guard lock(q->mu);
+            if (!q->entries.empty()) last = q->entries.back().seq;
+        }
+        if (last != 0) wait_entry(*q, last);
+        // Entries older than `last` that were out of stream order.
+        while (last != 0) {
+            std::uint64_t seq = 0;
+            {
+                std::lock_guard lock(q->mu);
+                if (q->entries.empty() || q->entries.front().seq > last) break;
+                seq = q->entries.front().seq;
+            }
+            wait_entry(*q, seq);
+        }
+        // Releases another thread took out of the queue may still be running.
+        if (t_finish_depth == 0)
+            while (q->finishing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    }
+}
+
+TrackerStats CompletionTracker::stats() const {
+    TrackerStats s;
+    s.outstanding = outstanding();
+    s.peak_outstanding = peak_outstanding_.load(std::memory_order_relaxed);
+    s.swept = swept_.load(std::memory_order_relaxed);
+    s.queue_waits = queue_waits_.load(std::memory_order_relaxed);
+    s.events_created = events_.created();
+    return s;
+}
+
+void CompletionTracker::reclaimer_loop() {
+    std::unique_lock lock(reclaim_mu_);
+    while (!stop_) {
+        reclaim_cv_.wait(lock, [this] { return stop_ || outstanding() > 0; });
+        if (stop_) break;
+        lock.unlock();
+        sweep();
+        lock.lock();
+        reclaim_cv_.wait_for(lock, reclaim_interval_, [this] { return stop_; });
+    }
+}
+
+}  // namespace keel::memory

@@ -1,0 +1,30 @@
+#include <keel/memory/hold.hpp>
+
+#include "log.hpp"
+
+namespace keel::memory {
+
+Result<void> hold_task(MemoryCore& core, keel_stream stream, DeferredTask release) {
+    if (stream == nullptr) {
+        // No stream can have work on a null handle: nothing to wait for.
+        release.run();
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[hold] stream is null");
+    }
+    // Not record_and_track: it drops the task on failure, and a failed
+    // record must still not release the objects before the stream is done.
+    auto event = core.events().acquire();
+    Result<void> recorded = event.ok() ? core.ops().event_record(*event, stream)
+                                       : Result<void>(std::move(event).error());
+    if (recorded.ok()) {
+        core.tracker().track(stream, core.tracker().next_seq(), *event, /*owns_event=*/true,
+                             WorkKind::hold, std::move(release));
+        return ok();
+    }
+    if (event.ok()) core.events().release(*event);
+    auto synced = core.ops().stream_synchronize(stream);
+    if (!synced.ok()) detail::log_debug("[hold] " + synced.error().message());
+    release.run();
+    return std::move(recorded).error().context("hold");
+}
+
+}  // namespace keel::memory

@@ -1,0 +1,85 @@
+#include <keel/memory/stats.hpp>
+
+#include <cstdio>
+
+namespace keel::memory {
+
+std::string format_bytes(std::uint64_t bytes) {
+    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    std::size_t unit = 0;
+    while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+        value /= 1024.0;
+        ++unit;
+    }
+    char buf[32];
+    if (unit == 0)
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f %s", value, kUnits[unit]);
+    return buf;
+}
+
+const char* block_state_name(BlockState state) noexcept {
+    switch (state) {
+        case BlockState::free: return "free";
+        case BlockState::allocated: return "allocated";
+        case BlockState::pending: return "pending";
+    }
+    return "?";
+}
+
+std::string AllocatorStats::to_string() const {
+    std::string s;
+    s += "allocated " + format_bytes(allocated_bytes) + " in " + std::to_string(allocated_count) +
+         " block(s) (peak " + format_bytes(peak_allocated_bytes) + ")";
+    s += ", reserved " + format_bytes(reserved_bytes) + " in " + std::to_string(segment_count) +
+         " segment(s) (peak " + format_bytes(peak_reserved_bytes) + ")";
+    s += ", cached " + format_bytes(cached_bytes);
+    s += ", pending free " + format_bytes(pending_free_bytes) + " in " +
+         std::to_string(pending_free_count) + " block(s) (peak " +
+         format_bytes(peak_pending_free_bytes) + ")";
+    s += ", peak in use " + format_bytes(peak_in_use_bytes);
+    s += ", " + std::to_string(allocations) + " allocation(s), " + std::to_string(cache_hits) +
+         " cache hit(s), " + std::to_string(raw_allocations) + " raw allocation(s), " +
+         std::to_string(raw_frees) + " raw free(s), " + std::to_string(oom_retries) +
+         " OOM retr" + (oom_retries == 1 ? "y" : "ies") + ", " + std::to_string(ooms) + " OOM(s)";
+    return s;
+}
+
+std::string MemorySnapshot::to_string() const {
+    std::string s;
+    char line[160];
+    for (const SegmentSnapshot& seg : segments) {
+        std::snprintf(line, sizeof line, "segment 0x%llx %s stream %p %s\n",
+                      static_cast<unsigned long long>(seg.addr), format_bytes(seg.size).c_str(),
+                      static_cast<void*>(seg.stream), seg.small ? "small" : "large");
+        s += line;
+        for (const BlockSnapshot& b : seg.blocks) {
+            std::snprintf(line, sizeof line, "  0x%llx %-10s %s\n",
+                          static_cast<unsigned long long>(b.addr), format_bytes(b.size).c_str(),
+                          block_state_name(b.state));
+            s += line;
+        }
+    }
+    return s;
+}
+
+std::string StagingStats::to_string() const {
+    return "staging reserved " + format_bytes(reserved_bytes) + ", cached " +
+           format_bytes(cached_bytes) + ", in flight " + format_bytes(in_flight_bytes) +
+           " (peak " + format_bytes(peak_in_flight_bytes) + "), " +
+           std::to_string(host_allocations) + " host allocation(s), " + std::to_string(reuses) +
+           " reuse(s), " + std::to_string(inline_copies) + " inline cop" +
+           (inline_copies == 1 ? "y" : "ies") + ", " + std::to_string(in_flight_waits) +
+           " in-flight wait(s)";
+}
+
+std::string TrackerStats::to_string() const {
+    return std::to_string(outstanding) + " tracked operation(s) outstanding (peak " +
+           std::to_string(peak_outstanding) + "), " + std::to_string(swept) + " released, " +
+           std::to_string(queue_waits) + " queue wait(s), " + std::to_string(events_created) +
+           " event(s) created";
+}
+
+}  // namespace keel::memory

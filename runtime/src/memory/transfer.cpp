@@ -1,0 +1,142 @@
+#include <keel/memory/transfer.hpp>
+#include <keel/memory/hold.hpp>
+
+#include "log.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace keel::memory {
+
+Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
+                            std::span<const std::byte> src) {
+    if (src.empty()) return ok();
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
+    DeviceOps& ops = core.ops();
+    StagingPool& staging = core.staging();
+    // Scalars and shapes: the plugin captures the bytes, no staging.
+    if (src.size() <= KEEL_INLINE_COPY_MAX && staging.config().inline_small_copies &&
+        ops.has_inline_copy()) {
+        auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
+        if (r.ok()) {
+            staging.count_inline_copy();
+            return ok();
+        }
+        // Absent after all: stage it like any other copy.
+        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
+            return std::move(r).error().context("copy_from_host");
+    }
+    const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
+    for (std::uint64_t offset = 0; offset < src.size(); offset += chunk) {
+        const std::uint64_t n = std::min<std::uint64_t>(chunk, src.size() - offset);
+        auto block = staging.acquire(stream, n);
+        if (!block.ok()) return std::move(block).error().context("copy_from_host");
+        std::memcpy(block->ptr, src.data() + offset, n);
+        auto copied = ops.memcpy_h2d(stream, dst + offset, block->ptr, n);
+        if (!copied.ok()) {
+            staging.release(*block);
+            return std::move(copied).error().context("copy_from_host");
+        }
+        KEEL_TRY(staging.release_after(stream, *block));
+    }
+    return ok();
+}
+
+Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_device_addr dst,
+                                  std::span<const std::byte> src, DeferredTask keep_alive) {
+    if (src.empty()) return ok();
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
+    DeviceOps& ops = core.ops();
+    if (src.size() <= KEEL_INLINE_COPY_MAX && core.staging().config().inline_small_copies &&
+        ops.has_inline_copy()) {
+        auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
+        if (r.ok()) {
+            core.staging().count_inline_copy();
+            return ok();  // captured: keep_alive may go now
+        }
+        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
+            return std::move(r).error().context("copy_from_host");
+    }
+    auto copied = ops.memcpy_h2d(stream, dst, src.data(), src.size());
+    if (!copied.ok()) return std::move(copied).error().context("copy_from_host");
+    return hold_task(core, stream, std::move(keep_alive));
+}
+
+Result<HostCopy> copy_from_device(MemoryCore& core, keel_stream stream, std::span<std::byte> dst,
+                                  keel_device_addr src) {
+    HostCopy copy;
+    if (dst.empty()) return copy;
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_to_host] stream is null");
+    copy.core_ = &core;
+    copy.stream_ = stream;
+    copy.dst_ = dst.data();
+    DeviceOps& ops = core.ops();
+    StagingPool& staging = core.staging();
+    const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
+    copy.chunks_.reserve((dst.size() + chunk - 1) / chunk);
+    for (std::uint64_t offset = 0; offset < dst.size(); offset += chunk) {
+        const std::uint64_t n = std::min<std::uint64_t>(chunk, dst.size() - offset);
+        // On error, `copy` is dropped: chunks already enqueued are abandoned
+        // (their staging comes back when the device is done).
+        KEEL_TRY_ASSIGN(StagingBlock block, staging.acquire(stream, n));
+        auto event = core.events().acquire();
+        if (!event.ok()) {
+            staging.release(block);
+            return std::move(event).error().context("copy_to_host");
+        }
+        auto copied = ops.memcpy_d2h(stream, block.ptr, src + offset, n);
+        if (copied.ok()) copied = ops.event_record(*event, stream);
+        if (!copied.ok()) {
+            core.events().release(*event);
+            // The copy may have been enqueued without its event: wait for it.
+            (void)ops.stream_synchronize(stream);
+            staging.release(block);
+            return std::move(copied).error().context("copy_to_host");
+        }
+        copy.chunks_.push_back(
+            HostCopy::Chunk{block, *event, core.tracker().next_seq(), offset, n});
+    }
+    return copy;
+}
+
+Result<bool> HostCopy::ready() {
+    if (chunks_.empty()) return true;
+    auto done = core_->ops().event_query(chunks_.back().event);
+    if (!done.ok()) return std::move(done).error().context("HostCopy::ready");
+    return *done;
+}
+
+Result<void> HostCopy::wait() {
+    Result<void> result = ok();
+    for (Chunk& c : chunks_) {
+        // Chunk by chunk: the first is copied out while later ones transfer.
+        auto waited = core_->ops().event_synchronize(c.event);
+        if (waited.ok()) {
+            std::memcpy(dst_ + c.offset, c.block.ptr, c.size);
+        } else if (result.ok()) {
+            result = std::move(waited).error().context("HostCopy::wait");
+        }
+        core_->events().release(c.event);
+        core_->staging().release(c.block);
+    }
+    chunks_.clear();
+    return result;
+}
+
+void HostCopy::abandon() noexcept {
+    for (Chunk& c : chunks_) {
+        StagingPool* staging = &core_->staging();
+        const StagingBlock block = c.block;
+        try {
+            core_->tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, WorkKind::staging,
+                                   DeferredTask([staging, block] { staging->release(block); }));
+        } catch (...) {
+            (void)core_->ops().event_synchronize(c.event);
+            core_->events().release(c.event);
+            staging->release(block);
+        }
+    }
+    chunks_.clear();
+}
+
+}  // namespace keel::memory

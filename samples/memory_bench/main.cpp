@@ -1,0 +1,335 @@
+// keel-memory-bench: the memory machinery against its baselines, measured in
+// the same run, printed as a table with ratios.
+//
+//   1. cached alloc+free pair vs the plugin's raw device_alloc+device_free
+//   2. cached pairs per second with several threads
+//   3. async copy from a pageable container through staging vs a raw copy
+//      from pinned memory
+//   4. the deferred-free scheme: peak memory vs an oracle that frees exactly
+//      when the last use completes, and throughput vs synchronising before
+//      every cross-stream free
+//
+// Usage: keel-memory-bench [--device NAME] [--quick]
+// Timings are wall clock and, for single-threaded loops, the thread's CPU
+// time too (less sensitive to a shared, loaded machine).
+#include <keel/keel.hpp>
+#include <keel/memory/device_memory.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using keel::memory::KiB;
+using keel::memory::MiB;
+using Clock = std::chrono::steady_clock;
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double load_average() {
+    double load = 0;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+        std::fclose(f);
+    }
+    return load;
+}
+
+struct Timing {
+    double wall_s = 0;
+    double cpu_s = 0;
+};
+
+template <class F>
+Timing measure(F&& body) {
+    const auto w0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
+    body();
+    return Timing{std::chrono::duration<double>(Clock::now() - w0).count(), thread_cpu_seconds() - c0};
+}
+
+template <class T>
+T check(keel::Result<T> r, const char* what) {
+    if (!r.ok()) {
+        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
+        std::exit(1);
+    }
+    return std::move(r).value();
+}
+void check(keel::Result<void> r, const char* what) {
+    if (!r.ok()) {
+        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
+        std::exit(1);
+    }
+}
+
+std::string size_name(std::uint64_t bytes) { return keel::memory::format_bytes(bytes); }
+
+// ---- 1. cached vs raw allocation --------------------------------------------
+
+void bench_alloc(const keel::Device& device, bool quick) {
+    std::printf("\n1. Allocation, one thread: alloc+free pairs (ns per pair; goal: cached <= 100 ns)\n");
+    std::printf("   %-10s %12s %12s %14s %14s %16s\n", "size", "cached wall", "cached cpu", "raw wall",
+                "raw cpu", "raw/cached wall");
+    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto stream = check(keel::Stream::create(device), "Stream::create");
+    keel::memory::DeviceOps& ops = memory.core().ops();
+    const int cached_n = quick ? 50'000 : 500'000;
+    const int raw_n = quick ? 2'000 : 20'000;
+    for (std::uint64_t size : {4 * KiB, 64 * KiB, 1 * MiB, 4 * MiB}) {
+        { auto warm = check(memory.allocate(stream, size), "allocate"); }
+        const Timing cached = measure([&] {
+            for (int i = 0; i < cached_n; ++i) {
+                auto b = memory.allocate(stream, size);
+                if (!b.ok()) std::exit(1);
+            }
+        });
+        const Timing raw = measure([&] {
+            for (int i = 0; i < raw_n; ++i) {
+                auto addr = ops.device_alloc(size);
+                if (!addr.ok() || !ops.device_free(*addr).ok()) std::exit(1);
+            }
+        });
+        const double cw = cached.wall_s / cached_n * 1e9, cc = cached.cpu_s / cached_n * 1e9;
+        const double rw = raw.wall_s / raw_n * 1e9, rc = raw.cpu_s / raw_n * 1e9;
+        std::printf("   %-10s %12.1f %12.1f %14.1f %14.1f %15.1fx\n", size_name(size).c_str(), cw, cc, rw,
+                    rc, rw / cw);
+    }
+    const auto st = memory.stats();
+    std::printf("   (%llu allocations, %llu raw allocations by the cache)\n",
+                static_cast<unsigned long long>(st.allocations),
+                static_cast<unsigned long long>(st.raw_allocations));
+}
+
+// ---- 2. threads ---------------------------------------------------------------
+
+void bench_threads(const keel::Device& device, bool quick) {
+    std::printf("\n2. Allocation throughput with threads: 64 KiB alloc+free pairs (millions of pairs/s, wall)\n");
+    std::printf("   %-8s %22s %22s\n", "threads", "one stream per thread", "all on one stream");
+    const int per_thread = quick ? 50'000 : 300'000;
+    for (int threads : {1, 2, 4}) {
+        double rates[2] = {0, 0};
+        for (int shared = 0; shared < 2; ++shared) {
+            auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+            std::vector<keel::Stream> streams;
+            for (int t = 0; t < (shared ? 1 : threads); ++t)
+                streams.push_back(check(keel::Stream::create(device), "Stream::create"));
+            std::atomic<int> ready{0};
+            std::atomic<bool> go{false};
+            std::vector<std::thread> pool;
+            for (int t = 0; t < threads; ++t) {
+                pool.emplace_back([&, t] {
+                    const keel::Stream& s = streams[shared ? 0 : t];
+                    { auto warm = memory.allocate(s, 64 * KiB); }
+                    ++ready;
+                    while (!go.load()) std::this_thread::yield();
+                    for (int i = 0; i < per_thread; ++i) {
+                        auto b = memory.allocate(s, 64 * KiB);
+                        if (!b.ok()) std::exit(1);
+                    }
+                });
+            }
+            while (ready.load() != threads) std::this_thread::yield();
+            const auto t0 = Clock::now();
+            go = true;
+            for (auto& th : pool) th.join();
+            const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+            rates[shared] = threads * static_cast<double>(per_thread) / secs / 1e6;
+        }
+        std::printf("   %-8d %22.2f %22.2f\n", threads, rates[0], rates[1]);
+    }
+}
+
+// ---- 3. copies ------------------------------------------------------------------
+
+void bench_copies(const keel::Device& device, bool quick) {
+    std::printf("\n3. Host->device copy bandwidth (GB/s, best of %d; goal: staged >= 80%% of raw pinned for >= 64 MiB)\n",
+                quick ? 2 : 5);
+    std::printf("   %-10s %16s %22s %8s %18s %8s %12s\n", "size", "raw from pinned", "staged from pageable",
+                "ratio", "moved-in vector", "ratio", "pinned allocs");
+    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto stream = check(keel::Stream::create(device), "Stream::create");
+    const int reps = quick ? 2 : 5;
+    for (std::uint64_t size : {64 * MiB, 256 * MiB}) {
+        auto dst = check(memory.allocate(stream, size), "allocate");
+        auto pinned = check(keel::PinnedBuffer::allocate(device, size), "PinnedBuffer::allocate");
+        std::memset(pinned.data(), 7, size);
+        std::vector<std::uint8_t> pageable(size, 7);
+        double best_raw = 1e30, best_staged = 1e30, best_moved = 1e30;
+        // Warm both paths once (first-touch of pages, staging blocks).
+        check(stream.copy_h2d(dst, pinned), "copy_h2d");
+        check(memory.copy_from_host(stream, pageable, dst), "copy_from_host");
+        check(stream.synchronize(), "synchronize");
+        const std::uint64_t allocs_before = memory.staging_stats().host_allocations;
+        for (int r = 0; r < reps; ++r) {
+            const auto t0 = Clock::now();
+            check(stream.copy_h2d(dst, pinned), "copy_h2d");
+            check(stream.synchronize(), "synchronize");
+            best_raw = std::min(best_raw, std::chrono::duration<double>(Clock::now() - t0).count());
+            const auto t1 = Clock::now();
+            check(memory.copy_from_host(stream, pageable, dst), "copy_from_host");
+            check(stream.synchronize(), "synchronize");
+            best_staged = std::min(best_staged, std::chrono::duration<double>(Clock::now() - t1).count());
+            std::vector<std::uint8_t> owned(pageable);  // made (and touched) outside the timing
+            const auto t2 = Clock::now();
+            check(memory.copy_from_host(stream, std::move(owned), dst), "copy_from_host(moved)");
+            check(stream.synchronize(), "synchronize");
+            best_moved = std::min(best_moved, std::chrono::duration<double>(Clock::now() - t2).count());
+        }
+        const double raw_gbs = static_cast<double>(size) / best_raw / 1e9;
+        const double staged_gbs = static_cast<double>(size) / best_staged / 1e9;
+        const double moved_gbs = static_cast<double>(size) / best_moved / 1e9;
+        std::printf("   %-10s %16.2f %22.2f %7.0f%% %18.2f %7.0f%% %12llu\n", size_name(size).c_str(), raw_gbs,
+                    staged_gbs, 100.0 * staged_gbs / raw_gbs, moved_gbs, 100.0 * moved_gbs / raw_gbs,
+                    static_cast<unsigned long long>(memory.staging_stats().host_allocations - allocs_before));
+    }
+}
+
+// ---- 4. deferred frees ---------------------------------------------------------
+
+struct PipelineResult {
+    double seconds = 0;
+    std::uint64_t peak_in_use = 0;    // allocator: allocated + pending
+    std::uint64_t peak_reserved = 0;  // allocator: raw memory held
+    std::uint64_t oracle_peak = 0;    // bytes whose last use had not completed
+};
+
+enum class FreeMode { deferred, deferred_with_oracle, sync_before_free };
+
+struct Workload {
+    std::uint64_t min_bytes = 0;
+    std::uint64_t max_bytes = 0;
+    int window = 0;  // the host synchronises every `window` steps (0: never)
+};
+
+struct Pipeline {
+    keel::DeviceMemory memory;
+    keel::Stream producer;
+    keel::Stream consumer;
+    keel::CachedBuffer out;
+};
+
+// A producer stream fills a buffer; a consumer stream copies it out after a
+// fence; the producer frees it at once. The buffer's last use is the
+// consumer's copy.
+PipelineResult run_steps(Pipeline& p, FreeMode mode, const Workload& w, int steps) {
+    keel::DeviceMemory& memory = p.memory;
+    const keel::Stream& producer = p.producer;
+    const keel::Stream& consumer = p.consumer;
+    memory.reset_peaks();
+    std::mt19937 rng(42);
+    std::atomic<std::uint64_t> live{0};
+    std::uint64_t oracle_peak = 0;
+    const std::uint64_t granules = (w.max_bytes - w.min_bytes) / (4 * KiB) + 1;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) {
+        const std::uint64_t size = w.min_bytes + (rng() % granules) * 4 * KiB;
+        auto buf = check(memory.allocate(producer, size), "allocate");
+        check(producer.memset(buf, static_cast<std::uint8_t>(i)), "memset");
+        check(memory.order_after(consumer, producer), "order_after");
+        check(consumer.copy_d2d(check(p.out.view(0, size), "view"), buf), "copy_d2d");
+        if (mode == FreeMode::sync_before_free) {
+            check(consumer.synchronize(), "synchronize");
+            continue;  // buf freed here: its use is done
+        }
+        check(buf.record_stream(consumer), "record_stream");
+        if (mode == FreeMode::deferred_with_oracle) {
+            const std::uint64_t bytes = buf.capacity();
+            oracle_peak = std::max(oracle_peak, live.fetch_add(bytes) + bytes);
+            // The oracle frees exactly when the last use completes.
+            check(consumer.enqueue_host_func([&live, bytes] { live.fetch_sub(bytes); }), "host func");
+        }
+        if (w.window != 0 && (i + 1) % w.window == 0) check(consumer.synchronize(), "synchronize");
+    }
+    check(consumer.synchronize(), "synchronize");
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto st = memory.stats();
+    PipelineResult r;
+    r.seconds = seconds;
+    r.peak_in_use = st.peak_in_use_bytes - p.out.capacity();
+    r.peak_reserved = st.peak_reserved_bytes;
+    r.oracle_peak = oracle_peak;
+    return r;
+}
+
+PipelineResult run_pipeline(const keel::Device& device, FreeMode mode, const Workload& w, int steps) {
+    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto producer = check(keel::Stream::create(device), "Stream::create");
+    auto consumer = check(keel::Stream::create(device), "Stream::create");
+    auto out = check(memory.allocate(consumer, w.max_bytes), "allocate");
+    Pipeline p{memory, std::move(producer), std::move(consumer), std::move(out)};
+    // A first pass warms the cache (fresh device memory costs page faults
+    // on first touch), then the measured pass.
+    (void)run_steps(p, mode, w, steps);
+    memory.synchronize();
+    return run_steps(p, mode, w, steps);
+}
+
+void bench_deferred(const keel::Device& device, bool quick) {
+    const int steps = quick ? 500 : 4000;
+    std::printf("\n4. Deferred cross-stream frees: a two-stream pipeline, %d steps (after a warm-up pass)\n"
+                "   in use = bytes not reusable (allocated + pending) vs an oracle that frees exactly when the\n"
+                "   last use completes (goal <= 1.05x); reserved = raw memory held; throughput vs synchronising\n"
+                "   before every free (goal >= 1.5x).\n",
+                steps);
+    std::printf("   %-10s %-8s %10s %10s %7s %10s %10s %10s %7s\n", "buffers", "host", "in use",
+                "oracle", "ratio", "reserved", "steps/s", "sync/free", "ratio");
+    for (auto [lo, hi] : {std::pair{4 * KiB, 64 * KiB}, std::pair{64 * KiB, 512 * KiB}}) {
+        const double synced = run_pipeline(device, FreeMode::sync_before_free, {lo, hi, 0}, steps).seconds;
+        for (int window : {0, 32}) {
+            {
+                const Workload w{lo, hi, window};
+                const PipelineResult oracle = run_pipeline(device, FreeMode::deferred_with_oracle, w, steps);
+                const PipelineResult deferred = run_pipeline(device, FreeMode::deferred, w, steps);
+                const std::string range = size_name(lo) + "-" + size_name(hi);
+                std::printf("   %-10s %-8s %10s %10s %6.3fx %10s %10.0f %10.0f %6.2fx\n",
+                            std::to_string(lo / KiB).append("-").append(std::to_string(hi / KiB)).append("K").c_str(),
+                            window == 0 ? "ahead" : "sync/32", size_name(oracle.peak_in_use).c_str(),
+                            size_name(oracle.oracle_peak).c_str(),
+                            static_cast<double>(oracle.peak_in_use) / static_cast<double>(oracle.oracle_peak),
+                            size_name(oracle.peak_reserved).c_str(), steps / deferred.seconds, steps / synced,
+                            synced / deferred.seconds);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string name = "cpu:0";
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
+        else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        else {
+            std::fprintf(stderr, "usage: %s [--device NAME] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    auto runtime = check(keel::Runtime::create(), "Runtime::create");
+    auto device = check(runtime.device(name), "Runtime::device");
+    const double load0 = load_average();
+    std::printf("keel-memory-bench on %s (%s), %u hardware threads, load average %.1f at start\n",
+                device.name().c_str(), device.properties().name.c_str(), std::thread::hardware_concurrency(),
+                load0);
+    bench_alloc(device, quick);
+    bench_threads(device, quick);
+    bench_copies(device, quick);
+    bench_deferred(device, quick);
+    std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
+    return 0;
+}

@@ -1,0 +1,208 @@
+// Holds, fences and the per-stream queue bound on the deterministic fake.
+#include "fake_device.hpp"
+
+#include <keel/memory/cached_buffer.hpp>
+#include <keel/memory/fence.hpp>
+#include <keel/memory/hold.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+namespace keel::memory {
+namespace {
+
+using testing::FakeDevice;
+
+MemoryConfig quiet_config() {
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{0};
+    return config;
+}
+
+struct Rig {
+    explicit Rig(MemoryConfig config = quiet_config()) : core(device, config) {}
+    ~Rig() { device.complete_all(); }
+    FakeDevice device;
+    MemoryCore core;
+};
+
+// Sets a flag when destroyed; move-only like most held objects.
+class Tracked {
+public:
+    explicit Tracked(std::shared_ptr<std::atomic<int>> dead) : dead_(std::move(dead)) {}
+    Tracked(const Tracked&) = delete;
+    Tracked& operator=(const Tracked&) = delete;
+    Tracked(Tracked&& other) noexcept = default;
+    Tracked& operator=(Tracked&&) noexcept = default;
+    ~Tracked() {
+        if (dead_) ++*dead_;
+    }
+
+private:
+    std::shared_ptr<std::atomic<int>> dead_;
+};
+
+TEST(Hold, KeepsAnObjectAliveUntilTheStreamReachesThePoint) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    rig.device.enqueue_work(s);  // work before the hold point
+    ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+    rig.device.enqueue_work(s);  // work after it
+    rig.core.tracker().sweep();
+    EXPECT_EQ(dead->load(), 0);
+    rig.device.complete(s, 1);
+    rig.core.tracker().sweep();
+    EXPECT_EQ(dead->load(), 1);  // released although later work is unfinished
+    EXPECT_EQ(rig.device.counters().host_syncs, 0u);
+}
+
+TEST(Hold, ReleasesAreBatchedAndEventsArePooled) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    for (int round = 0; round < 10; ++round) {
+        for (int i = 0; i < 50; ++i) ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+        rig.device.complete(s);
+        rig.core.tracker().sweep();  // one sweep releases all fifty
+        EXPECT_EQ(dead->load(), 50 * (round + 1));
+    }
+    EXPECT_EQ(rig.core.tracker().stats().events_created, 50u);
+    EXPECT_EQ(rig.core.tracker().outstanding(), 0u);
+}
+
+TEST(Hold, AcceptsSeveralObjectsAndSharedHandlesWithOneEvent) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    auto shared = std::make_shared<Tracked>(dead);
+    ASSERT_TRUE(hold(rig.core, s, Tracked(dead), shared).ok());
+    shared.reset();  // the hold keeps the last reference
+    EXPECT_EQ(dead->load(), 0);
+    EXPECT_EQ(rig.device.counters().event_records, 1u);
+    rig.device.complete(s);
+    rig.core.tracker().sweep();
+    EXPECT_EQ(dead->load(), 2);
+}
+
+TEST(Hold, ReclaimerThreadReleasesWithoutFurtherCalls) {
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{200};
+    Rig rig(config);
+    keel_stream s = rig.device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+    rig.device.complete(s);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (dead->load() == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(dead->load(), 1);
+}
+
+TEST(Hold, TwoStreamPipelinePassesBuffersWithHoldsAndNoHostSync) {
+    // Producer fills a buffer on s1; a fence orders the consumer s2 after it;
+    // s2 "sends" the buffer; the producer drops its handle at once and the
+    // hold on s2 keeps the memory until the send finished. The fake flags
+    // any reuse that races the send.
+    Rig rig;
+    keel_stream producer = rig.device.make_stream();
+    keel_stream consumer = rig.device.make_stream();
+    for (int step = 0; step < 50; ++step) {
+        auto buf = CachedBuffer::allocate(rig.core, producer, 64 * KiB);
+        ASSERT_TRUE(buf.ok());
+        rig.device.enqueue_access(producer, buf->addr(), 64 * KiB);   // produce
+        ASSERT_TRUE(order_after(rig.core, consumer, producer).ok());
+        rig.device.enqueue_access(consumer, buf->addr(), 64 * KiB);   // send
+        ASSERT_TRUE(buf->record_stream(consumer).ok());
+        ASSERT_TRUE(hold(rig.core, consumer, std::move(*buf)).ok());
+        if (step % 3 == 0) rig.device.complete(producer);
+        if (step % 4 == 0) rig.device.complete(consumer, 6);
+    }
+    rig.device.complete_all();
+    rig.core.tracker().sweep();
+    EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
+    EXPECT_EQ(rig.device.counters().host_syncs, 0u);
+    EXPECT_EQ(rig.core.allocator().stats().allocated_count, 0u);
+    // Memory is reused: 50 buffers of 64 KiB fit in two 2 MiB segments.
+    EXPECT_LE(rig.core.allocator().stats().raw_allocations, 2u);
+}
+
+TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {
+    Rig rig;
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    auto buf = CachedBuffer::allocate(rig.core, s1, 4096);
+    ASSERT_TRUE(buf.ok());
+    rig.device.enqueue_access(s1, buf->addr(), 4096);
+    auto fence = Fence::record(rig.core, s1);
+    ASSERT_TRUE(fence.ok());
+    ASSERT_TRUE(fence->enqueue_wait(s2).ok());
+    rig.device.enqueue_access(s2, buf->addr(), 4096);
+    EXPECT_TRUE(rig.device.violations().empty());
+    EXPECT_EQ(rig.device.counters().host_syncs, 0u);
+    rig.device.complete(s2);
+    EXPECT_EQ(rig.device.unfinished(s2), 2u);  // held behind s1
+    rig.device.complete(s1);
+    rig.device.complete(s2);
+    EXPECT_EQ(rig.device.unfinished(s2), 0u);
+}
+
+TEST(Fence, WithoutAFenceTheCheckerSeesTheRace) {
+    Rig rig;
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    auto buf = CachedBuffer::allocate(rig.core, s1, 4096);
+    ASSERT_TRUE(buf.ok());
+    rig.device.enqueue_access(s1, buf->addr(), 4096);
+    rig.device.enqueue_access(s2, buf->addr(), 4096);
+    EXPECT_FALSE(rig.device.violations().empty());
+}
+
+TEST(Fence, ItsEventIsRecycledOnlyAfterThePointIsReached) {
+    Rig rig;
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    rig.device.enqueue_work(s1);
+    {
+        auto fence = Fence::record(rig.core, s1);
+        ASSERT_TRUE(fence.ok());
+        ASSERT_TRUE(fence->enqueue_wait(s2).ok());
+    }
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::fence), 1u);
+    rig.device.complete(s1);
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::fence), 0u);
+    // The next fence reuses the event.
+    auto again = Fence::record(rig.core, s1);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(rig.core.tracker().stats().events_created, 1u);
+}
+
+TEST(Fence, OrderingAStreamAfterItselfIsANoOp) {
+    Rig rig;
+    keel_stream s1 = rig.device.make_stream();
+    ASSERT_TRUE(order_after(rig.core, s1, s1).ok());
+    EXPECT_EQ(rig.device.counters().stream_waits, 0u);
+}
+
+TEST(BackPressure, QueuedOperationsPerStreamAreBounded) {
+    MemoryConfig config = quiet_config();
+    config.limits.max_queued_per_stream = 4;
+    Rig rig(config);
+    keel_stream s = rig.device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    for (int i = 0; i < 20; ++i) {
+        rig.device.enqueue_work(s);
+        ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+        EXPECT_LE(rig.core.tracker().outstanding(), 4u);
+    }
+    EXPECT_GT(rig.core.tracker().stats().queue_waits, 0u);
+    EXPECT_GE(dead->load(), 16);
+}
+
+}  // namespace
+}  // namespace keel::memory

@@ -1,0 +1,262 @@
+// Staged copies on the deterministic fake device: the fake reads a copy's
+// host source only when the test completes the copy, so a staging block
+// reused (or a container read) too early shows up as wrong data, and under
+// ASan as a use after free.
+#include "fake_device.hpp"
+
+#include <keel/memory/transfer.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+namespace keel::memory {
+namespace {
+
+using testing::FakeDevice;
+
+MemoryConfig quiet_config() {
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{0};  // tests sweep explicitly
+    return config;
+}
+
+struct Rig {
+    explicit Rig(FakeDevice::Options options = {}, MemoryConfig config = quiet_config())
+        : device(options), core(device, config) {}
+    ~Rig() { device.complete_all(); }
+    CachedBuffer buffer(keel_stream s, std::uint64_t size) {
+        auto r = CachedBuffer::allocate(core, s, size);
+        EXPECT_TRUE(r.ok());
+        return r.ok() ? std::move(*r) : CachedBuffer{};
+    }
+    template <class T>
+    std::vector<T> device_bytes(const CachedBuffer& b, std::size_t count) {
+        auto raw = device.read(b.addr(), count * sizeof(T));
+        std::vector<T> out(count);
+        std::memcpy(out.data(), raw.data(), raw.size());
+        return out;
+    }
+    FakeDevice device;
+    MemoryCore core;
+};
+
+std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t start) {
+    std::vector<std::uint32_t> v(n);
+    std::iota(v.begin(), v.end(), start);
+    return v;
+}
+
+TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
+    {
+        auto data = std::make_unique<std::vector<std::uint32_t>>(iota(4096, 7));
+        ASSERT_TRUE(copy_from_host(rig.core, s, *data, buf).ok());
+        std::fill(data->begin(), data->end(), 0u);  // changed, then destroyed
+    }
+    EXPECT_EQ(rig.device.unfinished(s), 1u);  // the copy has not run yet
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, 4096), iota(4096, 7));
+}
+
+TEST(Transfer, AMovedInVectorIsCopiedWithoutStagingAndFreedAfterTheCopyRan) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
+    std::vector<std::uint32_t> data = iota(4096, 3);
+    ASSERT_TRUE(copy_from_host(rig.core, s, std::move(data), buf).ok());
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, 0u);
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // the vector, held
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // copy not run yet
+    rig.device.complete(s);  // reads the vector's storage now (ASan: still alive)
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 0u);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, 4096), iota(4096, 3));
+}
+
+TEST(Transfer, TinyCopiesTakeTheInlinePathWithoutStaging) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 64);
+    const double scalar = 2.5;
+    ASSERT_TRUE(copy_from_host(rig.core, s, std::span(&scalar, 1), buf).ok());
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<double>(buf, 1)[0], 2.5);
+    EXPECT_EQ(rig.device.counters().inline_h2d, 1u);
+    EXPECT_EQ(rig.device.counters().host_allocs, 0u);
+    EXPECT_EQ(rig.core.staging().stats().inline_copies, 1u);
+}
+
+TEST(Transfer, TinyCopiesAreStagedWhenThePluginHasNoInlineCopy) {
+    FakeDevice::Options options;
+    options.inline_copy = false;
+    Rig rig(options);
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 64);
+    const std::int64_t scalar = -3;
+    ASSERT_TRUE(copy_from_host(rig.core, s, std::span(&scalar, 1), buf).ok());
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::int64_t>(buf, 1)[0], -3);
+    EXPECT_EQ(rig.device.counters().h2d, 1u);
+}
+
+TEST(Transfer, LargeCopiesAreSplitIntoChunks) {
+    MemoryConfig config = quiet_config();
+    config.staging.chunk_bytes = 1 * MiB;
+    Rig rig({}, config);
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = (2 * MiB + 12345) / sizeof(std::uint32_t);
+    CachedBuffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
+    const auto data = iota(n, 1);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    EXPECT_EQ(rig.device.counters().h2d, 3u);
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
+}
+
+TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer a = rig.buffer(s, 64 * KiB);
+    CachedBuffer b = rig.buffer(s, 64 * KiB);
+    const auto first = iota(16 * 1024, 100), second = iota(16 * 1024, 900);
+    ASSERT_TRUE(copy_from_host(rig.core, s, first, a).ok());
+    rig.core.tracker().sweep();
+    ASSERT_TRUE(copy_from_host(rig.core, s, second, b).ok());
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, 2u);
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(a, 16 * 1024), iota(16 * 1024, 100));
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(b, 16 * 1024), iota(16 * 1024, 900));
+}
+
+TEST(Transfer, SteadyStateMakesNoPinnedAllocations) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 1 * MiB);
+    const auto data = iota(MiB / 4, 3);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+        rig.device.complete(s);
+    }
+    const std::uint64_t warm = rig.core.staging().stats().host_allocations;
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+        rig.device.complete(s);
+    }
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, warm);
+    EXPECT_EQ(warm, 1u);
+    EXPECT_GE(rig.core.staging().stats().reuses, 100u);
+    EXPECT_EQ(rig.core.tracker().stats().events_created, 1u);
+}
+
+TEST(Transfer, AStuckStreamDoesNotBlockReuseOfOtherStagingBlocks) {
+    Rig rig;
+    keel_stream stuck = rig.device.make_stream();
+    keel_stream moving = rig.device.make_stream();
+    rig.device.set_stuck(stuck, true);
+    CachedBuffer a = rig.buffer(stuck, 64 * KiB);
+    CachedBuffer b = rig.buffer(moving, 64 * KiB);
+    const auto data = iota(16 * 1024, 5);
+    ASSERT_TRUE(copy_from_host(rig.core, stuck, data, a).ok());  // never completes
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(copy_from_host(rig.core, moving, data, b).ok());
+        rig.device.complete(moving);
+    }
+    // One block stuck with its copy, one cycling on the moving stream.
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, 2u);
+    EXPECT_TRUE(rig.device.violations().empty());
+    rig.device.set_stuck(stuck, false);
+}
+
+TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
+    MemoryConfig config = quiet_config();
+    config.staging.chunk_bytes = 256 * KiB;
+    config.limits.max_staging_in_flight_bytes = 1 * MiB;
+    Rig rig({}, config);
+    keel_stream s = rig.device.make_stream();
+    std::vector<CachedBuffer> buffers;
+    for (int i = 0; i < 16; ++i) buffers.push_back(rig.buffer(s, 256 * KiB));
+    for (int i = 0; i < 16; ++i) {
+        // Never completed by the test: only the bound's host waits move it.
+        const auto data = iota(64 * 1024, i * 1000);  // an lvalue: staged
+        ASSERT_TRUE(copy_from_host(rig.core, s, data, buffers[i]).ok());
+    }
+    const StagingStats st = rig.core.staging().stats();
+    EXPECT_LE(st.peak_in_flight_bytes, 1 * MiB);
+    EXPECT_GT(st.in_flight_waits, 0u);
+    EXPECT_LE(st.reserved_bytes, 1 * MiB + 256 * KiB);
+    rig.device.complete(s);
+    for (int i = 0; i < 16; ++i)
+        EXPECT_EQ(rig.device_bytes<std::uint32_t>(buffers[i], 64 * 1024), iota(64 * 1024, i * 1000));
+}
+
+TEST(Transfer, DeviceToHostCompletesThroughAFuture) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 1000 * sizeof(std::uint32_t));
+    const auto data = iota(1000, 42);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    auto future = copy_to_host<std::uint32_t>(rig.core, s, buf, 1000);
+    ASSERT_TRUE(future.ok());
+    auto ready = future->ready();
+    ASSERT_TRUE(ready.ok());
+    EXPECT_FALSE(*ready);
+    auto got = std::move(*future).get();  // waiting lets the fake device run
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, data);
+}
+
+TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
+    MemoryConfig config = quiet_config();
+    config.staging.chunk_bytes = 64 * KiB;
+    Rig rig({}, config);
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = 100 * 1024;
+    CachedBuffer buf = rig.buffer(s, n * 4);
+    const auto data = iota(n, 9);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    std::vector<std::uint32_t> out(n, 0);
+    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.addr());
+    ASSERT_TRUE(copy.ok());
+    rig.device.complete(s);
+    EXPECT_EQ(out[0], 0u);  // staged, not yet delivered
+    ASSERT_TRUE(copy->wait().ok());
+    EXPECT_EQ(out, iota(n, 9));
+    EXPECT_TRUE(copy->wait().ok());  // idempotent
+}
+
+TEST(Transfer, DroppingAHostCopyCancelsDeliveryAndReturnsStagingLater) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 4096);
+    std::vector<std::uint8_t> out(4096, 0);
+    {
+        auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.addr());
+        ASSERT_TRUE(copy.ok());
+    }  // dropped before the device ran it: must not block
+    EXPECT_EQ(rig.core.staging().stats().in_flight_bytes, 4096u);
+    rig.device.complete(s);
+    rig.core.tracker().sweep();
+    EXPECT_EQ(rig.core.staging().stats().in_flight_bytes, 0u);
+    EXPECT_EQ(out, std::vector<std::uint8_t>(4096, 0));
+}
+
+TEST(Transfer, CopiesOutsideTheBufferAreRejected) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    CachedBuffer buf = rig.buffer(s, 100);
+    const std::vector<std::uint8_t> data(64, 1);
+    auto r = copy_from_host(rig.core, s, data, buf, 40);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), KEEL_STATUS_OUT_OF_RANGE);
+    auto back = copy_to_host<std::uint8_t>(rig.core, s, buf, 101);
+    ASSERT_FALSE(back.ok());
+    EXPECT_EQ(back.error().code(), KEEL_STATUS_OUT_OF_RANGE);
+}
+
+}  // namespace
+}  // namespace keel::memory

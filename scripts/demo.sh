@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds keel and runs the demo on the default device: keel-info, then keel-hello.
-# Usage: scripts/demo.sh [--device NAME]
+# Builds keel (without tests) and runs the demo on the default device:
+# keel-info, then keel-hello. Extra arguments go to keel-hello (--device NAME).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build --target keel-info keel-hello all
-./build/samples/keel-info/keel-info
-./build/samples/hello/keel-hello "$@"
+cmake -S . -B build-demo -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build-demo -j "$(nproc)"
+./build-demo/samples/keel-info/keel-info
+echo
+./build-demo/samples/hello/keel-hello "$@"

@@ -58,6 +58,15 @@ double process_cpu_seconds() {
     return secs(usage.ru_utime) + secs(usage.ru_stime);
 }
 
+// Spins briefly, then yields, so that on a machine with few cores the
+// waiting host thread does not starve the stream workers it waits for.
+template <class Done>
+void wait_until(Done done) {
+    for (int spins = 0; !done(); ++spins) {
+        if (spins > 256) std::this_thread::yield();
+    }
+}
+
 struct Bench {
     keel::Device device;
     keel::Stream a;
@@ -84,18 +93,22 @@ struct Bench {
         return total / static_cast<double>(done);
     }
 
-    // A records, B waits on the device, B's next operation runs (seen by the host).
+    // A runs an op and records, B waits on the device, B's next operation
+    // runs (seen by the host). A gets real work first, so that B's wait is a
+    // real hand-off from A's worker and not an already-complete event.
     Result<double> fence_round_trip_ns(bool parked) {
+        KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
         std::atomic<std::uint64_t> reached{0};
         std::uint64_t round = 0;
         auto once = [&]() -> Result<void> {
             std::uint64_t mine = ++round;
+            KEEL_TRY(a.memset(tiny, 3));
             KEEL_TRY(event.record(a));
             KEEL_TRY(b.wait(event));
             KEEL_TRY(b.enqueue_host_func([&reached, mine] {
                 reached.store(mine, std::memory_order_release);
             }));
-            while (reached.load(std::memory_order_acquire) != mine) {}
+            wait_until([&] { return reached.load(std::memory_order_acquire) == mine; });
             return keel::ok();
         };
         return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);

@@ -1,0 +1,25 @@
+// Internal to the CUDA lerp_grad kernels: the pointers of one launch and
+// the reduction pass (lerp_grad_reduce.cu), instantiated for each dtype.
+#pragma once
+
+#include "lerp_device.cuh"
+
+#include <keel/plugin/lerp_args.hpp>
+
+namespace keel::cuda::lerp {
+
+template <class T>
+struct GradPointers {
+    const T* dout;
+    const T* w;  // null for a scalar weight
+    Compute<T> w_value;
+    T* dx;  // null when absent
+    T* dy;
+};
+
+// One pass that reduces dx and/or dy (LerpGradPass::reduces()).
+template <class T>
+Result<void> enqueue_grad_reduction(const GradPointers<T>& q, const plugin::LerpGradPass& pass,
+                                    cudaStream_t stream);
+
+}  // namespace keel::cuda::lerp

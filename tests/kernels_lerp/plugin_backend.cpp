@@ -1,0 +1,145 @@
+// The shared lerp tests end to end through a plugin's C table: the plugin
+// is dlopen'ed as the runtime does, buffers are device allocations, the
+// kernels are found with kernel_get and run with kernel_launch on a stream.
+// One instantiation per plugin built in this tree (KEEL_LERP_TEST_PLUGINS).
+#include "lerp_fixture.hpp"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace keel::test {
+namespace {
+
+// Takes ownership of `e`: OK, or its code and message.
+Result<void> to_result(keel_error* e) {
+    if (e == nullptr) return ok();
+    Error error(e->code, e->message);
+    keel_error_destroy(e);
+    return error;
+}
+
+keel_host_services quiet_host_services() {
+    keel_host_services host{};
+    host.struct_size = KEEL_HOST_SERVICES_STRUCT_SIZE;
+    host.abi_major = KEEL_ABI_VERSION_MAJOR;
+    host.abi_minor = KEEL_ABI_VERSION_MINOR;
+    host.log = [](void*, keel_log_level, const char*) {};
+    host.log_enabled = [](void*, keel_log_level) -> std::int32_t { return 0; };
+    return host;
+}
+
+// What the tests expect of each plugin type: its lerp dtypes and the
+// precision of its reduction accumulator for f32-sized and smaller dtypes.
+struct PluginExpectations {
+    std::vector<keel_dtype> dtypes;
+    double accumulation_roundoff_f32;
+};
+
+PluginExpectations expectations_for(const std::string& type) {
+    if (type == "cuda")  // f32 accumulators
+        return {{KEEL_DTYPE_F16, KEEL_DTYPE_BF16, KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};
+    // cpu: terms computed in f32, summed in f64
+    return {{KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};
+}
+
+class PluginBackend final : public LerpBackend {
+public:
+    PluginBackend(std::string type, const std::string& path)
+        : expect_(expectations_for(type)), host_(quiet_host_services()) {
+        library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!library_) {
+            why_ = "cannot load " + path + ": " + dlerror();
+            return;
+        }
+        const auto init = reinterpret_cast<keel_plugin_entry_fn>(dlsym(library_, KEEL_PLUGIN_ENTRY_NAME));
+        if (!init || !to_result(init(&host_, &api_)).ok() || !api_) {
+            why_ = path + " did not initialise";
+            return;
+        }
+        std::uint32_t count = 0;
+        if (!to_result(api_->device_count(&count)).ok() || count == 0) {
+            keel_plugin_info info{};
+            info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
+            (void)to_result(api_->plugin_info(&info));
+            why_ = type + " plugin has no device" + (info.status && *info.status ? std::string(": ") + info.status : "");
+            return;
+        }
+        if (!to_result(api_->device_get(0, &device_)).ok() ||
+            !to_result(api_->stream_create(device_, 0, &stream_)).ok()) {
+            why_ = type + " plugin: no stream on device 0";
+            stream_ = nullptr;
+        }
+    }
+    ~PluginBackend() override {
+        if (api_) {
+            for (keel_device_addr a : allocations_) (void)to_result(api_->device_free(device_, a));
+            if (stream_) (void)to_result(api_->stream_destroy(stream_));
+            api_->plugin_shutdown();
+        }
+        if (library_) dlclose(library_);
+    }
+
+    std::string unavailable_reason() const override { return why_; }
+    std::vector<keel_dtype> dtypes() const override { return expect_.dtypes; }
+    double accumulation_roundoff(keel_dtype d) const override {
+        return d == KEEL_DTYPE_F64 ? std::ldexp(1.0, -53) : expect_.accumulation_roundoff_f32;
+    }
+    keel_device_addr upload(std::span<const std::byte> bytes) override {
+        if (bytes.empty()) return 0;
+        keel_device_addr a = 0;
+        const Result<void> r = to_result(api_->device_alloc(device_, bytes.size(), &a));
+        if (!r.ok()) {
+            ADD_FAILURE() << r.error().message();
+            return 0;
+        }
+        allocations_.push_back(a);
+        EXPECT_TRUE(to_result(api_->memcpy_h2d(stream_, a, bytes.data(), bytes.size())).ok());
+        EXPECT_TRUE(to_result(api_->stream_synchronize(stream_)).ok());
+        return a;
+    }
+    std::vector<std::byte> download(keel_device_addr addr, std::size_t bytes) override {
+        std::vector<std::byte> out(bytes);
+        if (bytes == 0) return out;
+        EXPECT_TRUE(to_result(api_->memcpy_d2h(stream_, out.data(), addr, bytes)).ok());
+        EXPECT_TRUE(to_result(api_->stream_synchronize(stream_)).ok());
+        return out;
+    }
+    Result<void> launch(std::string_view kernel, const keel_launch_args& args) override {
+        keel_kernel k = nullptr;
+        KEEL_TRY(to_result(api_->kernel_get(device_, std::string(kernel).c_str(), &k)));
+        KEEL_TRY(to_result(api_->kernel_launch(stream_, k, &args)));
+        return to_result(api_->stream_synchronize(stream_));
+    }
+
+private:
+    PluginExpectations expect_;
+    keel_host_services host_;
+    void* library_ = nullptr;
+    const keel_plugin_api* api_ = nullptr;
+    keel_device device_ = nullptr;
+    keel_stream stream_ = nullptr;
+    std::vector<keel_device_addr> allocations_;
+    std::string why_;
+};
+
+// "cpu=/path/libkeel_cpu.so,cuda=/path/libkeel_cuda.so" -> one factory each.
+std::vector<LerpBackendFactory> plugin_factories() {
+    std::vector<LerpBackendFactory> out;
+    std::stringstream list(KEEL_LERP_TEST_PLUGINS);
+    for (std::string entry; std::getline(list, entry, ',');) {
+        const std::size_t eq = entry.find('=');
+        if (eq == std::string::npos) continue;
+        const std::string type = entry.substr(0, eq), path = entry.substr(eq + 1);
+        out.push_back({type + "_plugin", [type, path] { return std::make_unique<PluginBackend>(type, path); }});
+    }
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plugins, LerpKernel, ::testing::ValuesIn(plugin_factories()),
+    [](const ::testing::TestParamInfo<LerpBackendFactory>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace keel::test

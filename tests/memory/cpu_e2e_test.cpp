@@ -301,6 +301,18 @@ TEST_F(CpuMemory, MemoryStaysBoundedWhenTheHostEnqueuesFarAhead) {
     cfg.limits.max_queued_per_stream = 32;
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
     Stream s1 = stream(), s2 = stream();
+    Gate gate;
+    // s2 stays held until the host has gone past a bound (so it must wait);
+    // then it runs, and the host's wait ends.
+    KEEL_ASSERT_OK(gate.block(s2));
+    // (A jthread: a failing assertion below stops and joins it, which opens
+    // the gate before the streams go.)
+    std::jthread opener([&](std::stop_token stop) {
+        while (memory.stats().pending_free_bytes <= 8 * MiB && memory.tracker_stats().queue_waits == 0 &&
+               !stop.stop_requested())
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        gate.open();
+    });
     const auto host = pattern(1 * MiB, 5);
     constexpr int kSteps = 200;  // 200 MiB of buffers if nothing were bounded
     for (int i = 0; i < kSteps; ++i) {
@@ -318,6 +330,8 @@ TEST_F(CpuMemory, MemoryStaysBoundedWhenTheHostEnqueuesFarAhead) {
     EXPECT_LE(memory.tracker_stats().peak_outstanding, 2u * 32 + 8);
     // The device really was behind: the bounds made the host wait.
     EXPECT_GT(st.pending_free_waits + staging.in_flight_waits + memory.tracker_stats().queue_waits, 0u);
+    opener.request_stop();
+    opener.join();
     KEEL_ASSERT_OK(s2.synchronize());
 }
 

@@ -10,31 +10,38 @@
 namespace keel {
 
 struct DeviceMemory::Impl {
+    // Everything buffers, fences and copies point at: the Device (for their
+    // views) and the core. Kept together so that it can be leaked as a whole.
+    struct State {
+        State(const Device& d, const memory::MemoryConfig& config)
+            : device(d), core(std::make_unique<memory::PluginDeviceOps>(d), config) {}
+        const Device device;
+        memory::MemoryCore core;
+    };
+
     Impl(const Device& d, const memory::MemoryConfig& config)
-        : device(d),
-          core(std::make_unique<memory::MemoryCore>(std::make_unique<memory::PluginDeviceOps>(d), config)) {}
+        : state(std::make_unique<State>(d, config)) {}
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
     Impl(Impl&&) = delete;
     Impl& operator=(Impl&&) = delete;
     ~Impl() {
         // Deferred releases first (held buffers come back), then check that
-        // nothing still points at the core.
-        core->tracker().shutdown();
-        const std::uint64_t buffers = core->allocator().stats().allocated_count;
-        const std::uint64_t staging = core->staging().stats().in_flight_bytes;
+        // nothing still points at the state.
+        state->core.tracker().shutdown();
+        const std::uint64_t buffers = state->core.allocator().stats().allocated_count;
+        const std::uint64_t staging = state->core.staging().stats().in_flight_bytes;
         if (buffers == 0 && staging == 0) return;
-        // Destroying the core now would leave those handles dangling: leak it
-        // (and with it the device's plugin, which stays loaded) instead.
-        memory::detail::log_warn("[DeviceMemory] the last handle of " + device.name() + "'s memory went while " +
-                                 std::to_string(buffers) + " CachedBuffer(s) and " + std::to_string(staging) +
+        // Destroying it now would leave those handles dangling: leak it (and
+        // with it the device's plugin, which stays loaded) instead.
+        memory::detail::log_warn("[DeviceMemory] the last handle of " + state->device.name() +
+                                 "'s memory went while " + std::to_string(buffers) +
+                                 " CachedBuffer(s) and " + std::to_string(staging) +
                                  " bytes of pending host copies still use it; its memory is leaked");
-        (void)core.release();  // intentional leak, see above
+        (void)state.release();  // intentional leak, see above
     }
 
-    // Buffers and fences point at this Device (a stable address) for views.
-    const Device device;
-    std::unique_ptr<memory::MemoryCore> core;
+    std::unique_ptr<State> state;
 };
 
 namespace {
@@ -77,24 +84,24 @@ Result<DeviceMemory> DeviceMemory::for_device(const Device& device,
     return created;
 }
 
-const Device& DeviceMemory::device() const noexcept { return impl_->device; }
-memory::MemoryCore& DeviceMemory::core() const noexcept { return *impl_->core; }
+const Device& DeviceMemory::device() const noexcept { return impl_->state->device; }
+memory::MemoryCore& DeviceMemory::core() const noexcept { return impl_->state->core; }
 
 Result<void> DeviceMemory::check_stream(const Stream& stream, const char* where) const {
     if (stream.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("[") + where + "] the stream is empty");
-    if (!(stream.device() == impl_->device))
+    if (!(stream.device() == impl_->state->device))
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      std::string("[") + where + "] the stream is on " + stream.device().name() +
-                         ", this memory is " + impl_->device.name() + "'s");
+                         ", this memory is " + impl_->state->device.name() + "'s");
     return ok();
 }
 
 Result<CachedBuffer> DeviceMemory::allocate(const Stream& stream, std::uint64_t size) const {
     KEEL_TRY(check_stream(stream, "DeviceMemory::allocate"));
     KEEL_TRY_ASSIGN(memory::CachedBuffer buffer,
-                    memory::CachedBuffer::allocate(*impl_->core, stream.native(), size));
-    return CachedBuffer(&impl_->device, std::move(buffer));
+                    memory::CachedBuffer::allocate(impl_->state->core, stream.native(), size));
+    return CachedBuffer(&impl_->state->device, std::move(buffer));
 }
 
 Result<void> CachedBuffer::record_stream(const Stream& stream) {
@@ -109,8 +116,8 @@ Result<void> CachedBuffer::record_stream(const Stream& stream) {
 
 Result<Fence> DeviceMemory::fence(const Stream& from) const {
     KEEL_TRY(check_stream(from, "DeviceMemory::fence"));
-    KEEL_TRY_ASSIGN(memory::Fence fence, memory::Fence::record(*impl_->core, from.native()));
-    return Fence(&impl_->device, std::move(fence));
+    KEEL_TRY_ASSIGN(memory::Fence fence, memory::Fence::record(impl_->state->core, from.native()));
+    return Fence(&impl_->state->device, std::move(fence));
 }
 
 Result<void> Fence::enqueue_wait(const Stream& stream) const {
@@ -124,16 +131,16 @@ Result<void> Fence::enqueue_wait(const Stream& stream) const {
 Result<void> DeviceMemory::order_after(const Stream& to, const Stream& from) const {
     KEEL_TRY(check_stream(to, "DeviceMemory::order_after"));
     KEEL_TRY(check_stream(from, "DeviceMemory::order_after"));
-    return memory::order_after(*impl_->core, to.native(), from.native());
+    return memory::order_after(impl_->state->core, to.native(), from.native());
 }
 
-void DeviceMemory::sweep() const noexcept { impl_->core->tracker().sweep(); }
-void DeviceMemory::synchronize() const noexcept { impl_->core->tracker().drain(); }
-Result<void> DeviceMemory::release_cached() const { return impl_->core->allocator().release_cached(); }
-memory::AllocatorStats DeviceMemory::stats() const { return impl_->core->allocator().stats(); }
-memory::MemorySnapshot DeviceMemory::snapshot() const { return impl_->core->allocator().snapshot(); }
-memory::StagingStats DeviceMemory::staging_stats() const { return impl_->core->staging().stats(); }
-memory::TrackerStats DeviceMemory::tracker_stats() const { return impl_->core->tracker().stats(); }
-void DeviceMemory::reset_peaks() const noexcept { impl_->core->allocator().reset_peaks(); }
+void DeviceMemory::sweep() const noexcept { impl_->state->core.tracker().sweep(); }
+void DeviceMemory::synchronize() const noexcept { impl_->state->core.tracker().drain(); }
+Result<void> DeviceMemory::release_cached() const { return impl_->state->core.allocator().release_cached(); }
+memory::AllocatorStats DeviceMemory::stats() const { return impl_->state->core.allocator().stats(); }
+memory::MemorySnapshot DeviceMemory::snapshot() const { return impl_->state->core.allocator().snapshot(); }
+memory::StagingStats DeviceMemory::staging_stats() const { return impl_->state->core.staging().stats(); }
+memory::TrackerStats DeviceMemory::tracker_stats() const { return impl_->state->core.tracker().stats(); }
+void DeviceMemory::reset_peaks() const noexcept { impl_->state->core.allocator().reset_peaks(); }
 
 }  // namespace keel

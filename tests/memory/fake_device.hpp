@@ -80,6 +80,7 @@ public:
     Result<void> event_synchronize(keel_event event) override;
     Result<void> stream_wait_event(keel_stream stream, keel_event event) override;
     Result<void> stream_synchronize(keel_stream stream) override;
+    Result<bool> stream_query(keel_stream stream) override;
     Result<void> memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                             std::uint64_t size) override;
     Result<void> memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src,

@@ -153,6 +153,67 @@ TEST(Transfer, SteadyStateMakesNoPinnedAllocations) {
     EXPECT_EQ(rig.core.tracker().stats().events_created, 1u);
 }
 
+MemoryConfig ring_config() {
+    MemoryConfig config = quiet_config();
+    config.staging.chunk_bytes = 64 * KiB;
+    config.staging.ring_chunks = 4;
+    config.staging.ring_wait = std::chrono::microseconds{2000};
+    return config;
+}
+
+TEST(Transfer, ALargeCopyOnAnIdleStreamReusesItsOldestBlockOnceItsCopyRan) {
+    Rig rig({}, ring_config());
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = 256 * 1024;  // 1 MiB: 16 chunks
+    CachedBuffer buf = rig.buffer(s, n * 4);
+    const auto data = iota(n, 11);
+    // The fake runs a copy (and reads its block) only when the host waits
+    // for its event: a block refilled before that would corrupt the data.
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    const StagingStats st = rig.core.staging().stats();
+    EXPECT_EQ(st.host_allocations, 4u);
+    EXPECT_EQ(st.ring_reuses, 12u);
+    EXPECT_EQ(st.ring_give_ups, 0u);
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
+    EXPECT_TRUE(rig.device.violations().empty());
+}
+
+TEST(Transfer, ALargeCopyBehindUnfinishedWorkStopsReusingAfterRingWait) {
+    Rig rig({}, ring_config());
+    keel_stream s = rig.device.make_stream();
+    rig.device.set_stuck(s, true);
+    rig.device.enqueue_work(s);  // the stream is busy and will not move
+    const std::size_t n = 256 * 1024;
+    CachedBuffer buf = rig.buffer(s, n * 4);
+    const auto data = iota(n, 12);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());  // returns
+    const StagingStats st = rig.core.staging().stats();
+    EXPECT_EQ(st.ring_give_ups, 1u);
+    EXPECT_EQ(st.ring_reuses, 0u);
+    EXPECT_EQ(st.host_allocations, 16u);
+    EXPECT_EQ(rig.device.counters().host_syncs, 0u);  // polled, never blocked
+    rig.device.set_stuck(s, false);
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
+    EXPECT_TRUE(rig.device.violations().empty());
+}
+
+TEST(Transfer, WithoutARingEveryChunkTakesABlockFromThePool) {
+    MemoryConfig config = ring_config();
+    config.staging.ring_chunks = 0;
+    Rig rig({}, config);
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = 256 * 1024;
+    CachedBuffer buf = rig.buffer(s, n * 4);
+    const auto data = iota(n, 13);
+    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    EXPECT_EQ(rig.core.staging().stats().host_allocations, 16u);
+    EXPECT_EQ(rig.core.staging().stats().ring_reuses, 0u);
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
+}
+
 TEST(Transfer, AStuckStreamDoesNotBlockReuseOfOtherStagingBlocks) {
     Rig rig;
     keel_stream stuck = rig.device.make_stream();

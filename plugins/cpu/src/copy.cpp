@@ -7,6 +7,7 @@
 #include "kernel_registry.hpp"
 #include "parallel_for.hpp"
 #include "stream.hpp"
+#include "stream_copy.hpp"
 
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
@@ -26,6 +27,15 @@ void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t size) {
         return;
     }
     parallel_for(size, kParallelGrain, [&](std::size_t b, std::size_t e) { std::memcpy(dst + b, src + b, e - b); });
+}
+
+// Writes into device memory: streaming stores, as a DMA engine writes.
+void copy_to_device_memory(std::byte* dst, const std::byte* src, std::uint64_t size) {
+    if (size < kParallelBytes) {
+        copy_streaming(dst, src, size);
+        return;
+    }
+    parallel_for(size, kParallelGrain, [&](std::size_t b, std::size_t e) { copy_streaming(dst + b, src + b, e - b); });
 }
 
 void set_bytes(std::byte* dst, std::uint8_t value, std::uint64_t size) {
@@ -90,7 +100,7 @@ Result<void> execute_copy(Device& device, Op& op) {
                                      " bytes) changed between enqueue and execution: the host reused or freed "
                                      "it before the copy ran");
             }
-            copy_bytes(dst, static_cast<const std::byte*>(op.src_host), op.size);
+            copy_to_device_memory(dst, static_cast<const std::byte*>(op.src_host), op.size);
             return ok();
         }
         case OpKind::copy_h2d_inline: {
@@ -106,7 +116,7 @@ Result<void> execute_copy(Device& device, Op& op) {
         case OpKind::copy_d2d: {
             KEEL_TRY_ASSIGN(std::byte * src, device_range(device, op.src_addr, op.size, "source"));
             KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
-            copy_bytes(dst, src, op.size);
+            copy_to_device_memory(dst, src, op.size);
             return ok();
         }
         case OpKind::memset_d8: {

@@ -6,6 +6,7 @@
 #include <keel/event.hpp>
 #include <keel/host_func.hpp>
 #include <keel/kernel.hpp>
+#include <keel/memory/device_memory.hpp>
 #include <keel/result.hpp>
 #include <keel/runtime.hpp>
 #include <keel/stream.hpp>

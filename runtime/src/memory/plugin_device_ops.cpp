@@ -85,6 +85,12 @@ Result<void> PluginDeviceOps::stream_synchronize(keel_stream stream) {
     return api_of(device_).stream_synchronize(stream);
 }
 
+Result<bool> PluginDeviceOps::stream_query(keel_stream stream) {
+    std::int32_t done = 0;
+    KEEL_TRY(api_of(device_).stream_query(stream, &done));
+    return done != 0;
+}
+
 Result<void> PluginDeviceOps::memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                                          std::uint64_t size) {
     return api_of(device_).memcpy_h2d(stream, dst, src, size);

@@ -153,6 +153,8 @@ StagingStats StagingPool::stats() const {
     s.reuses = reuses_.load(std::memory_order_relaxed);
     s.inline_copies = inline_copies_.load(std::memory_order_relaxed);
     s.in_flight_waits = in_flight_waits_.load(std::memory_order_relaxed);
+    s.ring_reuses = ring_reuses_.load(std::memory_order_relaxed);
+    s.ring_give_ups = ring_give_ups_.load(std::memory_order_relaxed);
     return s;
 }
 

@@ -72,7 +72,8 @@ std::string StagingStats::to_string() const {
            std::to_string(host_allocations) + " host allocation(s), " + std::to_string(reuses) +
            " reuse(s), " + std::to_string(inline_copies) + " inline cop" +
            (inline_copies == 1 ? "y" : "ies") + ", " + std::to_string(in_flight_waits) +
-           " in-flight wait(s)";
+           " in-flight wait(s), " + std::to_string(ring_reuses) + " ring reuse(s), " +
+           std::to_string(ring_give_ups) + " ring give-up(s)";
 }
 
 std::string TrackerStats::to_string() const {

@@ -2,6 +2,7 @@
 #include <keel/memory/hold.hpp>
 
 #include "log.hpp"
+#include "staged_upload.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -26,20 +27,7 @@ Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_ad
         if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
             return std::move(r).error().context("copy_from_host");
     }
-    const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
-    for (std::uint64_t offset = 0; offset < src.size(); offset += chunk) {
-        const std::uint64_t n = std::min<std::uint64_t>(chunk, src.size() - offset);
-        auto block = staging.acquire(stream, n);
-        if (!block.ok()) return std::move(block).error().context("copy_from_host");
-        std::memcpy(block->ptr, src.data() + offset, n);
-        auto copied = ops.memcpy_h2d(stream, dst + offset, block->ptr, n);
-        if (!copied.ok()) {
-            staging.release(*block);
-            return std::move(copied).error().context("copy_from_host");
-        }
-        KEEL_TRY(staging.release_after(stream, *block));
-    }
-    return ok();
+    return StagedUpload(core, stream).run(dst, src);
 }
 
 Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_device_addr dst,

@@ -50,7 +50,14 @@ struct StagingConfig {
     // Host->device copies larger than this are split into chunks of this size
     // so that filling the next chunk overlaps with the device copying the
     // previous one, and so that staging use per copy stays bounded.
-    std::uint64_t chunk_bytes = 4 * MiB;
+    std::uint64_t chunk_bytes = 1 * MiB;
+    // Past this many chunks in flight, a copy reuses the staging block of its
+    // oldest chunk once the device has read it, so its staging stays in the
+    // last-level cache (ring_chunks * chunk_bytes must fit there). It waits
+    // at most ring_wait for that chunk; a stream busy with earlier work makes
+    // it take fresh blocks instead. 0 = never reuse within a copy.
+    std::uint32_t ring_chunks = 4;
+    std::chrono::microseconds ring_wait{1000};
     // Free staging blocks kept for reuse; more than this is returned to the
     // plugin when a block comes back.
     std::uint64_t max_cached_bytes = 256 * MiB;

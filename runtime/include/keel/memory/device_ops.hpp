@@ -59,6 +59,8 @@ public:
     // Blocks until all work enqueued on `stream` completed (a fallback when an
     // event cannot be recorded, and the baseline of the benchmarks).
     [[nodiscard]] virtual Result<void> stream_synchronize(keel_stream stream) = 0;
+    // Non-blocking: whether all work enqueued on `stream` so far completed.
+    [[nodiscard]] virtual Result<bool> stream_query(keel_stream stream) = 0;
 
     // ---- asynchronous copies ---------------------------------------------
     [[nodiscard]] virtual Result<void> memcpy_h2d(keel_stream stream, keel_device_addr dst,

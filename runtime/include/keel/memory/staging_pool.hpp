@@ -55,6 +55,8 @@ public:
 
     [[nodiscard]] StagingStats stats() const;
     void count_inline_copy() noexcept { inline_copies_.fetch_add(1, std::memory_order_relaxed); }
+    void count_ring_reuse() noexcept { ring_reuses_.fetch_add(1, std::memory_order_relaxed); }
+    void count_ring_give_up() noexcept { ring_give_ups_.fetch_add(1, std::memory_order_relaxed); }
     [[nodiscard]] const StagingConfig& config() const noexcept { return config_; }
 
     // The capacity a request of `size` bytes gets.
@@ -78,6 +80,8 @@ private:
     std::atomic<std::uint64_t> reuses_{0};
     std::atomic<std::uint64_t> inline_copies_{0};
     std::atomic<std::uint64_t> in_flight_waits_{0};
+    std::atomic<std::uint64_t> ring_reuses_{0};
+    std::atomic<std::uint64_t> ring_give_ups_{0};
 };
 
 }  // namespace keel::memory

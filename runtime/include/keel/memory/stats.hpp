@@ -82,6 +82,8 @@ struct StagingStats {
     std::uint64_t reuses = 0;             // blocks served from the cache
     std::uint64_t inline_copies = 0;      // copies through memcpy_h2d_inline
     std::uint64_t in_flight_waits = 0;    // host waits forced by the in-flight bound
+    std::uint64_t ring_reuses = 0;        // chunks that reused their copy's oldest block
+    std::uint64_t ring_give_ups = 0;      // copies that stopped reusing (stream busy elsewhere)
     [[nodiscard]] std::string to_string() const;
 };
 

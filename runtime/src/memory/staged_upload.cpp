@@ -1,0 +1,118 @@
+#include "staged_upload.hpp"
+
+#include "log.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace keel::memory {
+
+StagedUpload::StagedUpload(MemoryCore& core, keel_stream stream) noexcept
+    : core_(core), stream_(stream), recycle_(core.staging().config().ring_chunks > 0) {}
+
+StagedUpload::~StagedUpload() { retire_in_flight(); }
+
+Result<void> StagedUpload::run(keel_device_addr dst, std::span<const std::byte> src) {
+    const StagingConfig& config = core_.staging().config();
+    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(config.chunk_bytes, 4 * KiB);
+    in_flight_.reserve(std::min<std::uint64_t>((src.size() + chunk_bytes - 1) / chunk_bytes,
+                                               std::uint64_t{config.ring_chunks} + 1));
+    if (recycle_ && src.size() > std::uint64_t{config.ring_chunks} * chunk_bytes) {
+        // An idle stream will run nothing but this copy's chunks ahead of
+        // them, so reusing the oldest block never waits on unrelated work.
+        auto idle = core_.ops().stream_query(stream_);
+        device_on_this_copy_ = idle.ok() && *idle;
+    }
+    for (std::uint64_t offset = 0; offset < src.size(); offset += chunk_bytes) {
+        const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, src.size() - offset);
+        KEEL_TRY_ASSIGN(Chunk chunk, next_chunk(n));
+        std::memcpy(chunk.block.ptr, src.data() + offset, n);
+        auto copied = core_.ops().memcpy_h2d(stream_, dst + offset, chunk.block.ptr, n);
+        if (!copied.ok()) {
+            core_.events().release(chunk.event);
+            core_.staging().release(chunk.block);  // never enqueued
+            return std::move(copied).error().context("copy_from_host");
+        }
+        auto recorded = core_.ops().event_record(chunk.event, stream_);
+        if (!recorded.ok()) {
+            // The copy may read the block until the stream is done with it.
+            core_.events().release(chunk.event);
+            auto synced = core_.ops().stream_synchronize(stream_);
+            if (!synced.ok()) detail::log_debug("[copy_from_host] " + synced.error().message());
+            core_.staging().release(chunk.block);
+            return std::move(recorded).error().context("copy_from_host");
+        }
+        chunk.seq = core_.tracker().next_seq();
+        in_flight_.push_back(chunk);
+    }
+    return ok();
+}
+
+Result<StagedUpload::Chunk> StagedUpload::next_chunk(std::uint64_t size) {
+    const std::size_t ring = core_.staging().config().ring_chunks;
+    if (recycle_ && in_flight_.size() - oldest_ >= ring) {
+        const Chunk oldest = in_flight_[oldest_];
+        if (oldest.block.capacity >= size && completes_soon(oldest.event)) {
+            ++oldest_;
+            // Compact now and then so the vector stays ring-sized.
+            if (oldest_ >= ring) {
+                in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(oldest_));
+                oldest_ = 0;
+            }
+            core_.staging().count_ring_reuse();
+            return oldest;
+        }
+        // The stream is busy elsewhere: do not stall the host on it.
+        recycle_ = false;
+        core_.staging().count_ring_give_up();
+        retire_in_flight();
+    }
+    KEEL_TRY_ASSIGN(StagingBlock block, core_.staging().acquire(stream_, size));
+    auto event = core_.events().acquire();
+    if (!event.ok()) {
+        core_.staging().release(block);
+        return std::move(event).error().context("copy_from_host");
+    }
+    return Chunk{block, *event, 0};
+}
+
+bool StagedUpload::completes_soon(keel_event event) {
+    if (device_on_this_copy_) {
+        // Only this copy's chunks are ahead of the event: block (the device
+        // still has the rest of the ring to copy meanwhile, which hides the
+        // wake-up), rather than poll and compete for a core with it.
+        return core_.ops().event_synchronize(event).ok();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + core_.staging().config().ring_wait;
+    for (;;) {
+        auto done = core_.ops().event_query(event);
+        if (!done.ok()) return false;  // the stream failed: the tracker sorts it out
+        if (*done) {
+            device_on_this_copy_ = true;
+            return true;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::yield();
+    }
+}
+
+void StagedUpload::retire_in_flight() noexcept {
+    StagingPool* staging = &core_.staging();
+    for (std::size_t i = oldest_; i < in_flight_.size(); ++i) {
+        const Chunk c = in_flight_[i];
+        try {
+            core_.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, WorkKind::staging,
+                                  DeferredTask([staging, block = c.block] { staging->release(block); }));
+        } catch (...) {
+            (void)core_.ops().event_synchronize(c.event);
+            core_.events().release(c.event);
+            staging->release(c.block);
+        }
+    }
+    in_flight_.clear();
+    oldest_ = 0;
+}
+
+}  // namespace keel::memory

@@ -12,10 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,7 +33,34 @@ struct Row {
     std::string baseline;
     double baseline_ns;  // 0 = no baseline
     double goal_ratio;   // 0 = no ratio goal
+    double ratio = 0;    // 0 = keel_ns / baseline_ns
 };
+
+// Times `keel` and `baseline` alternately in `slices` slices, so that both
+// see the same phases of a shared machine; returns the medians and the
+// median of the per-slice ratios.
+struct Paired {
+    double keel_ns = 0, baseline_ns = 0, ratio = 0;
+};
+template <class Keel, class Baseline>
+Result<Paired> paired(int slices, Keel&& keel, Baseline&& baseline) {
+    std::vector<double> k, b, r;
+    // Each side starts after the other's threads have parked.
+    const auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    for (int i = 0; i < slices; ++i) {
+        settle();
+        b.push_back(baseline());
+        settle();
+        KEEL_TRY_ASSIGN(double ns, keel());
+        k.push_back(ns);
+        r.push_back(k.back() / b.back());
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    return Paired{median(k), median(b), median(r)};
+}
 
 double ns_since(Clock::time_point start, std::size_t n) {
     return std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
@@ -144,6 +173,81 @@ struct Bench {
         return total / static_cast<double>(n);
     }
 
+    // The bare fence ping-pong: A waits for B's record, B for A's, nothing
+    // else on either stream, so each hand-off is one cross-stream wait. The
+    // host enqueues `rounds` behind a gate and opens it; A stamps the time
+    // before the first round and after the last.
+    Result<double> fence_ping_pong_ns(std::size_t rounds, keel::Event& back) {
+        auto gate = std::make_shared<std::atomic<bool>>(false);
+        Clock::time_point start, end;
+        KEEL_TRY(a.enqueue_host_func([gate, &start] {
+            while (!gate->load(std::memory_order_acquire)) std::this_thread::yield();
+            start = Clock::now();
+        }));
+        KEEL_TRY(event.record(a));
+        for (std::size_t i = 0; i < rounds; ++i) {
+            KEEL_TRY(b.wait(event));
+            KEEL_TRY(back.record(b));
+            KEEL_TRY(a.wait(back));
+            KEEL_TRY(event.record(a));
+        }
+        std::promise<void> finished;
+        KEEL_TRY(a.enqueue_host_func([&end, &finished] {
+            end = Clock::now();
+            finished.set_value();
+        }));
+        gate->store(true, std::memory_order_release);
+        // Block at once (a future parks without spinning): a spinning host
+        // would take a core from the two streams on a small machine.
+        finished.get_future().wait();
+        KEEL_TRY(a.synchronize());
+        KEEL_TRY(b.synchronize());
+        return std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(rounds);
+    }
+
+    // Streams ping-ponging through fences with no host in the loop, as the
+    // baseline threads do: A records, B waits, B records, A waits, and so on.
+    // The host enqueues the rounds behind a gate, opens it and blocks in
+    // synchronize, so only the two stream threads run. Each side stamps when
+    // it resumes and again right before it records; parked, it sleeps
+    // `park` in between, so the other side has parked by the time the fence
+    // arrives and must be woken. Returns the mean round trip A -> B -> A
+    // (the sleeps are outside the stamps).
+    Result<double> stream_ping_pong_ns(std::size_t rounds, std::chrono::microseconds pause, keel::Event& back) {
+        struct Stamps {
+            std::int64_t resumed = 0, sent = 0;
+        };
+        std::vector<Stamps> on_a(rounds), on_b(rounds);
+        auto turn = [pause](Stamps& s) {
+            auto now_ns = [] {
+                return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+                    .count();
+            };
+            s.resumed = now_ns();
+            if (pause.count() > 0) std::this_thread::sleep_for(pause);
+            s.sent = now_ns();
+        };
+        auto gate = std::make_shared<std::atomic<bool>>(false);
+        KEEL_TRY(a.enqueue_host_func([gate] {
+            while (!gate->load(std::memory_order_acquire)) std::this_thread::yield();
+        }));
+        for (std::size_t i = 0; i < rounds; ++i) {
+            KEEL_TRY(a.enqueue_host_func([&turn, s = &on_a[i]] { turn(*s); }));
+            KEEL_TRY(event.record(a));
+            KEEL_TRY(b.wait(event));
+            KEEL_TRY(b.enqueue_host_func([&turn, s = &on_b[i]] { turn(*s); }));
+            KEEL_TRY(back.record(b));
+            KEEL_TRY(a.wait(back));
+        }
+        gate->store(true, std::memory_order_release);
+        KEEL_TRY(a.synchronize());
+        KEEL_TRY(b.synchronize());
+        double total = 0;
+        for (std::size_t i = 0; i + 1 < rounds; ++i)
+            total += static_cast<double>((on_b[i].resumed - on_a[i].sent) + (on_a[i + 1].resumed - on_b[i].sent));
+        return total / static_cast<double>(rounds - 1);
+    }
+
     // One tiny operation, then the host blocks on an event recorded after it.
     Result<double> event_wait_ns(bool parked) {
         KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
@@ -196,7 +300,8 @@ void print_table(const std::string& device, const std::vector<Row>& rows) {
     for (const Row& r : rows) {
         char ratio[32] = "-";
         char goal[32] = "-";
-        if (r.baseline_ns > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.keel_ns / r.baseline_ns);
+        if (r.baseline_ns > 0)
+            std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio > 0 ? r.ratio : r.keel_ns / r.baseline_ns);
         if (r.goal_ratio > 0) std::snprintf(goal, sizeof goal, "<= %.1fx", r.goal_ratio);
         std::printf("| %-44s | %12.1f | %-26s | %12.1f | %7s | %-8s |\n", r.what.c_str(), r.keel_ns,
                     r.baseline.c_str(), r.baseline_ns, ratio, goal);
@@ -230,9 +335,30 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     KEEL_TRY_ASSIGN(double fence_parked, bench.fence_round_trip_ns(true));
     rows.push_back({"fence round trip via host, workers parked", fence_parked, "condvar ping-pong", condvar, 0});
     KEEL_TRY_ASSIGN(double hand_off_active, bench.fence_hand_off_ns(false));
-    rows.push_back({"fence hand-off A -> B (device side), active", hand_off_active, "spinning ping-pong", spin, 2.0});
+    rows.push_back({"fence hand-off A -> B (device side), active", hand_off_active, "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double hand_off_parked, bench.fence_hand_off_ns(true));
-    rows.push_back({"fence hand-off A -> B (device side), parked", hand_off_parked, "condvar ping-pong", condvar, 1.2});
+    rows.push_back({"fence hand-off A -> B (device side), parked", hand_off_parked, "condvar ping-pong", condvar, 0});
+    // The goal rows: stream ping-pong and its baseline, alternating.
+    KEEL_TRY_ASSIGN(auto back, keel::Event::create(device));
+    const std::size_t pong_rounds = std::clamp<std::size_t>(iters / 20, 100, 2000);
+    KEEL_TRY_ASSIGN(Paired fences_active,
+                    paired(31, [&] { return bench.fence_ping_pong_ns(pong_rounds, back); },
+                           [&] { return keel::samples::spin_ping_pong_ns(pong_rounds); }));
+    rows.push_back({"stream ping-pong A <-> B, fences only, active", fences_active.keel_ns,
+                    "spinning ping-pong (paired)", fences_active.baseline_ns, 2.0, fences_active.ratio});
+    KEEL_TRY_ASSIGN(Paired pong_active,
+                    paired(11, [&] { return bench.stream_ping_pong_ns(pong_rounds, std::chrono::microseconds(0), back); },
+                           [&] { return keel::samples::spin_ping_pong_ns(pong_rounds); }));
+    rows.push_back({"  the same with a host function per hand-off", pong_active.keel_ns, "spinning ping-pong (paired)",
+                    pong_active.baseline_ns, 0, pong_active.ratio});
+    // Sleeping 1 ms (20x the spin window) before each fence, so the other
+    // side has parked; the baseline's threads sleep as long before each pass.
+    const auto pong_pause = std::min(park, std::chrono::microseconds(1000));
+    KEEL_TRY_ASSIGN(Paired pong_parked,
+                    paired(11, [&] { return bench.stream_ping_pong_ns(21, pong_pause, back); },
+                           [&] { return keel::samples::condvar_ping_pong_after_pause_ns(20, pong_pause); }));
+    rows.push_back({"stream ping-pong A <-> B by fences, parked", pong_parked.keel_ns, "condvar, same pauses (paired)",
+                    pong_parked.baseline_ns, 1.2, pong_parked.ratio});
     KEEL_TRY_ASSIGN(double event_active, bench.event_wait_ns(false));
     rows.push_back({"host event wait after an op, active", event_active, "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double event_parked, bench.event_wait_ns(true));

@@ -76,7 +76,7 @@ template <class Ready>
             if (ready()) return true;
         }
         if (!window.forever() && clock::now() >= deadline) return false;
-        if (round >= 4) std::this_thread::yield();
+        if (round >= 1) std::this_thread::yield();
     }
 }
 
@@ -106,14 +106,20 @@ private:
     std::atomic<bool> locked_{false};
 };
 
-// Host or worker threads waiting for a counter to reach a target, with
-// wake-ups that cost the advancing side one load when nobody is parked.
+// Host or worker threads waiting for a counter (a stream's completed
+// position) to reach their own targets. Each parked waiter has its own futex
+// word and is woken only when the counter reaches its target: a host thread
+// synchronising a stream is not woken by every operation the stream
+// completes, and cannot steal the core from the stream a fence wakes. When
+// nobody is parked, progress costs the advancing side one load.
 //
-// Protocol (Dekker-style, all seq_cst): the waiter announces itself in
-// `parked_`, reads `epoch_`, re-checks the condition, then sleeps on
-// `epoch_`; the advancer publishes progress, then reads `parked_` and, when
-// non-zero, bumps `epoch_` and wakes. Either the waiter sees the progress or
-// the advancer sees the waiter: no lost wake-up.
+// Protocol (Dekker-style, seq_cst): a waiter links its node and bumps
+// `parked_` under the lock, then re-checks the counter; the advancer
+// publishes the counter, then reads `parked_` and, when non-zero, takes the
+// lock and wakes every waiter whose target is reached. Either the waiter
+// sees the progress or the advancer sees the waiter: no lost wake-up. A
+// woken waiter takes the lock once before it returns, so the advancer is
+// done with its (stack-allocated) node.
 class WaitQueue {
 public:
     WaitQueue() = default;
@@ -122,29 +128,68 @@ public:
     WaitQueue(WaitQueue&&) = delete;
     WaitQueue& operator=(WaitQueue&&) = delete;
 
-    // Call after publishing progress (with a seq_cst store or RMW).
-    void notify_all() noexcept {
-        if (parked_.load(std::memory_order_seq_cst) == 0) return;
-        epoch_.fetch_add(1, std::memory_order_seq_cst);
-        futex_wake_all(epoch_);
+    // Call after publishing `progress` (with a seq_cst store or RMW).
+    // Returns whether it woke anyone.
+    bool notify(std::uint64_t progress) noexcept {
+        if (parked_.load(std::memory_order_seq_cst) == 0) return false;
+        bool woke = false;
+        std::lock_guard<SpinLock> lock(lock_);
+        for (Waiter** link = &head_; *link != nullptr;) {
+            Waiter* w = *link;
+            if (w->target > progress) {
+                link = &w->next;
+                continue;
+            }
+            *link = w->next;
+            parked_.fetch_sub(1, std::memory_order_relaxed);
+            w->woken.store(1, std::memory_order_release);
+            futex_wake_all(w->woken);
+            woke = true;
+        }
+        return woke;
     }
 
-    // Waits until ready() (which must read the progress with seq_cst loads).
-    template <class Ready>
-    void wait(Ready&& ready, SpinWindow window) noexcept {
-        if (spin_until(ready, window)) return;
-        parked_.fetch_add(1, std::memory_order_seq_cst);
-        for (;;) {
-            const std::uint32_t seen = epoch_.load(std::memory_order_seq_cst);
-            if (ready()) break;
-            futex_wait(epoch_, seen);
+    // Waits until counter >= target (the counter read with seq_cst loads).
+    void wait(const std::atomic<std::uint64_t>& counter, std::uint64_t target, SpinWindow window) noexcept {
+        const auto reached = [&] { return counter.load(std::memory_order_seq_cst) >= target; };
+        if (spin_until(reached, window)) return;
+        Waiter self;
+        self.target = target;
+        {
+            std::lock_guard<SpinLock> lock(lock_);
+            self.next = head_;
+            head_ = &self;
+            parked_.fetch_add(1, std::memory_order_seq_cst);
         }
-        parked_.fetch_sub(1, std::memory_order_seq_cst);
+        if (reached()) {
+            std::lock_guard<SpinLock> lock(lock_);
+            if (unlink(&self)) return;  // not woken: nobody touches `self` any more
+        }
+        while (self.woken.load(std::memory_order_acquire) == 0) futex_wait(self.woken, 0);
+        std::lock_guard<SpinLock> lock(lock_);  // the advancer is done with `self`
     }
 
 private:
+    struct Waiter {
+        std::uint64_t target = 0;
+        std::atomic<std::uint32_t> woken{0};
+        Waiter* next = nullptr;
+    };
+    // With lock_ held: removes `w` if still linked.
+    bool unlink(Waiter* w) noexcept {
+        for (Waiter** link = &head_; *link != nullptr; link = &(*link)->next) {
+            if (*link == w) {
+                *link = w->next;
+                parked_.fetch_sub(1, std::memory_order_relaxed);
+                return true;
+            }
+        }
+        return false;
+    }
+
     std::atomic<std::uint32_t> parked_{0};
-    std::atomic<std::uint32_t> epoch_{0};
+    SpinLock lock_;
+    Waiter* head_ = nullptr;  // guarded by lock_
 };
 
 }  // namespace keel::cpu

@@ -106,6 +106,8 @@ void Stream::run() noexcept {
             idle_wait();
             continue;
         }
+        // The host wrote the next node: fetch its line while this op runs.
+        if (Op* next = op->next.load(std::memory_order_relaxed)) __builtin_prefetch(next);
         if (op->kind == OpKind::stop) {
             timeline_->advance_to(op->position);
             return;
@@ -143,8 +145,11 @@ void Stream::process(Op& op) noexcept {
         op.fn(op.user_data, timeline_->error().code());
     }
     if (checker_active_) [[unlikely]] device_.checker()->on_complete(op);
-    op.reset();
+    // Publish first: whoever waits on this op (another stream's worker, a
+    // host thread) should not also wait for its captures to be released
+    // (dropping a shared timeline is an atomic on a line other threads use).
     timeline_->advance_to(op.position);
+    op.reset();
 }
 
 Result<void> Stream::execute(Op& op) {

@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace keel::cpu {
 
@@ -44,12 +45,15 @@ public:
     // Worker only: position `p` (and all before it) completed.
     void advance_to(std::uint64_t p) noexcept {
         completed_.store(p, std::memory_order_seq_cst);
-        waiters_.notify_all();
+        // The woken thread is often placed on this core (the kernel expects
+        // the waker to sleep next): let it run before this worker goes on
+        // spinning for its own next wait. A no-op when it went elsewhere.
+        if (waiters_.notify(p)) std::this_thread::yield();
     }
 
     // Blocks the caller until `position` completed: spins, then parks.
     void wait_for(std::uint64_t position) noexcept {
-        waiters_.wait([&] { return reached(position); }, spin_);
+        waiters_.wait(completed_, position, spin_);
     }
 
     // Worker only, once: the operation at `position` failed. Operations at

@@ -189,9 +189,11 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
     // While cross-stream frees are pending, every allocation first returns
     // the completed ones (as PyTorch's allocator processes its events on
     // every malloc): memory not reusable tracks the oracle that frees exactly
-    // when the last use completes. Otherwise the paced sweep.
+    // when the last use completes. Otherwise the paced sweep. (Settling:
+    // a completed free the reclaimer thread is releasing right now must not
+    // count as in use when this allocation raises the peak.)
     if (pending_count_.load(std::memory_order_relaxed) != 0)
-        (void)tracker_.sweep();
+        (void)tracker_.sweep_and_settle();
     else
         maybe_sweep();
     if (Block* block = try_take(pool, rounded, size)) return block;

@@ -183,6 +183,15 @@ std::size_t CompletionTracker::sweep() noexcept {
     return released;
 }
 
+std::size_t CompletionTracker::sweep_and_settle() noexcept {
+    const std::size_t released = sweep();
+    if (t_finish_depth > 0) return released;  // our own releases would never settle
+    std::shared_lock queues(queues_mu_);
+    for (auto& [stream, q] : queues_)
+        while (q->finishing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    return released;
+}
+
 void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
     std::vector<Done> done;
     try {

@@ -74,8 +74,14 @@ public:
     [[nodiscard]] Result<void> record_and_track(keel_stream stream, WorkKind kind, DeferredTask task);
 
     // Non-blocking: releases every entry whose event has completed; returns
-    // how many it released.
+    // how many it released. Skips a stream another thread is sweeping or
+    // waiting on.
     std::size_t sweep() noexcept;
+    // The same, and then waits for releases that other threads collected
+    // and are running now (microseconds: a sweep never blocks on an event),
+    // so that what had completed before the call is released when it
+    // returns. Not from inside a release (it returns after the sweep then).
+    std::size_t sweep_and_settle() noexcept;
     // Blocks until the oldest entry of `kind` completes, preferring the
     // oldest on `preferred` (whose work is more likely to be moving), then
     // sweeps it. false when no such entry exists.

@@ -342,8 +342,8 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     KEEL_TRY_ASSIGN(auto back, keel::Event::create(device));
     const std::size_t pong_rounds = std::clamp<std::size_t>(iters / 20, 100, 2000);
     KEEL_TRY_ASSIGN(Paired fences_active,
-                    paired(31, [&] { return bench.fence_ping_pong_ns(pong_rounds, back); },
-                           [&] { return keel::samples::spin_ping_pong_ns(pong_rounds); }));
+                    paired(11, [&] { return bench.fence_ping_pong_ns(pong_rounds * 20, back); },
+                           [&] { return keel::samples::spin_ping_pong_ns(pong_rounds * 20); }));
     rows.push_back({"stream ping-pong A <-> B, fences only, active", fences_active.keel_ns,
                     "spinning ping-pong (paired)", fences_active.baseline_ns, 2.0, fences_active.ratio});
     KEEL_TRY_ASSIGN(Paired pong_active,

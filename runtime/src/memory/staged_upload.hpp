@@ -10,7 +10,8 @@
 //
 // Waiting for the oldest chunk only pays while the device is working on this
 // copy. When the stream was idle as the copy began, nothing else runs ahead
-// of its chunks and the wait blocks. Otherwise the first wait polls for at
+// of its chunks (unless another thread enqueues on the same stream while the
+// copy runs; then the wait includes that work) and the wait blocks. Otherwise the first wait polls for at
 // most `ring_wait`; if the stream is still busy with earlier work, the copy
 // stops reusing and takes fresh blocks from the pool, so a busy stream costs
 // the host at most one `ring_wait` per copy.

@@ -169,11 +169,12 @@ std::size_t CompletionTracker::sweep() noexcept {
         // tasks run after it is released, since they may track new work.
         std::shared_lock queues(queues_mu_);
         for (auto& [stream, q] : queues_) {
+            q->collecting.fetch_add(1, std::memory_order_seq_cst);
             std::unique_lock sweeping(q->sweep_mu, std::try_to_lock);
             // Someone else is sweeping or waiting on this stream: skip it
             // rather than block behind them.
-            if (!sweeping.owns_lock()) continue;
-            collect_completed(*q, done, 0);
+            if (sweeping.owns_lock()) collect_completed(*q, done, 0);
+            q->collecting.fetch_sub(1, std::memory_order_seq_cst);
         }
     } catch (...) {
         detail::log_warn("[CompletionTracker::sweep] out of host memory");
@@ -186,9 +187,24 @@ std::size_t CompletionTracker::sweep() noexcept {
 std::size_t CompletionTracker::sweep_and_settle() noexcept {
     const std::size_t released = sweep();
     if (t_finish_depth > 0) return released;  // our own releases would never settle
-    std::shared_lock queues(queues_mu_);
-    for (auto& [stream, q] : queues_)
-        while (q->finishing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    // Waits with queues_mu_ released (a running release may create a
+    // queue), and boundedly: threads that sweep back to back could keep a
+    // queue busy indefinitely, and settling is only about accounting.
+    for (int round = 0; round < 1000; ++round) {
+        bool busy = false;
+        {
+            std::shared_lock queues(queues_mu_);
+            for (auto& [stream, q] : queues_) {
+                if (q->collecting.load(std::memory_order_seq_cst) != 0 ||
+                    q->finishing.load(std::memory_order_acquire) != 0) {
+                    busy = true;
+                    break;
+                }
+            }
+        }
+        if (!busy) break;
+        std::this_thread::yield();
+    }
     return released;
 }
 

@@ -134,7 +134,7 @@ Result<void> DeviceMemory::order_after(const Stream& to, const Stream& from) con
     return memory::order_after(impl_->state->core, to.native(), from.native());
 }
 
-void DeviceMemory::sweep() const noexcept { impl_->state->core.tracker().sweep(); }
+void DeviceMemory::sweep() const noexcept { impl_->state->core.tracker().sweep_and_settle(); }
 void DeviceMemory::synchronize() const noexcept { impl_->state->core.tracker().drain(); }
 Result<void> DeviceMemory::release_cached() const { return impl_->state->core.allocator().release_cached(); }
 memory::AllocatorStats DeviceMemory::stats() const { return impl_->state->core.allocator().stats(); }

@@ -116,6 +116,10 @@ private:
         // Entries taken out of `entries` whose tasks have not finished yet,
         // so that drain() can wait for releases running on other threads.
         std::atomic<int> finishing{0};
+        // Threads about to collect or collecting completed entries (raised
+        // before sweep_mu is tried), so that sweep_and_settle() also waits
+        // for a sweeper that got the lock first.
+        std::atomic<int> collecting{0};
     };
     struct Done {
         StreamQueue* queue = nullptr;

@@ -200,7 +200,9 @@ public:
     // (device-side; the host does not block).
     [[nodiscard]] Result<void> order_after(const Stream& to, const Stream& from) const;
 
-    // Releases every completed deferred operation now (non-blocking).
+    // Releases every completed deferred operation now. Never waits for the
+    // device; waits only for releases other threads are running right now,
+    // so what had completed is released when this returns.
     void sweep() const noexcept;
     // Waits for every outstanding tracked operation (pending frees, staged
     // copies, holds, fences) and releases it.

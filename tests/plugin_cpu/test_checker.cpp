@@ -345,12 +345,15 @@ class CheckerOpFaults : public CpuPluginTest {
 TEST_F(CheckerOpFaults, FailTheNthOperationAndPutItsStreamInAnErrorState) {
     keel_stream s = stream();
     keel_device_addr a = alloc(16);
-    KEEL_ASSERT_OK(api().memset_d8(s, a, 1, 16));
-    KEEL_ASSERT_OK(api().memset_d8(s, a, 2, 16));
-    KEEL_ASSERT_OK(api().stream_synchronize(s));
-    KEEL_ASSERT_OK(api().memset_d8(s, a, 3, 16));  // the third op fails
+    // Held back until everything is enqueued: otherwise the worker may fail
+    // the third op before the host function is enqueued, and that enqueue
+    // would (rightly) report the stream's error instead.
+    Gate* gate = block(s);                         // op 1
+    KEEL_ASSERT_OK(api().memset_d8(s, a, 1, 16));  // op 2
+    KEEL_ASSERT_OK(api().memset_d8(s, a, 3, 16));  // op 3 fails
     Recorder r;
     KEEL_ASSERT_OK(api().stream_enqueue_host_func(s, &Recorder::fn, r.slot(0)));
+    gate->open();
     auto e = take(api().stream_synchronize(s));
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code, KEEL_STATUS_DEVICE_ERROR);

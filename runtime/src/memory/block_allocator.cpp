@@ -2,6 +2,7 @@
 
 #include "block_pool.hpp"
 #include "log.hpp"
+#include "peak.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -33,12 +34,6 @@ struct SweepPacing {
     std::uint32_t backoff = 1;
 };
 thread_local SweepPacing t_sweep;
-
-void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
-    std::uint64_t seen = peak.load(std::memory_order_relaxed);
-    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-    }
-}
 
 std::uint64_t pow2_at_least(std::uint64_t v) noexcept {
     return std::bit_ceil(std::max<std::uint64_t>(v, 1));
@@ -142,8 +137,8 @@ std::vector<StreamPool*> BlockAllocator::all_pools() const {
 
 void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
     const std::uint64_t now = allocated_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    update_peak(peak_allocated_, now);
-    update_peak(peak_in_use_, now + pending_bytes_.load(std::memory_order_relaxed));
+    detail::update_peak(peak_allocated_, now);
+    detail::update_peak(peak_in_use_, now + pending_bytes_.load(std::memory_order_relaxed));
 }
 
 void BlockAllocator::maybe_sweep() noexcept {
@@ -214,7 +209,7 @@ Result<keel_device_addr> BlockAllocator::raw_alloc(std::uint64_t size) {
         return std::move(addr).error();
     }
     raw_allocs_.fetch_add(1, std::memory_order_relaxed);
-    update_peak(peak_reserved_, after);
+    detail::update_peak(peak_reserved_, after);
     return *addr;
 }
 
@@ -362,7 +357,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     const std::uint64_t now_pending = pending_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     pending_count_.fetch_add(1, std::memory_order_relaxed);
-    update_peak(peak_pending_, now_pending);
+    detail::update_peak(peak_pending_, now_pending);
     if (pending->settled) {
         // Could not file it: settle synchronously.
         for (const RecordedUse& use : pending->uses) (void)ops_.event_synchronize(use.event);

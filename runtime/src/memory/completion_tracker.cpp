@@ -1,6 +1,7 @@
 #include <keel/memory/completion_tracker.hpp>
 
 #include "log.hpp"
+#include "peak.hpp"
 
 #include <algorithm>
 
@@ -11,12 +12,6 @@ namespace {
 // Depth of finish() on this thread: a release that calls drain() must not
 // wait for itself.
 thread_local int t_finish_depth = 0;
-
-void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
-    std::uint64_t seen = peak.load(std::memory_order_relaxed);
-    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-    }
-}
 
 }  // namespace
 
@@ -86,7 +81,7 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
     }
     by_kind_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_acq_rel);
     const std::uint64_t now = outstanding_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    update_peak(peak_outstanding_, now);
+    detail::update_peak(peak_outstanding_, now);
     if (now == 1 && reclaimer_.joinable()) {
         { std::lock_guard lock(reclaim_mu_); }
         reclaim_cv_.notify_one();

@@ -1,6 +1,7 @@
 #include <keel/memory/staging_pool.hpp>
 
 #include "log.hpp"
+#include "peak.hpp"
 
 #include <bit>
 #include <vector>
@@ -10,12 +11,6 @@ namespace keel::memory {
 namespace {
 
 constexpr std::uint64_t kMinClass = 4 * KiB;
-
-void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
-    std::uint64_t seen = peak.load(std::memory_order_relaxed);
-    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-    }
-}
 
 }  // namespace
 
@@ -48,33 +43,14 @@ Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size
         if (!tracker_.wait_oldest(WorkKind::staging, stream)) break;
         in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    StagingBlock block;
-    {
-        std::lock_guard lock(mu_);
-        // The smallest cached block that fits, unless it is more than twice
-        // the class (a huge block would be wasted on a small copy).
-        auto it = free_.lower_bound(capacity);
-        if (it != free_.end() && it->first <= 2 * capacity) {
-            block = StagingBlock{it->second, it->first};
-            cached_bytes_ -= it->first;
-            free_.erase(it);
-        }
-    }
+    StagingBlock block = take_cached(capacity);
     if (block.ptr != nullptr) {
         reuses_.fetch_add(1, std::memory_order_relaxed);
     } else {
         // No cached block: sweep once (a completed copy may return one)
         // before paying for a pinned allocation.
         tracker_.sweep();
-        {
-            std::lock_guard lock(mu_);
-            auto it = free_.lower_bound(capacity);
-            if (it != free_.end() && it->first <= 2 * capacity) {
-                block = StagingBlock{it->second, it->first};
-                cached_bytes_ -= it->first;
-                free_.erase(it);
-            }
-        }
+        block = take_cached(capacity);
         if (block.ptr != nullptr) {
             reuses_.fetch_add(1, std::memory_order_relaxed);
         } else {
@@ -87,7 +63,19 @@ Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size
     }
     const std::uint64_t now =
         in_flight_bytes_.fetch_add(block.capacity, std::memory_order_relaxed) + block.capacity;
-    update_peak(peak_in_flight_, now);
+    detail::update_peak(peak_in_flight_, now);
+    return block;
+}
+
+StagingBlock StagingPool::take_cached(std::uint64_t capacity) {
+    std::lock_guard lock(mu_);
+    // The smallest cached block that fits, unless it is more than twice the
+    // class (a huge block would be wasted on a small copy).
+    auto it = free_.lower_bound(capacity);
+    if (it == free_.end() || it->first > 2 * capacity) return {};
+    const StagingBlock block{it->second, it->first};
+    cached_bytes_ -= it->first;
+    free_.erase(it);
     return block;
 }
 

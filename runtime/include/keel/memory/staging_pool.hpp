@@ -63,6 +63,9 @@ public:
     [[nodiscard]] static std::uint64_t size_class(std::uint64_t size) noexcept;
 
 private:
+    // A cached block for a request of class `capacity`, or an empty one.
+    StagingBlock take_cached(std::uint64_t capacity);
+
     DeviceOps& ops_;
     CompletionTracker& tracker_;
     const StagingConfig config_;

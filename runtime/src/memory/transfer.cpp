@@ -9,24 +9,35 @@
 
 namespace keel::memory {
 
+namespace {
+
+// Scalars and shapes: the plugin captures up to KEEL_INLINE_COPY_MAX bytes at
+// the call, so nothing has to outlive it. true when the copy was enqueued that
+// way; false when it does not apply (too large, disabled, or the plugin lacks
+// the entry).
+Result<bool> try_inline_copy(MemoryCore& core, keel_stream stream, keel_device_addr dst,
+                             std::span<const std::byte> src) {
+    DeviceOps& ops = core.ops();
+    if (src.size() > KEEL_INLINE_COPY_MAX || !core.staging().config().inline_small_copies ||
+        !ops.has_inline_copy())
+        return false;
+    auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
+    if (r.ok()) {
+        core.staging().count_inline_copy();
+        return true;
+    }
+    if (r.error().code() == KEEL_STATUS_UNIMPLEMENTED) return false;  // absent after all
+    return std::move(r).error().context("copy_from_host");
+}
+
+}  // namespace
+
 Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
                             std::span<const std::byte> src) {
     if (src.empty()) return ok();
     if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
-    DeviceOps& ops = core.ops();
-    StagingPool& staging = core.staging();
-    // Scalars and shapes: the plugin captures the bytes, no staging.
-    if (src.size() <= KEEL_INLINE_COPY_MAX && staging.config().inline_small_copies &&
-        ops.has_inline_copy()) {
-        auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
-        if (r.ok()) {
-            staging.count_inline_copy();
-            return ok();
-        }
-        // Absent after all: stage it like any other copy.
-        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
-            return std::move(r).error().context("copy_from_host");
-    }
+    KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
+    if (inlined) return ok();
     return StagedUpload(core, stream).run(dst, src);
 }
 
@@ -34,18 +45,9 @@ Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_dev
                                   std::span<const std::byte> src, DeferredTask keep_alive) {
     if (src.empty()) return ok();
     if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
-    DeviceOps& ops = core.ops();
-    if (src.size() <= KEEL_INLINE_COPY_MAX && core.staging().config().inline_small_copies &&
-        ops.has_inline_copy()) {
-        auto r = ops.memcpy_h2d_inline(stream, dst, src.data(), src.size());
-        if (r.ok()) {
-            core.staging().count_inline_copy();
-            return ok();  // captured: keep_alive may go now
-        }
-        if (r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
-            return std::move(r).error().context("copy_from_host");
-    }
-    auto copied = ops.memcpy_h2d(stream, dst, src.data(), src.size());
+    KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
+    if (inlined) return ok();  // captured: keep_alive may go now
+    auto copied = core.ops().memcpy_h2d(stream, dst, src.data(), src.size());
     if (!copied.ok()) return std::move(copied).error().context("copy_from_host");
     return hold_task(core, stream, std::move(keep_alive));
 }

@@ -21,29 +21,28 @@ namespace {
 constexpr std::uint64_t kParallelBytes = 8u << 20;
 constexpr std::uint64_t kParallelGrain = 1u << 20;
 
-void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t size) {
+// Runs `part(begin, end)` over the byte range [0, size): at once for small
+// sizes, split over the cores for large ones.
+template <class Part>
+void over_cores(std::uint64_t size, Part&& part) {
     if (size < kParallelBytes) {
-        std::memcpy(dst, src, size);
+        part(std::size_t{0}, static_cast<std::size_t>(size));
         return;
     }
-    parallel_for(size, kParallelGrain, [&](std::size_t b, std::size_t e) { std::memcpy(dst + b, src + b, e - b); });
+    parallel_for(size, kParallelGrain, part);
+}
+
+void copy_bytes(std::byte* dst, const std::byte* src, std::uint64_t size) {
+    over_cores(size, [&](std::size_t b, std::size_t e) { std::memcpy(dst + b, src + b, e - b); });
 }
 
 // Writes into device memory: streaming stores, as a DMA engine writes.
 void copy_to_device_memory(std::byte* dst, const std::byte* src, std::uint64_t size) {
-    if (size < kParallelBytes) {
-        copy_streaming(dst, src, size);
-        return;
-    }
-    parallel_for(size, kParallelGrain, [&](std::size_t b, std::size_t e) { copy_streaming(dst + b, src + b, e - b); });
+    over_cores(size, [&](std::size_t b, std::size_t e) { copy_streaming(dst + b, src + b, e - b); });
 }
 
 void set_bytes(std::byte* dst, std::uint8_t value, std::uint64_t size) {
-    if (size < kParallelBytes) {
-        std::memset(dst, value, size);
-        return;
-    }
-    parallel_for(size, kParallelGrain, [&](std::size_t b, std::size_t e) { std::memset(dst + b, value, e - b); });
+    over_cores(size, [&](std::size_t b, std::size_t e) { std::memset(dst + b, value, e - b); });
 }
 
 Result<std::byte*> device_range(Device& device, keel_device_addr addr, std::uint64_t size, const char* role) {

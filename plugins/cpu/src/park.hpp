@@ -1,5 +1,5 @@
-// The low-level waiting primitives of the plugin: a CPU-friendly spin hint,
-// futex wait/wake on a 32-bit word, a tiny spin lock, and the bounded
+// The low-level waiting primitives of the plugin: the spin hint and spin lock
+// it shares with the runtime, futex wait/wake on a 32-bit word, and the bounded
 // "spin, then park" loop every waiter (workers and host threads) uses.
 //
 // Why raw futexes rather than std::condition_variable: a condvar costs a
@@ -15,9 +15,8 @@
 #include <cstdint>
 #include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include <keel/detail/spin_lock.hpp>
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -26,13 +25,8 @@
 
 namespace keel::cpu {
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#else
-    std::this_thread::yield();
-#endif
-}
+using keel::detail::cpu_relax;
+using keel::detail::SpinLock;
 
 // Blocks while *word == expected (may return spuriously: callers loop).
 inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
@@ -79,32 +73,6 @@ template <class Ready>
         if (round >= 1) std::this_thread::yield();
     }
 }
-
-// A test-and-test-and-set lock for critical sections of a few instructions.
-// Uncontended: one atomic exchange, no system call. Contended: spins, then
-// yields (a preempted holder gets its core back). Not recursive.
-class SpinLock {
-public:
-    SpinLock() = default;
-    SpinLock(const SpinLock&) = delete;
-    SpinLock& operator=(const SpinLock&) = delete;
-    SpinLock(SpinLock&&) = delete;
-    SpinLock& operator=(SpinLock&&) = delete;
-
-    void lock() noexcept {
-        for (std::uint32_t spins = 0;; ++spins) {
-            if (!locked_.exchange(true, std::memory_order_acquire)) return;
-            while (locked_.load(std::memory_order_relaxed)) {
-                if (++spins < 128) cpu_relax();
-                else std::this_thread::yield();
-            }
-        }
-    }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
-private:
-    std::atomic<bool> locked_{false};
-};
 
 // Host or worker threads waiting for a counter (a stream's completed
 // position) to reach their own targets. Each parked waiter has its own futex

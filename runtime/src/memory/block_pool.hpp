@@ -7,7 +7,7 @@
 #include <keel/memory/block_allocator.hpp>
 #include <keel/memory/stats.hpp>
 
-#include "spin_lock.hpp"
+#include <keel/detail/spin_lock.hpp>
 
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
@@ -137,7 +137,7 @@ struct StreamPool {
     }
 
     const keel_stream stream;
-    detail::SpinLock mu;  // sections are short and never call the plugin
+    keel::detail::SpinLock mu;  // sections are short and never call the plugin
     // Everything below is guarded by mu.
     FreeTree small_free;
     FreeTree large_free;

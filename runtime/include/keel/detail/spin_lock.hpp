@@ -1,8 +1,10 @@
-// A lock for critical sections of a few dozen instructions (a stream pool's
-// tree operations): under contention a waiter spins briefly instead of
-// sleeping on a futex, whose wake-up costs more than the section itself
-// (Paddle's allocator made the same change). After a short spin it yields,
-// so that an oversubscribed machine does not burn the holder's time slice.
+// A lock for critical sections of a few dozen instructions, shared by the
+// runtime (a stream pool's tree operations) and plugins (a stream's queue):
+// under contention a waiter spins briefly instead of sleeping on a futex,
+// whose wake-up costs more than the section itself (Paddle's allocator made
+// the same change). After a short spin it yields, so that on an
+// oversubscribed machine a preempted holder gets its core back. Internal to
+// keel (not part of the API); header-only so both sides of the ABI use it.
 #pragma once
 
 #include <atomic>
@@ -10,16 +12,21 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define KEEL_CPU_RELAX() _mm_pause()
-#elif defined(__aarch64__)
-#define KEEL_CPU_RELAX() asm volatile("yield" ::: "memory")
-#else
-#define KEEL_CPU_RELAX() ((void)0)
 #endif
 
-namespace keel::memory::detail {
+namespace keel::detail {
 
-// Sync; BasicLockable (use with std::lock_guard). Not recursive.
+// A spin-wait hint to the CPU.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Sync; BasicLockable (use with std::lock_guard). Uncontended: one atomic
+// exchange, no system call. Not recursive.
 class SpinLock {
 public:
     SpinLock() = default;
@@ -34,7 +41,7 @@ public:
             if (!locked_.exchange(true, std::memory_order_acquire)) return;
             while (locked_.load(std::memory_order_relaxed)) {
                 if (++spins < 64)
-                    KEEL_CPU_RELAX();
+                    cpu_relax();
                 else
                     std::this_thread::yield();
             }
@@ -50,4 +57,4 @@ private:
     std::atomic<bool> locked_{false};
 };
 
-}  // namespace keel::memory::detail
+}  // namespace keel::detail

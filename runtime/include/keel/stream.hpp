@@ -10,8 +10,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <tuple>
-#include <type_traits>
 #include <utility>
 
 namespace keel {
@@ -110,8 +108,7 @@ public:
     template <class... T>
     [[nodiscard]] Result<void> hold(T&&... objects) const {
         static_assert(sizeof...(T) > 0, "hold() needs at least one object");
-        return hold_task(memory::DeferredTask(
-            [held = std::tuple<std::decay_t<T>...>(std::forward<T>(objects)...)] {}));
+        return hold_task(memory::owning(std::forward<T>(objects)...));
     }
     // The same for what `release` captures: it runs, then is destroyed, once
     // the stream reaches this point.

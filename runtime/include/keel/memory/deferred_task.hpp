@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -50,5 +51,13 @@ private:
     };
     std::unique_ptr<Base> impl_;
 };
+
+// A task that only owns `objects` (moved in; copyable ones such as a
+// std::shared_ptr are copied) and destroys them once it has run: what a hold
+// keeps alive.
+template <class... T>
+[[nodiscard]] DeferredTask owning(T&&... objects) {
+    return DeferredTask([held = std::tuple<std::decay_t<T>...>(std::forward<T>(objects)...)] {});
+}
 
 }  // namespace keel::memory

@@ -15,8 +15,6 @@
 #include <keel/memory/deferred_task.hpp>
 #include <keel/memory/memory_core.hpp>
 
-#include <tuple>
-#include <type_traits>
 #include <utility>
 
 namespace keel::memory {
@@ -33,8 +31,7 @@ namespace keel::memory {
 template <class... T>
 [[nodiscard]] Result<void> hold(MemoryCore& core, keel_stream stream, T&&... objects) {
     static_assert(sizeof...(T) > 0, "hold() needs at least one object");
-    return hold_task(core, stream,
-                     DeferredTask([held = std::tuple<std::decay_t<T>...>(std::forward<T>(objects)...)] {}));
+    return hold_task(core, stream, owning(std::forward<T>(objects)...));
 }
 
 }  // namespace keel::memory

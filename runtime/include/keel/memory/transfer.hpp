@@ -70,7 +70,7 @@ template <class T>
                          std::to_string(dst.size()) + " bytes");
     // Moving a std::vector keeps its storage, so `bytes` stays valid.
     return copy_to_device_owned(core, stream, dst.addr() + offset, bytes,
-                                DeferredTask([owned = std::move(src)] {}));
+                                owning(std::move(src)));
 }
 
 // A device -> host copy in flight. Move-only; Send, not Sync.

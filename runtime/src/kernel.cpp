@@ -40,56 +40,38 @@ KernelArgs& KernelArgs::absent(keel_dtype dtype) {
 }
 
 namespace {
-keel_kernel_arg scalar_arg(keel_dtype dtype) {
+// A scalar argument of `dtype`; `set` writes the value into the C union.
+template <class Set>
+keel_kernel_arg scalar_arg(keel_dtype dtype, Set set) {
     keel_kernel_arg c{};
     c.kind = KEEL_ARG_SCALAR;
     c.dtype = dtype;
+    set(c.value.scalar);
     return c;
 }
 }  // namespace
 
 KernelArgs& KernelArgs::scalar(float v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_F32);
-    a.c.value.scalar.f32 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_F32, [v](auto& s) { s.f32 = v; })});
 }
 KernelArgs& KernelArgs::scalar(double v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_F64);
-    a.c.value.scalar.f64 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_F64, [v](auto& s) { s.f64 = v; })});
 }
 // Integers are widened into the 64-bit member, as keel.h reads them.
 KernelArgs& KernelArgs::scalar(std::int32_t v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_I32);
-    a.c.value.scalar.i64 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_I32, [v](auto& s) { s.i64 = v; })});
 }
 KernelArgs& KernelArgs::scalar(std::int64_t v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_I64);
-    a.c.value.scalar.i64 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_I64, [v](auto& s) { s.i64 = v; })});
 }
 KernelArgs& KernelArgs::scalar(std::uint32_t v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_U32);
-    a.c.value.scalar.u64 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_U32, [v](auto& s) { s.u64 = v; })});
 }
 KernelArgs& KernelArgs::scalar(std::uint64_t v) {
-    Arg a;
-    a.c = scalar_arg(KEEL_DTYPE_U64);
-    a.c.value.scalar.u64 = v;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(KEEL_DTYPE_U64, [v](auto& s) { s.u64 = v; })});
 }
 KernelArgs& KernelArgs::scalar_bits16(keel_dtype dtype, std::uint16_t bits) {
-    Arg a;
-    a.c = scalar_arg(dtype);
-    a.c.value.scalar.u64 = bits;
-    return push(std::move(a));
+    return push(Arg{scalar_arg(dtype, [bits](auto& s) { s.u64 = bits; })});
 }
 
 KernelArgs& KernelArgs::ints(std::initializer_list<std::int64_t> values) {

@@ -97,7 +97,7 @@ private:
         keel_kernel_arg c{};
         const detail::DeviceSlot* device = nullptr;
         bool empty_view = false;
-        std::vector<std::int64_t> ints;
+        std::vector<std::int64_t> ints{};
     };
     KernelArgs& push(Arg arg);
 

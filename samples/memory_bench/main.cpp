@@ -10,6 +10,8 @@
 //      every cross-stream free
 //
 // Usage: keel-memory-bench [--device NAME] [--quick]
+// KEEL_BENCH_CHUNK_KIB=N (and KEEL_BENCH_RING=M) add a staging scheme with
+// N KiB chunks and M reused blocks to table 3, for tuning StagingConfig.
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/keel.hpp>

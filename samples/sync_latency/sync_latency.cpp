@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <future>
 #include <string>
 #include <thread>
@@ -96,6 +97,40 @@ void wait_until(Done done) {
     }
 }
 
+// Steady-clock nanoseconds, for stamps taken on stream threads.
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// Holds stream `a` back until opened, so that the host can enqueue a batch of
+// work for `a` and `b` that the streams then run without it. Destruction
+// opens it and waits for both streams: declared after the locals the batch
+// refers to, it keeps an early error return from leaving a worker waiting or
+// running on dead locals.
+class StreamGate {
+public:
+    StreamGate(const keel::Stream& a, const keel::Stream& b) : a_(a), b_(b) {}
+    StreamGate(const StreamGate&) = delete;
+    StreamGate& operator=(const StreamGate&) = delete;
+    ~StreamGate() {
+        open();
+        (void)a_.synchronize();
+        (void)b_.synchronize();
+    }
+
+    [[nodiscard]] Result<void> hold() const {
+        return a_.enqueue_host_func([flag = open_] {
+            while (!flag->load(std::memory_order_acquire)) std::this_thread::yield();
+        });
+    }
+    void open() { open_->store(true, std::memory_order_release); }
+
+private:
+    const keel::Stream& a_;
+    const keel::Stream& b_;
+    std::shared_ptr<std::atomic<bool>> open_ = std::make_shared<std::atomic<bool>>(false);
+};
+
 struct Bench {
     keel::Device device;
     keel::Stream a;
@@ -152,10 +187,6 @@ struct Bench {
         std::atomic<std::uint64_t> reached{0};
         std::uint64_t round = 0;
         double total = 0;
-        auto now_ns = [] {
-            return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       Clock::now().time_since_epoch()).count();
-        };
         const std::size_t n = parked ? parked_iters : active_iters;
         for (std::size_t i = 0; i < n; ++i) {
             if (parked) std::this_thread::sleep_for(park);
@@ -178,12 +209,11 @@ struct Bench {
     // host enqueues `rounds` behind a gate and opens it; A stamps the time
     // before the first round and after the last.
     Result<double> fence_ping_pong_ns(std::size_t rounds, keel::Event& back) {
-        auto gate = std::make_shared<std::atomic<bool>>(false);
         Clock::time_point start, end;
-        KEEL_TRY(a.enqueue_host_func([gate, &start] {
-            while (!gate->load(std::memory_order_acquire)) std::this_thread::yield();
-            start = Clock::now();
-        }));
+        std::promise<void> finished;
+        StreamGate gate(a, b);
+        KEEL_TRY(gate.hold());
+        KEEL_TRY(a.enqueue_host_func([&start] { start = Clock::now(); }));
         KEEL_TRY(event.record(a));
         for (std::size_t i = 0; i < rounds; ++i) {
             KEEL_TRY(b.wait(event));
@@ -191,12 +221,11 @@ struct Bench {
             KEEL_TRY(a.wait(back));
             KEEL_TRY(event.record(a));
         }
-        std::promise<void> finished;
         KEEL_TRY(a.enqueue_host_func([&end, &finished] {
             end = Clock::now();
             finished.set_value();
         }));
-        gate->store(true, std::memory_order_release);
+        gate.open();
         // Block at once (a future parks without spinning): a spinning host
         // would take a core from the two streams on a small machine.
         finished.get_future().wait();
@@ -219,18 +248,12 @@ struct Bench {
         };
         std::vector<Stamps> on_a(rounds), on_b(rounds);
         auto turn = [pause](Stamps& s) {
-            auto now_ns = [] {
-                return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-                    .count();
-            };
             s.resumed = now_ns();
             if (pause.count() > 0) std::this_thread::sleep_for(pause);
             s.sent = now_ns();
         };
-        auto gate = std::make_shared<std::atomic<bool>>(false);
-        KEEL_TRY(a.enqueue_host_func([gate] {
-            while (!gate->load(std::memory_order_acquire)) std::this_thread::yield();
-        }));
+        StreamGate gate(a, b);
+        KEEL_TRY(gate.hold());
         for (std::size_t i = 0; i < rounds; ++i) {
             KEEL_TRY(a.enqueue_host_func([&turn, s = &on_a[i]] { turn(*s); }));
             KEEL_TRY(event.record(a));
@@ -239,7 +262,7 @@ struct Bench {
             KEEL_TRY(back.record(b));
             KEEL_TRY(a.wait(back));
         }
-        gate->store(true, std::memory_order_release);
+        gate.open();
         KEEL_TRY(a.synchronize());
         KEEL_TRY(b.synchronize());
         double total = 0;

@@ -1,0 +1,52 @@
+// A keel event: the point of a stream it was last recorded at, as a slot
+// (event_slots.hpp). Recording an event on a stream whose work has all
+// completed captures nothing: the event is complete at once. A timing event
+// is recorded as a command that writes the device's global timestamp.
+#pragma once
+
+#include "device.hpp"
+#include "event_slots.hpp"
+
+#include <mutex>
+#include <utility>
+
+namespace keel::level_zero {
+
+// Shared by threads through its handle (recorded on one, waited on by
+// another): the point is swapped under a mutex.
+class Event {
+public:
+    Event(Device& device, bool timing) noexcept : device_(device), timing_(timing) {}
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    Event(Event&&) = delete;
+    Event& operator=(Event&&) = delete;
+    ~Event() = default;  // the slot returns to its pool once nothing else uses it
+
+    [[nodiscard]] Device& device() const noexcept { return device_; }
+    [[nodiscard]] bool timing() const noexcept { return timing_; }
+
+    // The point of the most recent record (null: complete, or never recorded).
+    [[nodiscard]] SlotRef point() const {
+        std::lock_guard lock(mutex_);
+        return point_;
+    }
+    [[nodiscard]] bool recorded() const {
+        std::lock_guard lock(mutex_);
+        return recorded_;
+    }
+    void record(SlotRef point) {
+        std::lock_guard lock(mutex_);
+        point_ = std::move(point);
+        recorded_ = true;
+    }
+
+private:
+    Device& device_;
+    const bool timing_;
+    mutable std::mutex mutex_;
+    SlotRef point_;          // guarded by mutex_
+    bool recorded_ = false;  // guarded by mutex_
+};
+
+}  // namespace keel::level_zero

@@ -1,0 +1,123 @@
+// Events: points of a stream (event.hpp), timing by device timestamps.
+#include "entries.hpp"
+#include "handles.hpp"
+
+#include <keel/plugin/boundary.hpp>
+
+#include <memory>
+
+namespace keel::level_zero::api {
+
+namespace {
+
+// 1 when the point passed (or there is none), 0 when pending, or the error.
+Result<int32_t> completion(const SlotRef& point) {
+    if (!point) return 1;
+    const ze_result_t state = ze().zeEventQueryStatus(point->event);
+    if (state == ZE_RESULT_NOT_READY) return 0;
+    KEEL_TRY((ZeCall{"zeEventQueryStatus", state}.check()));
+    return 1;
+}
+
+}  // namespace
+
+keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_event) noexcept {
+    return plugin::entry("level_zero event_create", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        KEEL_TRY(plugin::require_non_null(out_event, "out_event"));
+        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING)) != 0)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown event flags " + std::to_string(flags));
+        const bool timing = (flags & KEEL_EVENT_TIMING) != 0;
+        if (timing && d->limits().timer_hz == 0)
+            return Error(KEEL_STATUS_UNIMPLEMENTED, d->label() + " reports no timer resolution");
+        auto event = std::make_unique<Event>(*d, timing);
+        *out_event = to_handle(event.release());
+        return ok();
+    });
+}
+
+keel_error* event_destroy(keel_event handle) noexcept {
+    return plugin::entry("level_zero event_destroy", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * raw, event_from(handle));
+        // A pending record completes harmlessly: the stream and every wait
+        // on it hold their own references to its slot.
+        std::unique_ptr<Event> event(raw);
+        return ok();
+    });
+}
+
+keel_error* event_record(keel_event event, keel_stream stream) noexcept {
+    return plugin::entry("level_zero event_record", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        if (&e->device() != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
+                                                           " recorded on a stream of " + s->device().label());
+        if (!e->timing()) {
+            KEEL_TRY_ASSIGN(SlotRef point, s->point());
+            e->record(std::move(point));
+            return ok();
+        }
+        // The device writes its global timestamp when the stream gets here.
+        KEEL_TRY_ASSIGN(SlotRef point,
+                        s->enqueue([](ze_command_list_handle_t list, const EventSlot& signal, uint32_t count,
+                                      ze_event_handle_t* waits) {
+                            return KEEL_ZE(zeCommandListAppendWriteGlobalTimestamp, list, signal.timestamp,
+                                           signal.event, count, waits);
+                        }));
+        e->record(std::move(point));
+        return ok();
+    });
+}
+
+keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
+    return plugin::entry("level_zero event_query", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        KEEL_TRY_ASSIGN(*out_done, completion(e->point()));
+        return ok();
+    });
+}
+
+keel_error* event_synchronize(keel_event event) noexcept {
+    return plugin::entry("level_zero event_synchronize", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        const SlotRef point = e->point();
+        if (!point) return ok();
+        return KEEL_ZE(zeEventHostSynchronize, point->event, UINT64_MAX).check();
+    });
+}
+
+keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) noexcept {
+    return plugin::entry("level_zero event_elapsed_time", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Event * a, event_from(start, "start"));
+        KEEL_TRY_ASSIGN(Event * b, event_from(end, "end"));
+        KEEL_TRY(plugin::require_non_null(out_ms, "out_ms"));
+        if (!a->timing() || !b->timing())
+            return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                         std::string(!a->timing() ? "start" : "end") + " was not created with KEEL_EVENT_TIMING");
+        if (!a->recorded() || !b->recorded())
+            return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                         std::string(!a->recorded() ? "start" : "end") + " was never recorded");
+        if (&a->device() != &b->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         "start is on " + a->device().label() + ", end on " + b->device().label());
+        const SlotRef pa = a->point(), pb = b->point();
+        KEEL_TRY_ASSIGN(const int32_t a_done, completion(pa));
+        KEEL_TRY_ASSIGN(const int32_t b_done, completion(pb));
+        if (!a_done || !b_done)
+            return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                         std::string(!a_done ? "start" : "end") + " has not completed yet");
+        // Timing records always enqueue a timestamp write: both points exist.
+        const DeviceLimits& limits = a->device().limits();
+        const std::uint64_t ticks = (*pb->timestamp - *pa->timestamp) & limits.timestamp_mask;
+        // Ticks beyond half the counter's range mean end came before start.
+        const double signed_ticks = ticks > limits.timestamp_mask / 2
+                                        ? -static_cast<double>((limits.timestamp_mask - ticks) + 1)
+                                        : static_cast<double>(ticks);
+        *out_ms = static_cast<float>(signed_ticks * 1000.0 / static_cast<double>(limits.timer_hz));
+        return ok();
+    });
+}
+
+}  // namespace keel::level_zero::api

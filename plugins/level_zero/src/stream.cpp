@@ -1,0 +1,181 @@
+#include "stream.hpp"
+
+#include <algorithm>
+
+namespace keel::level_zero {
+
+Result<std::unique_ptr<Stream>> Stream::create(Device& device) {
+    ze_command_queue_desc_t desc{ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+                                 nullptr,
+                                 device.limits().compute_ordinal,
+                                 device.next_queue_index(),
+                                 0,
+                                 ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+                                 ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+    ze_command_list_handle_t list = nullptr;
+    KEEL_TRY(KEEL_ZE(zeCommandListCreateImmediate, device.context(), device.handle(), &desc, &list).check());
+    try {
+        return std::make_unique<Stream>(Key{}, device, list);
+    } catch (...) {
+        (void)ze().zeCommandListDestroy(list);
+        throw;
+    }
+}
+
+Stream::~Stream() { (void)close(); }
+
+Result<Stream::PendingOp> Stream::begin_locked(std::initializer_list<SlotRef> also_wait) {
+    if (list_ == nullptr) return Error(KEEL_STATUS_INTERNAL, "the stream was closed");
+    KEEL_TRY(health_.check());
+    reap_locked();
+    KEEL_TRY(health_.check());
+    PendingOp op;
+    KEEL_TRY_ASSIGN(op.signal, device_.slots().acquire());
+    if (tail_) op.waited.push_back(tail_);
+    for (const SlotRef& s : also_wait)
+        if (s) op.waited.push_back(s);
+    op.waits.reserve(op.waited.size());
+    for (const SlotRef& s : op.waited) op.waits.push_back(s->event);
+    return op;
+}
+
+Result<SlotRef> Stream::commit_locked(PendingOp op, const ZeCall& call, Keep keep) {
+    if (!call.ok()) {
+        Error error = call.error();
+        if (is_device_fatal(call.result)) health_.fail(error);
+        return error;  // `op` goes: its slot, never signalled, returns to the pool
+    }
+    tail_ = op.signal;
+    in_flight_.push_back(InFlight{std::move(op.signal), std::move(op.waited), std::move(keep)});
+    return tail_;
+}
+
+void Stream::reap_locked() {
+    while (!in_flight_.empty()) {
+        const ze_result_t state = ze().zeEventQueryStatus(in_flight_.front().done->event);
+        if (state == ZE_RESULT_NOT_READY) break;
+        if (state != ZE_RESULT_SUCCESS) {
+            health_.fail(ZeCall{"zeEventQueryStatus", state}.error());
+            break;
+        }
+        in_flight_.pop_front();
+    }
+    if (in_flight_.empty()) tail_.reset();  // complete: nothing to wait for
+}
+
+Result<void> Stream::enqueue_host(HostWorker::Task task, Keep keep) {
+    std::lock_guard lock(mutex_);
+    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}));
+    if (!worker_) worker_ = std::make_unique<HostWorker>(health_);
+    SlotRef after = op.waited.empty() ? SlotRef() : op.waited.front();
+    worker_->push(std::move(task), std::move(after), op.signal);
+    KEEL_TRY(commit_locked(std::move(op), ZeCall{"zeEventHostSignal", ZE_RESULT_SUCCESS}, std::move(keep)));
+    return ok();
+}
+
+Result<ze_kernel_handle_t> Stream::kernel_locked(const char* name, ze_module_handle_t module) {
+    for (const auto& [known, kernel] : kernels_)
+        if (known == name) return kernel;
+    ze_kernel_desc_t desc{ZE_STRUCTURE_TYPE_KERNEL_DESC, nullptr, 0, name};
+    ze_kernel_handle_t kernel = nullptr;
+    KEEL_TRY(KEEL_ZE(zeKernelCreate, module, &desc, &kernel).check(name));
+    try {
+        kernels_.emplace_back(name, kernel);
+    } catch (...) {
+        (void)ze().zeKernelDestroy(kernel);
+        throw;
+    }
+    return kernel;
+}
+
+Result<void> Stream::launch(const KernelLaunch& l) {
+    std::lock_guard lock(mutex_);
+    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}));
+    KEEL_TRY_ASSIGN(ze_kernel_handle_t kernel, kernel_locked(l.kernel, l.module));
+    const DeviceLimits& limits = device_.limits();
+    const std::uint64_t wanted = (l.items + limits.group_size - 1) / limits.group_size;
+    const ze_group_count_t groups{static_cast<uint32_t>(std::clamp<std::uint64_t>(wanted, 1, limits.max_group_count)),
+                                  1, 1};
+    ZeCall call = KEEL_ZE(zeKernelSetGroupSize, kernel, limits.group_size, 1, 1);
+    for (std::size_t i = 0; call.ok() && i < l.args.size(); ++i)
+        call = KEEL_ZE(zeKernelSetArgumentValue, kernel, static_cast<uint32_t>(i), l.args[i].size, l.args[i].value);
+    if (call.ok())
+        call = KEEL_ZE(zeCommandListAppendLaunchKernel, list_, kernel, &groups, op.signal->event,
+                       static_cast<uint32_t>(op.waits.size()), op.waits.data());
+    KEEL_TRY(commit_locked(std::move(op), call, {}));
+    return ok();
+}
+
+Result<SlotRef> Stream::point() {
+    std::lock_guard lock(mutex_);
+    KEEL_TRY(health_.check());
+    reap_locked();
+    KEEL_TRY(health_.check());
+    return tail_;
+}
+
+Result<void> Stream::synchronize() {
+    SlotRef tail;
+    {
+        std::lock_guard lock(mutex_);
+        KEEL_TRY(health_.check());
+        reap_locked();
+        KEEL_TRY(health_.check());
+        tail = tail_;
+    }
+    // Without the lock: other threads keep enqueueing (their work is not
+    // waited for, as the ABI says: "enqueued before this call").
+    if (tail) {
+        const ze_result_t waited = ze().zeEventHostSynchronize(tail->event, UINT64_MAX);
+        if (waited != ZE_RESULT_SUCCESS) {
+            Error error = ZeCall{"zeEventHostSynchronize", waited}.error();
+            health_.fail(error);
+            return error;
+        }
+    }
+    std::lock_guard lock(mutex_);
+    reap_locked();
+    return health_.check();
+}
+
+Result<bool> Stream::query() {
+    std::lock_guard lock(mutex_);
+    KEEL_TRY(health_.check());
+    reap_locked();
+    KEEL_TRY(health_.check());
+    return in_flight_.empty();
+}
+
+Result<void> Stream::close() {
+    std::unique_lock lock(mutex_);
+    if (list_ == nullptr) return ok();
+    SlotRef tail = tail_;
+    lock.unlock();
+    // Everything enqueued completes (or the device is lost) before the list
+    // and its kernels go; host tasks run to the end on the worker.
+    Result<void> waited = ok();
+    if (tail) {
+        const ze_result_t r = ze().zeEventHostSynchronize(tail->event, UINT64_MAX);
+        if (r != ZE_RESULT_SUCCESS) {
+            waited = ZeCall{"zeEventHostSynchronize", r}.error();
+            health_.fail(waited.error());
+        }
+    }
+    lock.lock();
+    std::unique_ptr<HostWorker> worker = std::move(worker_);
+    lock.unlock();
+    worker.reset();  // joins after running what was queued
+    lock.lock();
+    reap_locked();
+    in_flight_.clear();
+    tail_.reset();
+    for (const auto& entry : kernels_) (void)ze().zeKernelDestroy(entry.second);
+    kernels_.clear();
+    const ZeCall destroyed = KEEL_ZE(zeCommandListDestroy, list_);
+    list_ = nullptr;
+    KEEL_TRY(health_.check());
+    KEEL_TRY(destroyed.check());
+    return waited;
+}
+
+}  // namespace keel::level_zero

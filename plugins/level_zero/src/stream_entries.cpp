@@ -1,0 +1,79 @@
+// Streams: creation, synchronisation, fences, host functions.
+#include "entries.hpp"
+#include "handles.hpp"
+
+#include <keel/plugin/boundary.hpp>
+
+#include <memory>
+
+namespace keel::level_zero::api {
+
+keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept {
+    return plugin::entry("level_zero stream_create", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        KEEL_TRY(plugin::require_non_null(out_stream, "out_stream"));
+        if (flags != 0)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         "flags must be 0 in this ABI version, got " + std::to_string(flags));
+        KEEL_TRY_ASSIGN(std::unique_ptr<Stream> stream, Stream::create(*d));
+        *out_stream = to_handle(stream.release());
+        return ok();
+    });
+}
+
+keel_error* stream_destroy(keel_stream handle) noexcept {
+    return plugin::entry("level_zero stream_destroy", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * raw, stream_from(handle));
+        std::unique_ptr<Stream> stream(raw);
+        return stream->close();  // released either way
+    });
+}
+
+keel_error* stream_synchronize(keel_stream handle) noexcept {
+    return plugin::entry("level_zero stream_synchronize", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        return s->synchronize();
+    });
+}
+
+keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
+    return plugin::entry("level_zero stream_query", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        KEEL_TRY_ASSIGN(const bool done, s->query());
+        *out_done = done ? 1 : 0;
+        return ok();
+    });
+}
+
+keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
+    return plugin::entry("level_zero stream_wait_event", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        if (&e->device() != &s->device())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
+                                                           " waited on by a stream of " + s->device().label());
+        const SlotRef point = e->point();
+        // Never recorded, or its point already passed: nothing to wait for.
+        if (!point || ze().zeEventQueryStatus(point->event) == ZE_RESULT_SUCCESS) return ok();
+        // A barrier that waits for the chain and the event: later work of
+        // the stream, events recorded after it included, is ordered behind it.
+        KEEL_TRY(s->enqueue(
+            [](ze_command_list_handle_t list, const EventSlot& signal, uint32_t count, ze_event_handle_t* waits) {
+                return KEEL_ZE(zeCommandListAppendBarrier, list, signal.event, count, waits);
+            },
+            {point}));
+        return ok();
+    });
+}
+
+keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept {
+    return plugin::entry("level_zero stream_enqueue_host_func", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+        // Runs exactly once, with the stream's error if it failed earlier.
+        return s->enqueue_host([fn, user_data](Status status) { fn(user_data, status); });
+    });
+}
+
+}  // namespace keel::level_zero::api

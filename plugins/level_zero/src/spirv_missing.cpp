@@ -7,6 +7,7 @@ namespace keel::level_zero {
 
 const SpirvImage kSpirvCore{nullptr, 0};
 const SpirvImage kSpirvFp64{nullptr, 0};
-const char* const kSpirvMissingReason = KEEL_LEVEL_ZERO_SPIRV_MISSING;
+const char* const kSpirvMissingReason =
+    "no clang-N with a matching llvm-spirv-N (Debian: clang-14 and llvm-spirv-14) was found when it was built";
 
 }  // namespace keel::level_zero

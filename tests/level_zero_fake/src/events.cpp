@@ -1,0 +1,147 @@
+// Event pools and events. The host may only touch events of host-visible
+// pools; an event must not be reset or destroyed while a pending command
+// waits for it or will signal it.
+#include "api.hpp"
+#include "fake.hpp"
+
+#include <chrono>
+
+namespace fake_ze::api {
+
+namespace {
+
+Event* event_of(ze_event_handle_t handle) { return from_handle<Event>(handle); }
+
+void require_host_visible(const Event& e, const char* function) {
+    if ((e.pool->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE) == 0)
+        violation(std::string(function) + " on an event of a pool created without ZE_EVENT_POOL_FLAG_HOST_VISIBLE");
+}
+
+void require_idle(const Event& e, const char* function) {
+    if (e.waiters != 0 || e.signallers != 0)
+        violation(std::string(function) + " of an event that " + std::to_string(e.waiters) +
+                  " pending command(s) wait for and " + std::to_string(e.signallers) + " will signal");
+}
+
+}  // namespace
+
+ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_event_pool_desc_t* desc,
+                                         uint32_t device_count, ze_device_handle_t* devices,
+                                         ze_event_pool_handle_t* pool) {
+    FAKE_ZE_INJECT("zeEventPoolCreate");
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (desc == nullptr || pool == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (device_count > 0 && devices == nullptr) return ZE_RESULT_ERROR_INVALID_SIZE;
+    auto p = std::make_unique<EventPool>();
+    p->context = from_handle<Context>(context);
+    p->flags = desc->flags;
+    p->events.assign(desc->count, nullptr);
+    for (uint32_t i = 0; i < device_count; ++i) p->devices.push_back(from_handle<Device>(devices[i]));
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    ++p->context->objects;
+    ++driver.live;
+    *pool = to_handle<ze_event_pool_handle_t>(p.release());
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventPoolDestroy(ze_event_pool_handle_t handle) {
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    std::unique_ptr<EventPool> p(from_handle<EventPool>(handle));
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    if (p->live != 0) violation("zeEventPoolDestroy with " + std::to_string(p->live) + " of its events alive");
+    --p->context->objects;
+    --driver.live;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventCreate(ze_event_pool_handle_t pool_handle, const ze_event_desc_t* desc,
+                                     ze_event_handle_t* event) {
+    FAKE_ZE_INJECT("zeEventCreate");
+    if (pool_handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (desc == nullptr || event == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    EventPool* pool = from_handle<EventPool>(pool_handle);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    if (desc->index >= pool->events.size()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (pool->events[desc->index] != nullptr) violation("zeEventCreate of an index already in use");
+    auto e = std::make_unique<Event>();
+    e->pool = pool;
+    e->index = desc->index;
+    pool->events[desc->index] = e.get();
+    ++pool->live;
+    ++driver.live;
+    *event = to_handle<ze_event_handle_t>(e.release());
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventDestroy(ze_event_handle_t handle) {
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    std::unique_ptr<Event> e(event_of(handle));
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    require_idle(*e, "zeEventDestroy");
+    e->pool->events[e->index] = nullptr;
+    --e->pool->live;
+    --driver.live;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t handle) {
+    FAKE_ZE_INJECT("zeEventHostSignal");
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    Event* e = event_of(handle);
+    Driver& driver = Driver::get();
+    {
+        std::lock_guard lock(driver.mutex);
+        require_host_visible(*e, "zeEventHostSignal");
+        if (driver.lost_for(*e)) return ZE_RESULT_ERROR_DEVICE_LOST;
+        e->signalled = true;
+    }
+    driver.changed.notify_all();
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventHostSynchronize(ze_event_handle_t handle, uint64_t timeout_ns) {
+    FAKE_ZE_INJECT("zeEventHostSynchronize");
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    Event* e = event_of(handle);
+    Driver& driver = Driver::get();
+    std::unique_lock lock(driver.mutex);
+    require_host_visible(*e, "zeEventHostSynchronize");
+    const auto done = [&] { return e->signalled || driver.lost_for(*e); };
+    if (timeout_ns == UINT64_MAX) {
+        driver.changed.wait(lock, done);
+    } else {
+        driver.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), done);
+    }
+    if (e->signalled) return ZE_RESULT_SUCCESS;
+    return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
+}
+
+ze_result_t ZE_APICALL zeEventQueryStatus(ze_event_handle_t handle) {
+    FAKE_ZE_INJECT("zeEventQueryStatus");
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    Event* e = event_of(handle);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    require_host_visible(*e, "zeEventQueryStatus");
+    if (e->signalled) return ZE_RESULT_SUCCESS;
+    return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
+}
+
+ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t handle) {
+    FAKE_ZE_INJECT("zeEventHostReset");
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    Event* e = event_of(handle);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    require_host_visible(*e, "zeEventHostReset");
+    require_idle(*e, "zeEventHostReset");
+    e->signalled = false;
+    return ZE_RESULT_SUCCESS;
+}
+
+}  // namespace fake_ze::api

@@ -1,0 +1,174 @@
+// The fake Level Zero driver's device model: one lock, host memory behind
+// non-host-addressable device addresses, events, and command lists that
+// worker threads execute asynchronously. Never installed; tests only.
+//
+// Every object below is guarded by Driver::mutex unless it says otherwise;
+// worker threads release the lock only while a command's payload runs.
+#pragma once
+
+#include <level_zero/ze_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fake_ze {
+
+// A use the Level Zero specification forbids: prints it and aborts.
+[[noreturn]] void violation(const std::string& what);
+
+// The injected result for this call of `function` (fake_ze_fail_calls), or
+// ZE_RESULT_SUCCESS to run it normally.
+[[nodiscard]] ze_result_t injected(const char* function);
+#define FAKE_ZE_INJECT(name) \
+    if (const ze_result_t injected_ = ::fake_ze::injected(name); injected_ != ZE_RESULT_SUCCESS) return injected_
+
+struct HostKernel;
+
+struct Device {
+    std::uint32_t index = 0;
+    ze_device_type_t type = ZE_DEVICE_TYPE_GPU;
+    std::string name;
+    std::uint64_t memory = 0;
+    std::uint64_t used = 0;
+    bool lost = false;
+    std::uint64_t lose_countdown = 0;  // commands to start before it is lost; 0: never
+};
+
+struct Context {
+    std::uint64_t objects = 0;  // lists, pools, modules made in it and alive
+};
+
+// Device memory lives in `storage` and is named by an address the host
+// cannot dereference (non-canonical on x86-64); host memory is its own address.
+struct Allocation {
+    Context* context = nullptr;
+    ze_memory_type_t type = ZE_MEMORY_TYPE_UNKNOWN;
+    Device* device = nullptr;  // null for host memory
+    std::uint64_t base = 0;
+    std::size_t size = 0;
+    struct Free {
+        void operator()(std::byte* p) const noexcept;
+    };
+    std::unique_ptr<std::byte[], Free> storage;  // std::aligned_alloc'ed
+    int users = 0;  // pending commands that use it
+};
+
+struct Event;
+
+struct EventPool {
+    Context* context = nullptr;
+    ze_event_pool_flags_t flags = 0;
+    std::vector<Device*> devices;  // empty: every device
+    std::vector<Event*> events;    // by index, null where none was created
+    std::uint32_t live = 0;
+};
+
+struct Event {
+    EventPool* pool = nullptr;
+    std::uint32_t index = 0;
+    bool signalled = false;
+    int waiters = 0;     // pending commands waiting for it
+    int signallers = 0;  // pending commands that will signal it
+};
+
+enum class Op { copy, fill, barrier, timestamp, kernel };
+
+struct Command {
+    Op op = Op::barrier;
+    std::vector<Event*> waits;
+    Event* signal = nullptr;
+    std::vector<Allocation*> uses;  // counted in Allocation::users
+    // copy: dst <- src, size bytes; fill: dst <- pattern repeated;
+    // timestamp: dst <- 8-byte steady clock; pointers already translated.
+    void* dst = nullptr;
+    const void* src = nullptr;
+    std::size_t size = 0;
+    const void* pattern = nullptr;  // read when the fill runs
+    std::size_t pattern_size = 0;
+    // kernel
+    const HostKernel* kernel = nullptr;
+    std::vector<std::vector<std::byte>> args;  // pointer arguments already translated
+    std::uint64_t global_size = 0;
+    bool running = false;
+};
+
+struct CommandList {
+    Context* context = nullptr;
+    Device* device = nullptr;
+    bool compute = false;  // its queue group supports compute
+    std::deque<std::unique_ptr<Command>> queue;
+    bool stopping = false;
+    std::atomic<bool> in_call{false};  // an append is running: detects concurrent use (not guarded)
+    std::thread worker;
+};
+
+struct Module {
+    Context* context = nullptr;
+    Device* device = nullptr;
+    // Entry point name -> parameter sizes in bytes, read from the SPIR-V.
+    std::map<std::string, std::vector<std::uint32_t>> entry_points;
+    std::uint32_t kernels = 0;  // alive
+};
+
+struct Kernel {
+    Module* module = nullptr;
+    std::string name;
+    const HostKernel* twin = nullptr;
+    std::vector<std::uint32_t> param_sizes;
+    std::vector<std::optional<std::vector<std::byte>>> args;
+    std::uint32_t group_size[3] = {1, 1, 1};
+    std::atomic<bool> in_call{false};  // detects concurrent use (not guarded)
+};
+
+struct Config {
+    std::vector<ze_device_type_t> devices{ZE_DEVICE_TYPE_GPU};
+    std::uint64_t memory = 2ull << 30;
+    bool relaxed = true;
+    bool fp64 = true;
+};
+
+// The driver: one per process, created at the first zeInit.
+class Driver {
+public:
+    static Driver& get();
+
+    std::mutex mutex;
+    std::condition_variable changed;  // events, queues or device state changed
+
+    Config config;                                      // immutable after start()
+    std::vector<std::unique_ptr<Device>> devices;       // immutable after start()
+    std::map<std::uint64_t, std::unique_ptr<Allocation>> allocations;  // by base
+    std::uint64_t next_device_address = 0x4d00000000000000ull;
+    std::atomic<std::uint64_t> completed{0};
+    std::atomic<std::int64_t> live{0};
+
+    // Reads the configuration and makes the devices, once. Thread-safe.
+    void start();
+
+    // Whether `event` can no longer be signalled by its lost device(s).
+    [[nodiscard]] bool lost_for(const Event& event) const;
+    // The allocation holding [address, address + size), or null.
+    [[nodiscard]] Allocation* holding(std::uint64_t address, std::size_t size);
+};
+
+// Handles are the objects' addresses.
+template <class T, class H>
+T* from_handle(H handle) noexcept {
+    return reinterpret_cast<T*>(handle);
+}
+template <class H, class T>
+H to_handle(T* object) noexcept {
+    return reinterpret_cast<H>(object);
+}
+
+}  // namespace fake_ze

@@ -1,0 +1,128 @@
+// Device memory (host storage behind non-canonical addresses, so the host
+// faults if it dereferences one) and host memory (the host's own).
+#include "api.hpp"
+#include "fake.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace fake_ze {
+
+void Allocation::Free::operator()(std::byte* p) const noexcept { std::free(p); }
+
+namespace api {
+
+namespace {
+
+bool power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+std::byte* allocate(std::size_t size, std::size_t alignment) {
+    return static_cast<std::byte*>(std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment));
+}
+
+}  // namespace
+
+ze_result_t ZE_APICALL zeMemAllocDevice(ze_context_handle_t context, const ze_device_mem_alloc_desc_t* desc,
+                                        size_t size, size_t alignment, ze_device_handle_t device_handle, void** ptr) {
+    FAKE_ZE_INJECT("zeMemAllocDevice");
+    if (context == nullptr || device_handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (desc == nullptr || ptr == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    if (alignment != 0 && !power_of_two(alignment)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+    Device* device = from_handle<Device>(device_handle);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    if (device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
+    if (size > device->memory) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    if (size > device->memory - device->used) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+    auto a = std::make_unique<Allocation>();
+    a->storage.reset(allocate(size, 64));
+    if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    const std::uint64_t align = alignment > 256 ? alignment : 256;
+    const std::uint64_t base = (driver.next_device_address + align - 1) & ~(align - 1);
+    driver.next_device_address = base + size;
+    a->context = from_handle<Context>(context);
+    a->type = ZE_MEMORY_TYPE_DEVICE;
+    a->device = device;
+    a->base = base;
+    a->size = size;
+    device->used += size;
+    driver.allocations.emplace(base, std::move(a));
+    ++driver.live;
+    *ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(base));
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeMemAllocHost(ze_context_handle_t context, const ze_host_mem_alloc_desc_t* desc, size_t size,
+                                      size_t alignment, void** ptr) {
+    FAKE_ZE_INJECT("zeMemAllocHost");
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (desc == nullptr || ptr == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    if (alignment != 0 && !power_of_two(alignment)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+    const std::size_t align = alignment > 64 ? alignment : 64;
+    auto a = std::make_unique<Allocation>();
+    // The storage is the memory itself: host memory is host-addressable.
+    a->storage.reset(allocate(size, align));
+    if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    a->context = from_handle<Context>(context);
+    a->type = ZE_MEMORY_TYPE_HOST;
+    a->base = reinterpret_cast<std::uintptr_t>(a->storage.get());
+    a->size = size;
+    *ptr = a->storage.get();
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    driver.allocations.emplace(a->base, std::move(a));
+    ++driver.live;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t context, void* ptr) {
+    FAKE_ZE_INJECT("zeMemFree");
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (ptr == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    Driver& driver = Driver::get();
+    std::unique_ptr<Allocation> freed;
+    {
+        std::lock_guard lock(driver.mutex);
+        auto it = driver.allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
+        if (it == driver.allocations.end()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        if (it->second->users != 0) violation("zeMemFree of memory a pending command still uses");
+        freed = std::move(it->second);
+        driver.allocations.erase(it);
+        if (freed->device) freed->device->used -= freed->size;
+        --driver.live;
+    }
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeMemGetAllocProperties(ze_context_handle_t context, const void* ptr,
+                                               ze_memory_allocation_properties_t* props, ze_device_handle_t* device) {
+    FAKE_ZE_INJECT("zeMemGetAllocProperties");
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (ptr == nullptr || props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    const Allocation* a = driver.holding(reinterpret_cast<std::uintptr_t>(ptr), 1);
+    props->type = a ? a->type : ZE_MEMORY_TYPE_UNKNOWN;
+    props->id = a ? a->base : 0;
+    props->pageSize = a ? 4096 : 0;
+    if (device != nullptr) *device = a && a->device ? to_handle<ze_device_handle_t>(a->device) : nullptr;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeMemGetAddressRange(ze_context_handle_t context, const void* ptr, void** base, size_t* size) {
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (ptr == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    const Allocation* a = driver.holding(reinterpret_cast<std::uintptr_t>(ptr), 1);
+    if (a == nullptr) return ZE_RESULT_ERROR_NOT_AVAILABLE;
+    if (base != nullptr) *base = reinterpret_cast<void*>(static_cast<std::uintptr_t>(a->base));
+    if (size != nullptr) *size = a->size;
+    return ZE_RESULT_SUCCESS;
+}
+
+}  // namespace api
+
+}  // namespace fake_ze

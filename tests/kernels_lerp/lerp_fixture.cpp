@@ -131,10 +131,11 @@ void LerpKernel::expect_grad_matches(keel_dtype dtype, const LerpCase& c, WantGr
         const std::vector<double> got = decode(dtype, b.download(addr, ref_v.size() * es));
         expect_close(name, got, ref_v, [&](std::size_t i) {
             // Rounding of each term and of the result, plus the accumulator's
-            // error over the sum (a tree of depth ~log2(terms) times a margin).
+            // error over the sum (a tree of depth ~log2(terms) times a margin),
+            // plus the absolute error of rounding into the subnormal range.
             const double depth = std::ceil(std::log2(static_cast<double>(terms[i]) + 2));
             return 2 * u * std::fabs(ref_v[i]) + 2 * u * abs_v[i] / std::max<double>(1, terms[i]) +
-                   4 * depth * acc * abs_v[i];
+                   4 * depth * acc * abs_v[i] + subnormal_spacing(dtype);
         });
     };
     if (want.dx) check("dx", dx, ref.dx, ref.dx_abs, ref.dx_terms);

@@ -163,6 +163,15 @@ double unit_roundoff(keel_dtype dtype) {
     }
 }
 
+double subnormal_spacing(keel_dtype dtype) {
+    switch (dtype) {
+        case KEEL_DTYPE_F16: return std::ldexp(1.0, -24);
+        case KEEL_DTYPE_BF16: return std::ldexp(1.0, -133);
+        case KEEL_DTYPE_F32: return std::ldexp(1.0, -149);
+        default: return std::ldexp(1.0, -1074);
+    }
+}
+
 RefLerp reference_lerp(const Dims& xs, const std::vector<double>& x, const Dims& ys,
                        const std::vector<double>& y, const RefWeight& w) {
     RefLerp r;

@@ -29,6 +29,9 @@ using Dims = std::vector<std::int64_t>;
                                                 double hi, std::mt19937_64& rng);
 // Unit roundoff of `dtype` (2^-11 for f16, 2^-8 for bf16, ...).
 [[nodiscard]] double unit_roundoff(keel_dtype dtype);
+// The spacing of the dtype's subnormal numbers: the absolute rounding error
+// of a result too small for `unit_roundoff` to bound (f16 below 2^-14).
+[[nodiscard]] double subnormal_spacing(keel_dtype dtype);
 
 // The weight of a case: a scalar, or a tensor of `shape` with `values`.
 struct RefWeight {

@@ -38,7 +38,7 @@ struct PluginExpectations {
 };
 
 PluginExpectations expectations_for(const std::string& type) {
-    if (type == "cuda")  // f32 accumulators
+    if (type == "cuda" || type == "level_zero")  // f32 accumulators
         return {{KEEL_DTYPE_F16, KEEL_DTYPE_BF16, KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};
     // cpu: terms computed in f32, summed in f64
     return {{KEEL_DTYPE_F32, KEEL_DTYPE_F64}, std::ldexp(1.0, -24)};

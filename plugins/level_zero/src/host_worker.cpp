@@ -21,8 +21,19 @@ void HostWorker::push(Task task, SlotRef after, SlotRef done) {
     {
         std::lock_guard lock(mutex_);
         queue_.push_back(Item{std::move(task), std::move(after), std::move(done)});
+        ++pushed_;
     }
     wake_.notify_one();
+}
+
+std::uint64_t HostWorker::pushed() {
+    std::lock_guard lock(mutex_);
+    return pushed_;
+}
+
+void HostWorker::wait_for(std::uint64_t ticket) {
+    std::unique_lock lock(mutex_);
+    ran_.wait(lock, [&] { return finished_ >= ticket; });
 }
 
 void HostWorker::run() noexcept {
@@ -36,6 +47,11 @@ void HostWorker::run() noexcept {
             queue_.pop_front();
         }
         execute(item);
+        {
+            std::lock_guard lock(mutex_);
+            ++finished_;
+        }
+        ran_.notify_all();
     }
 }
 

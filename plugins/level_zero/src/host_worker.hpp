@@ -19,6 +19,7 @@
 #include <keel/result.hpp>
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -43,6 +44,13 @@ public:
     // Runs `task` once `after` (null: nothing) completed, then signals `done`.
     void push(Task task, SlotRef after, SlotRef done);
 
+    // Tasks pushed so far: a ticket for wait_for().
+    [[nodiscard]] std::uint64_t pushed();
+    // Returns once the first `ticket` tasks ran. A stream whose wait failed
+    // (lost device) uses it so that host functions enqueued before a
+    // synchronize have run, with the error, when it returns.
+    void wait_for(std::uint64_t ticket);
+
 private:
     struct Item {
         Task task;
@@ -55,8 +63,11 @@ private:
     StreamHealth& health_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::deque<Item> queue_;  // guarded by mutex_
-    bool stopping_ = false;   // guarded by mutex_
+    std::condition_variable ran_;
+    std::deque<Item> queue_;      // guarded by mutex_
+    std::uint64_t pushed_ = 0;    // guarded by mutex_
+    std::uint64_t finished_ = 0;  // guarded by mutex_
+    bool stopping_ = false;       // guarded by mutex_
     std::thread thread_;      // last: started once the members above exist
 };
 

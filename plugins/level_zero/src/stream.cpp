@@ -116,22 +116,31 @@ Result<SlotRef> Stream::point() {
 
 Result<void> Stream::synchronize() {
     SlotRef tail;
+    HostWorker* worker = nullptr;  // lives until close(), which no call overlaps
+    std::uint64_t ticket = 0;
     {
         std::lock_guard lock(mutex_);
-        KEEL_TRY(health_.check());
         reap_locked();
-        KEEL_TRY(health_.check());
         tail = tail_;
+        worker = worker_.get();
+        if (worker != nullptr) ticket = worker->pushed();
     }
     // Without the lock: other threads keep enqueueing (their work is not
     // waited for, as the ABI says: "enqueued before this call").
-    if (tail) {
+    Result<void> result = health_.check();
+    if (result.ok() && tail) {
         const ze_result_t waited = ze().zeEventHostSynchronize(tail->event, UINT64_MAX);
         if (waited != ZE_RESULT_SUCCESS) {
             Error error = ZeCall{"zeEventHostSynchronize", waited}.error();
             health_.fail(error);
-            return error;
+            result = std::move(error);
         }
+    }
+    if (!result.ok()) {
+        // The chain is broken, but host functions enqueued so far still run
+        // (with the error): let them, before reporting it.
+        if (worker != nullptr) worker->wait_for(ticket);
+        return result;
     }
     std::lock_guard lock(mutex_);
     reap_locked();

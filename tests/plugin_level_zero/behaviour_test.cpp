@@ -1,0 +1,185 @@
+// What is particular to the Level Zero plugin, checked on the fake driver:
+// staged copies of pageable memory, recycling of events, appends and kernel
+// arguments never used from two threads at once (the fake driver aborts if
+// they are), and a clean release of every Level Zero object.
+#include "fake_fixture.hpp"
+
+#include <atomic>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+namespace keel::level_zero_test {
+namespace {
+
+keel_launch_args fill_args(keel_kernel_arg (&args)[2], keel_device_addr buf, std::uint64_t bytes, float value) {
+    args[0] = keel_kernel_arg{};
+    args[1] = keel_kernel_arg{};
+    args[0].struct_size = args[1].struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
+    args[0].kind = KEEL_ARG_BUFFER;
+    args[0].dtype = KEEL_DTYPE_F32;
+    args[0].value.buffer = {buf, bytes};
+    args[1].kind = KEEL_ARG_SCALAR;
+    args[1].dtype = KEEL_DTYPE_F32;
+    args[1].value.scalar.f32 = value;
+    return keel_launch_args{KEEL_LAUNCH_ARGS_STRUCT_SIZE, args, 2, sizeof(keel_kernel_arg)};
+}
+
+TEST_F(OnFakeDriver, PageableMemoryIsReadAndWrittenWhenTheCopyRunsInChunks) {
+    // 9 MiB + 3: three chunks through one 4 MiB staging buffer.
+    const std::size_t n = (9u << 20) + 3;
+    const keel_stream s = new_stream();
+    const keel_device_addr buf = new_buffer(n);
+    std::vector<std::uint8_t> source(n, 1), back(n, 0);
+    HostGate gate;
+    ASSERT_TRUE(succeeded(gate.hold(api(), s)));
+    ASSERT_TRUE(succeeded(api().memcpy_h2d(s, buf, source.data(), n)));
+    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, back.data(), buf, n)));
+    // Changed after the enqueue, before the stream got there: the copy must
+    // read this, and must not have written `back` yet.
+    std::iota(source.begin(), source.end(), std::uint8_t{7});
+    EXPECT_EQ(back, std::vector<std::uint8_t>(n, 0));
+    gate.open();
+    ASSERT_TRUE(succeeded(api().stream_synchronize(s)));
+    EXPECT_EQ(back, source);
+    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
+    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+}
+
+TEST_F(OnFakeDriver, PinnedMemoryIsCopiedDirectlyAndAPinnedRangeRunningPastItIsStaged) {
+    const keel_stream s = new_stream();
+    const keel_device_addr buf = new_buffer(4096);
+    void* pinned = nullptr;
+    ASSERT_TRUE(succeeded(api().host_alloc(device(), 4096, &pinned)));
+    std::fill_n(static_cast<std::uint8_t*>(pinned), 4096, std::uint8_t{3});
+    ASSERT_TRUE(succeeded(api().memcpy_h2d(s, buf, pinned, 4096)));
+    std::vector<std::uint8_t> back(4096, 0);
+    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, back.data(), buf, 4096)));
+    ASSERT_TRUE(succeeded(api().stream_synchronize(s)));
+    EXPECT_EQ(back, std::vector<std::uint8_t>(4096, 3));
+    // host_free refuses what host_alloc did not return.
+    EXPECT_EQ(take(api().host_free(device(), static_cast<std::uint8_t*>(pinned) + 8)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(take(api().host_free(device(), back.data())).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_TRUE(succeeded(api().host_free(device(), pinned)));
+    // device_free refuses an address inside an allocation.
+    const Outcome inside = take(api().device_free(device(), buf + 16));
+    EXPECT_EQ(inside.code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(inside.message.find("not its start"), std::string::npos) << inside.message;
+    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
+    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+}
+
+TEST_F(OnFakeDriver, EventsAreRecycledWhenNothingWaitsForThemAnyMore) {
+    const keel_stream a = new_stream();
+    const keel_stream b = new_stream();
+    const keel_device_addr buf = new_buffer(64);
+    keel_event e = nullptr;
+    ASSERT_TRUE(succeeded(api().event_create(device(), 0, &e)));
+    const std::uint64_t live_before = fake_ze_live_objects();
+    // Each round: work on a, a record, a wait on b, work on b. Thousands of
+    // Level Zero events pass through; with at most 200 operations in flight
+    // the pool must not grow with them.
+    for (int round = 0; round < 3000; ++round) {
+        ASSERT_TRUE(succeeded(api().memset_d8(a, buf, static_cast<std::uint8_t>(round), 32)));
+        ASSERT_TRUE(succeeded(api().event_record(e, a)));
+        ASSERT_TRUE(succeeded(api().stream_wait_event(b, e)));
+        ASSERT_TRUE(succeeded(api().memset_d8(b, buf + 32, static_cast<std::uint8_t>(round), 32)));
+        if (round % 50 == 49) ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+    }
+    ASSERT_TRUE(succeeded(api().stream_synchronize(a)));
+    ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+    // At most two pools: each is the pool, its 256 events and their
+    // timestamp memory, 258 objects.
+    EXPECT_LE(fake_ze_live_objects() - live_before, 2u * 258u);
+    EXPECT_TRUE(succeeded(api().event_destroy(e)));
+    EXPECT_TRUE(succeeded(api().stream_destroy(a)));
+    EXPECT_TRUE(succeeded(api().stream_destroy(b)));
+    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+}
+
+TEST_F(OnFakeDriver, ThreadsFeedingOneStreamNeverUseItsCommandListAtOnce) {
+    constexpr int kThreads = 4, kRounds = 300;
+    const keel_stream s = new_stream();
+    const keel_device_addr buf = new_buffer(kThreads * 64);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            std::vector<std::uint8_t> out(64);
+            for (int r = 0; r < kRounds; ++r) {
+                const keel_device_addr mine = buf + static_cast<keel_device_addr>(t) * 64;
+                if (!take(api().memset_d8(s, mine, static_cast<std::uint8_t>(r), 64)).ok()) ++failures;
+                if (!take(api().memcpy_d2h(s, out.data(), mine, 64)).ok()) ++failures;
+                if (r % 50 == 0 && !take(api().stream_synchronize(s)).ok()) ++failures;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
+    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+}
+
+TEST_F(OnFakeDriver, StreamsOnSeveralThreadsLaunchTheSameKernelWithTheirOwnArguments) {
+    constexpr int kThreads = 3, kRounds = 100;
+    constexpr std::uint64_t kBytes = 256 * sizeof(float);
+    keel_kernel fill = nullptr;
+    ASSERT_TRUE(succeeded(api().kernel_get(device(), "fill", &fill)));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            keel_stream s = nullptr;
+            keel_device_addr buf = 0;
+            if (!take(api().stream_create(device(), 0, &s)).ok() || !take(api().device_alloc(device(), kBytes, &buf)).ok()) {
+                ++failures;
+                return;
+            }
+            std::vector<float> out(256);
+            for (int r = 0; r < kRounds; ++r) {
+                keel_kernel_arg args[2];
+                const float value = static_cast<float>(t * 1000 + r);
+                const keel_launch_args launch = fill_args(args, buf, kBytes, value);
+                if (!take(api().kernel_launch(s, fill, &launch)).ok() ||
+                    !take(api().memcpy_d2h(s, out.data(), buf, kBytes)).ok() || !take(api().stream_synchronize(s)).ok() ||
+                    out != std::vector<float>(256, value))
+                    ++failures;
+            }
+            if (!take(api().stream_destroy(s)).ok() || !take(api().device_free(device(), buf)).ok()) ++failures;
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(OnFakeDriver, ShutdownLeavesNoLevelZeroObjectBehind) {
+    const keel_stream s = new_stream();
+    const keel_device_addr buf = new_buffer(1024 * sizeof(float));
+    keel_event start = nullptr, end = nullptr;
+    ASSERT_TRUE(succeeded(api().event_create(device(), KEEL_EVENT_TIMING, &start)));
+    ASSERT_TRUE(succeeded(api().event_create(device(), KEEL_EVENT_TIMING, &end)));
+    keel_kernel fill = nullptr;
+    ASSERT_TRUE(succeeded(api().kernel_get(device(), "fill", &fill)));
+    keel_kernel_arg args[2];
+    const keel_launch_args launch = fill_args(args, buf, 1024 * sizeof(float), 1.5f);
+    StatusLog statuses;
+    ASSERT_TRUE(succeeded(api().event_record(start, s)));
+    ASSERT_TRUE(succeeded(api().kernel_launch(s, fill, &launch)));
+    ASSERT_TRUE(succeeded(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses)));
+    const std::uint8_t bytes[16] = {1, 2, 3};
+    ASSERT_TRUE(succeeded(api().memcpy_h2d_inline(s, buf, bytes, sizeof bytes)));
+    ASSERT_TRUE(succeeded(api().event_record(end, s)));
+    ASSERT_TRUE(succeeded(api().event_synchronize(end)));
+    float ms = -1;
+    ASSERT_TRUE(succeeded(api().event_elapsed_time(start, end, &ms)));
+    EXPECT_GE(ms, 0.0f);
+    EXPECT_EQ(statuses.get(), std::vector<keel_status>{KEEL_STATUS_OK});
+    EXPECT_TRUE(succeeded(api().event_destroy(start)));
+    EXPECT_TRUE(succeeded(api().event_destroy(end)));
+    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
+    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    EXPECT_GT(fake_ze_live_objects(), 0u) << "pools, modules and the context live until shutdown";
+    plugin().shutdown();
+    EXPECT_EQ(fake_ze_live_objects(), 0u);
+}
+
+}  // namespace
+}  // namespace keel::level_zero_test

@@ -112,6 +112,7 @@ TEST_F(OnFakeDriver, ThreadsFeedingOneStreamNeverUseItsCommandListAtOnce) {
                 if (!take(api().memcpy_d2h(s, out.data(), mine, 64)).ok()) ++failures;
                 if (r % 50 == 0 && !take(api().stream_synchronize(s)).ok()) ++failures;
             }
+            if (!take(api().stream_synchronize(s)).ok()) ++failures;  // before `out` goes
         });
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);

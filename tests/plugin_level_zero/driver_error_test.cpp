@@ -3,6 +3,8 @@
 // lost device makes streams sticky-failed as keel.h describes.
 #include "fake_fixture.hpp"
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace keel::level_zero_test {
@@ -112,9 +114,18 @@ TEST_F(OnFakeDriver, ADeviceLostWhileWorkRunsFailsTheStreamStickily) {
 TEST_F(OnFakeDriver, AFailedWaitMakesTheStreamStickyEvenIfTheDeviceRecovers) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(64);
+    HostGate gate;  // keeps the memset pending, so synchronize has to wait for it
+    ASSERT_TRUE(succeeded(gate.hold(api(), s)));
     ASSERT_TRUE(succeeded(api().memset_d8(s, buf, 1, 64)));
     fake_ze_fail_calls("zeEventHostSynchronize", ZE_RESULT_ERROR_DEVICE_LOST, 0, 1);
+    // Opened while synchronize waits: it reports the failure only once the
+    // host function enqueued before it has run.
+    std::thread opener([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        gate.open();
+    });
     const Outcome sync = take(api().stream_synchronize(s));
+    opener.join();
     EXPECT_EQ(sync.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_EQ(sync.message, "[level_zero stream_synchronize] zeEventHostSynchronize: ZE_RESULT_ERROR_DEVICE_LOST");
     const Outcome again = take(api().stream_synchronize(s));

@@ -1,0 +1,119 @@
+// keel-level-zero-latency: what the Level Zero plugin's emulated pieces cost
+// next to a native operation, in one run on one device:
+//   - a 4-byte memset, then stream_synchronize        (native: one command)
+//   - a host function, then stream_synchronize        (emulated: host worker)
+//   - memset, host function, memset, synchronize     (device -> host -> device)
+//   - a 4 KiB copy from pinned memory, synchronize   (native)
+//   - a 4 KiB copy from pageable memory, synchronize (emulated: staged)
+// Each row is the median of many rounds, and its ratio to the first row.
+//
+//   keel-level-zero-latency [rounds]       (default 2000)
+// Runs on level_zero:0. Without Intel hardware, point the loader at the
+// test driver: ZE_ENABLE_ALT_DRIVERS=<build>/tests/level_zero_fake/libkeel_fake_ze.so
+// (then the figures are the plugin's and the fake driver's, not a GPU's).
+#include <keel/keel.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool check(keel_error* e, const char* what) {
+    if (e == nullptr) return true;
+    std::fprintf(stderr, "%s: %s\n", what, e->message);
+    keel_error_destroy(e);
+    return false;
+}
+
+double median_us(int rounds, const std::function<bool()>& round) {
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(rounds));
+    for (int i = 0; i < rounds; ++i) {
+        const auto t0 = Clock::now();
+        if (!round()) std::exit(1);
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    std::nth_element(us.begin(), us.begin() + static_cast<std::ptrdiff_t>(us.size() / 2), us.end());
+    return us[us.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 2000;
+    const char* path = std::getenv("KEEL_LEVEL_ZERO_PLUGIN");
+    void* library = dlopen(path ? path : KEEL_LEVEL_ZERO_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+        std::fprintf(stderr, "cannot load the plugin: %s\n", dlerror());
+        return 1;
+    }
+    const auto init = reinterpret_cast<keel_plugin_entry_fn>(dlsym(library, KEEL_PLUGIN_ENTRY_NAME));
+    keel_host_services host{};
+    host.struct_size = KEEL_HOST_SERVICES_STRUCT_SIZE;
+    host.abi_major = KEEL_ABI_VERSION_MAJOR;
+    host.abi_minor = KEEL_ABI_VERSION_MINOR;
+    host.log = [](void*, keel_log_level, const char*) {};
+    host.log_enabled = [](void*, keel_log_level) -> int32_t { return 0; };
+    const keel_plugin_api* api = nullptr;
+    if (init == nullptr || !check(init(&host, &api), "keel_plugin_init")) return 1;
+    uint32_t count = 0;
+    keel_plugin_info info{};
+    info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
+    if (!check(api->device_count(&count), "device_count") || !check(api->plugin_info(&info), "plugin_info")) return 1;
+    if (count == 0) {
+        std::printf("no Level Zero device: %s\n", info.status);
+        api->plugin_shutdown();
+        return 0;
+    }
+    keel_device device = nullptr;
+    keel_device_properties props{};
+    props.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
+    keel_stream s = nullptr;
+    keel_device_addr buf = 0;
+    void* pinned = nullptr;
+    if (!check(api->device_get(0, &device), "device_get") || !check(api->device_properties(device, &props), "properties") ||
+        !check(api->stream_create(device, 0, &s), "stream_create") ||
+        !check(api->device_alloc(device, 4096, &buf), "device_alloc") ||
+        !check(api->host_alloc(device, 4096, &pinned), "host_alloc"))
+        return 1;
+    std::vector<unsigned char> pageable(4096, 1);
+    const keel_host_fn nothing = [](void*, keel_status) {};
+    const auto memset4 = [&] { return check(api->memset_d8(s, buf, 1, 4), "memset_d8"); };
+    const auto host_fn = [&] { return check(api->stream_enqueue_host_func(s, nothing, nullptr), "host func"); };
+    const auto sync = [&] { return check(api->stream_synchronize(s), "stream_synchronize"); };
+
+    struct Row {
+        const char* what;
+        double us;
+    };
+    std::vector<Row> rows;
+    rows.push_back({"memset 4 B + synchronize", median_us(rounds, [&] { return memset4() && sync(); })});
+    rows.push_back({"host function + synchronize", median_us(rounds, [&] { return host_fn() && sync(); })});
+    rows.push_back({"memset, host function, memset + synchronize",
+                    median_us(rounds, [&] { return memset4() && host_fn() && memset4() && sync(); })});
+    rows.push_back({"4 KiB h2d from pinned + synchronize", median_us(rounds, [&] {
+                        return check(api->memcpy_h2d(s, buf, pinned, 4096), "memcpy_h2d") && sync();
+                    })});
+    rows.push_back({"4 KiB h2d from pageable + synchronize", median_us(rounds, [&] {
+                        return check(api->memcpy_h2d(s, buf, pageable.data(), 4096), "memcpy_h2d") && sync();
+                    })});
+
+    std::printf("level_zero:0 %s, %d rounds, median per round\n\n", props.name, rounds);
+    std::printf("%-46s %10s %8s\n", "operation", "us", "ratio");
+    for (const Row& r : rows) std::printf("%-46s %10.1f %8.2f\n", r.what, r.us, r.us / rows[0].us);
+
+    (void)check(api->host_free(device, pinned), "host_free");
+    (void)check(api->device_free(device, buf), "device_free");
+    (void)check(api->stream_destroy(s), "stream_destroy");
+    api->plugin_shutdown();
+    return 0;
+}

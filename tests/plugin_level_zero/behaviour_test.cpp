@@ -84,7 +84,9 @@ TEST_F(OnFakeDriver, EventsAreRecycledWhenNothingWaitsForThemAnyMore) {
         ASSERT_TRUE(succeeded(api().event_record(e, a)));
         ASSERT_TRUE(succeeded(api().stream_wait_event(b, e)));
         ASSERT_TRUE(succeeded(api().memset_d8(b, buf + 32, static_cast<std::uint8_t>(round), 32)));
-        if (round % 50 == 49) ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+        if (round % 50 == 49) {
+            ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+        }
     }
     ASSERT_TRUE(succeeded(api().stream_synchronize(a)));
     ASSERT_TRUE(succeeded(api().stream_synchronize(b)));

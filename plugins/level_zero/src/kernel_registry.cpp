@@ -24,16 +24,9 @@ const KernelDef* const kKernelTable[] = {
 
 }  // namespace
 
-Result<plugin::BufferArg> LaunchContext::buffer(const plugin::LaunchArgsView& args, std::size_t index,
-                                                const char* role, std::span<const keel_dtype> dtypes,
-                                                bool optional) const {
-    KEEL_TRY_ASSIGN(plugin::BufferArg b, args.buffer(index, role, dtypes, optional));
-    if (b.absent()) return b;
-    Result<void> inside = check_device_range(device(), b.addr, b.size, "buffer");
-    if (!inside.ok())
-        return Error(inside.error().code(), "[" + args.kernel_name() + "] argument " + std::to_string(index) + " (" +
-                                                role + "): " + inside.error().message());
-    return b;
+Result<void> LaunchContext::check(const plugin::LaunchArgsView& args, std::size_t index, const char* role,
+                                  const plugin::BufferArg& b) const {
+    return plugin::check_buffer(args, index, role, b, inside());
 }
 
 Result<void> LaunchContext::launch(SpirvModule module, const char* kernel, std::uint64_t items,
@@ -49,29 +42,7 @@ Result<void> LaunchContext::launch(SpirvModule module, const char* kernel, std::
     return stream.launch(KernelLaunch{kernel, m, items, args});
 }
 
-KernelRegistry::KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices) {
-    for (const auto& device : devices) {
-        std::vector<DeviceKernel> row;
-        for (const KernelDef* def : kKernelTable) row.push_back(DeviceKernel{device.get(), def});
-        by_device_.push_back(std::move(row));
-    }
-}
-
-const DeviceKernel* KernelRegistry::find(const Device& device, std::string_view name) const noexcept {
-    if (device.index() >= by_device_.size()) return nullptr;
-    for (const DeviceKernel& k : by_device_[device.index()])
-        if (name == k.def->name) return &k;
-    return nullptr;
-}
-
-std::string KernelRegistry::names() const {
-    std::string out;
-    for (const KernelDef* def : kKernelTable) {
-        if (!out.empty()) out += ", ";
-        out += def->name;
-    }
-    return out;
-}
+std::vector<const KernelDef*> kernel_defs() { return {std::begin(kKernelTable), std::end(kKernelTable)}; }
 
 namespace api {
 

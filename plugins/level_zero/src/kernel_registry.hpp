@@ -7,17 +7,20 @@
 //   1. Write the OpenCL C kernel in kernels/core.cl (or a new module), and
 //      its host twin runs automatically in the test driver.
 //   2. Write src/kernels/foo.cpp: a launch function that validates every
-//      argument with `args` and `ctx.buffer(...)` before anything is
-//      enqueued, then calls ctx.launch(...); define
+//      argument with `args` (or a parser of plugins/support) and checks its
+//      buffers with ctx.check / plugin::check_buffers(args, ..., ctx.inside())
+//      before anything is enqueued, then calls ctx.launch(...); define
 //        extern const KernelDef kFooKernel{"foo", &launch_foo};
 //   3. Add it to kernels/kernel_list.inc and to CMakeLists.txt.
 #pragma once
 
 #include "modules.hpp"
 #include "stream.hpp"
+#include "usm.hpp"
 
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
+#include <keel/plugin/kernel_table.hpp>
 #include <keel/result.hpp>
 
 #include <span>
@@ -32,11 +35,16 @@ struct LaunchContext {
 
     [[nodiscard]] Device& device() const noexcept { return stream.device(); }
 
-    // Argument `index` as a buffer of one of `dtypes` (LaunchArgsView::buffer),
-    // also checked to lie inside one device allocation of the stream's device.
-    [[nodiscard]] Result<plugin::BufferArg> buffer(const plugin::LaunchArgsView& args, std::size_t index,
-                                                   const char* role, std::span<const keel_dtype> dtypes = {},
-                                                   bool optional = false) const;
+    // The check that a buffer lies inside one device allocation of the
+    // stream's device, for plugin::check_buffer(s): (addr, size) -> Result<void>.
+    [[nodiscard]] auto inside() const {
+        return [&device = device()](keel_device_addr addr, std::uint64_t size) {
+            return check_device_range(device, addr, size, "buffer");
+        };
+    }
+    // Argument `index`, already parsed as `b`, checked with inside().
+    [[nodiscard]] Result<void> check(const plugin::LaunchArgsView& args, std::size_t index, const char* role,
+                                     const plugin::BufferArg& b) const;
 
     // Enqueues `kernel` of `module` over `items` work-items.
     [[nodiscard]] Result<void> launch(SpirvModule module, const char* kernel, std::uint64_t items,
@@ -53,34 +61,14 @@ struct KernelDef {
     KernelLaunchFn launch;
 };
 
-// What a keel_kernel handle points at: a kernel of one device, so a launch
-// can refuse a stream of another device.
-struct DeviceKernel {
-    const Device* device;
-    const KernelDef* def;
-};
+// The kernels, one handle (what a keel_kernel points at) per device and kernel.
+using KernelRegistry = plugin::KernelTable<Device, KernelDef>;
+using DeviceKernel = KernelRegistry::Handle;
 
-// The kernels, one DeviceKernel per device and kernel. Immutable after
-// construction: read from any thread; handles valid until plugin_shutdown.
-class KernelRegistry {
-public:
-    explicit KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices);
-    KernelRegistry(const KernelRegistry&) = delete;
-    KernelRegistry& operator=(const KernelRegistry&) = delete;
-    KernelRegistry(KernelRegistry&&) = delete;
-    KernelRegistry& operator=(KernelRegistry&&) = delete;
-    ~KernelRegistry() = default;
+// Every kernel this plugin serves, sorted by name.
+[[nodiscard]] std::vector<const KernelDef*> kernel_defs();
 
-    // The kernel named `name` on `device`, or null.
-    [[nodiscard]] const DeviceKernel* find(const Device& device, std::string_view name) const noexcept;
-    // "axpy, fill, lerp, lerp_grad": for the message of a failed lookup.
-    [[nodiscard]] std::string names() const;
-
-private:
-    std::vector<std::vector<DeviceKernel>> by_device_;  // [device index][kernel]
-};
-
-// The table (registry construction) and the kernel entries' access to it.
+// The registry of the plugin's state (plugin_state.cpp).
 [[nodiscard]] const KernelRegistry& kernels() noexcept;
 
 }  // namespace keel::level_zero

@@ -1,16 +1,25 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/host_log.hpp>
-
-#include <mutex>
+#include <keel/plugin/shared_state.hpp>
 
 namespace keel::level_zero {
 
 namespace {
 
-std::mutex g_mutex;  // guards acquire/release only; entries read g_state lock-free
-std::unique_ptr<PluginState> g_state;
-int g_references = 0;
+plugin::SharedState<PluginState> g_state;
+
+// Found devices with their kernel table, logged at info level.
+Result<std::unique_ptr<PluginState>> discover() {
+    Discovery found = discover_devices();
+    if (plugin::HostLog::enabled(KEEL_LOG_INFO)) {
+        std::string line = "[level_zero] " + std::to_string(found.devices.size()) + " device(s)";
+        for (const auto& d : found.devices) line += "; " + d->label() + ": " + d->properties().name;
+        if (!found.status.empty()) line += "; " + found.status;
+        plugin::HostLog::write(KEEL_LOG_INFO, line);
+    }
+    return std::make_unique<PluginState>(std::move(found));
+}
 
 }  // namespace
 
@@ -25,34 +34,14 @@ const Device* PluginState::find(ze_device_handle_t handle) const noexcept {
     return nullptr;
 }
 
-Result<void> acquire_state() {
-    std::lock_guard lock(g_mutex);
-    if (g_references > 0) {
-        ++g_references;
-        return ok();
-    }
-    Discovery found = discover_devices();
-    if (plugin::HostLog::enabled(KEEL_LOG_INFO)) {
-        std::string line = "[level_zero] " + std::to_string(found.devices.size()) + " device(s)";
-        for (const auto& d : found.devices) line += "; " + d->label() + ": " + d->properties().name;
-        if (!found.status.empty()) line += "; " + found.status;
-        plugin::HostLog::write(KEEL_LOG_INFO, line);
-    }
-    g_state = std::make_unique<PluginState>(std::move(found));
-    g_references = 1;
-    return ok();
-}
+Result<void> acquire_state() { return g_state.acquire(&discover); }
 
 bool release_state() noexcept {
-    std::lock_guard lock(g_mutex);
-    if (g_references == 0 || --g_references > 0) return false;
-    g_state->release_all();
-    g_state.reset();
-    return true;
+    return g_state.release([](PluginState& s) { s.release_all(); });
 }
 
-const PluginState& state() noexcept { return *g_state; }
+const PluginState& state() noexcept { return g_state.get(); }
 
-const KernelRegistry& kernels() noexcept { return g_state->kernels(); }
+const KernelRegistry& kernels() noexcept { return g_state.get().kernels(); }
 
 }  // namespace keel::level_zero

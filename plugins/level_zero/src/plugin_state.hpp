@@ -23,7 +23,7 @@ public:
         : drivers_(std::move(discovery.drivers)),
           devices_(std::move(discovery.devices)),
           status_(std::move(discovery.status)),
-          kernels_(devices_) {}
+          kernels_(devices_, kernel_defs()) {}
     PluginState(const PluginState&) = delete;
     PluginState& operator=(const PluginState&) = delete;
     PluginState(PluginState&&) = delete;
@@ -49,8 +49,8 @@ private:
     KernelRegistry kernels_;
 };
 
-// Creates the state on the first call and counts later ones (a library
-// loaded twice through the same path is one instance and gets init twice).
+// Creates the state (discovery) on the first call and counts later ones
+// (plugin::SharedState).
 [[nodiscard]] Result<void> acquire_state();
 // Drops one reference; the last one destroys the state and returns true.
 bool release_state() noexcept;

@@ -14,7 +14,6 @@
 #include <keel/plugin/lerp_args.hpp>
 
 #include <array>
-#include <initializer_list>
 #include <span>
 #include <utility>
 #include <vector>
@@ -72,20 +71,9 @@ void copy_layout(const plugin::StridedLayout& from, Layout& to) {
     }
 }
 
-// Checks that every present buffer argument in `indices` lies inside one
-// device allocation of the launch's device.
-Result<void> check_allocations(const LaunchContext& ctx, const plugin::LaunchArgsView& args,
-                               std::initializer_list<std::pair<std::size_t, const char*>> indices) {
-    for (const auto& [index, role] : indices) {
-        if (args.kind(index) != KEEL_ARG_BUFFER) continue;  // a scalar weight
-        KEEL_TRY(ctx.buffer(args, index, role, {}, /*optional=*/true));
-    }
-    return ok();
-}
-
 Result<void> launch_lerp(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::LerpPlan plan, plugin::plan_lerp(args, implemented(ctx.device())));
-    KEEL_TRY(check_allocations(ctx, args, {{0, "x"}, {1, "y"}, {2, "w"}, {3, "out"}}));
+    KEEL_TRY(plugin::check_buffers(args, plugin::kLerpBuffers, ctx.inside()));
     if (plan.layout.numel == 0) return ok();
     const Variant v = variant_for(plan.dtype);
     KeelZeLerpLayout layout;
@@ -135,7 +123,7 @@ KeelZeGradPass pass_layout(const plugin::LerpGradPass& pass) {
 
 Result<void> launch_lerp_grad(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::LerpGradPlan plan, plugin::plan_lerp_grad(args, implemented(ctx.device())));
-    KEEL_TRY(check_allocations(ctx, args, {{0, "x"}, {1, "y"}, {2, "w"}, {3, "dout"}, {4, "dx"}, {5, "dy"}}));
+    KEEL_TRY(plugin::check_buffers(args, plugin::kLerpGradBuffers, ctx.inside()));
     if (plan.numel == 0) {
         // Sums over nothing: present gradients are zeros (0x00 bytes in every float dtype).
         for (const plugin::BufferArg& g : {plan.dx, plan.dy})

@@ -65,4 +65,36 @@ private:
     std::string kernel_;
 };
 
+// Ok when `b` is absent or `inside(b.addr, b.size)` (the plugin's check that
+// it lies in one allocation of the launch's device) accepts it; otherwise that
+// error, prefixed like the others: "[axpy] argument 1 (x): <its message>".
+template <class Inside>
+[[nodiscard]] Result<void> check_buffer(const LaunchArgsView& args, std::size_t index, const char* role,
+                                        const BufferArg& b, Inside&& inside) {
+    if (b.absent()) return ok();
+    Result<void> r = inside(b.addr, b.size);
+    if (r.ok()) return r;
+    return Error(r.error().code(), "[" + args.kernel_name() + "] argument " + std::to_string(index) + " (" + role +
+                                       "): " + r.error().message());
+}
+
+// A buffer argument by index and role, for check_buffers.
+struct BufferRole {
+    std::size_t index;
+    const char* role;
+};
+
+// check_buffer for every argument of `roles` that is a buffer (a scalar in
+// a buffer-or-scalar slot is skipped; absent buffers pass).
+template <class Inside>
+[[nodiscard]] Result<void> check_buffers(const LaunchArgsView& args, std::span<const BufferRole> roles,
+                                         Inside&& inside) {
+    for (const BufferRole& r : roles) {
+        if (args.kind(r.index) != KEEL_ARG_BUFFER) continue;
+        KEEL_TRY_ASSIGN(const BufferArg b, args.buffer(r.index, r.role, {}, /*optional=*/true));
+        KEEL_TRY(check_buffer(args, r.index, r.role, b, inside));
+    }
+    return ok();
+}
+
 }  // namespace keel::plugin

@@ -74,6 +74,12 @@ struct LerpGradPlan {
     std::array<LerpGradPass, 2> passes;
 };
 
+// The buffer arguments of each kernel, for check_buffers (kernel_args.hpp)
+// after planning.
+inline constexpr std::array<BufferRole, 4> kLerpBuffers{{{0, "x"}, {1, "y"}, {2, "w"}, {3, "out"}}};
+inline constexpr std::array<BufferRole, 6> kLerpGradBuffers{
+    {{0, "x"}, {1, "y"}, {2, "w"}, {3, "dout"}, {4, "dx"}, {5, "dy"}}};
+
 // lerp(x, y, w, out, x_shape, y_shape, w_shape, out_shape).
 [[nodiscard]] Result<LerpPlan> plan_lerp(const LaunchArgsView& args,
                                          std::span<const keel_dtype> implemented);

@@ -5,6 +5,7 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/negotiation.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -37,17 +38,7 @@ keel_error* device_get(uint32_t index, keel_device* out_device) noexcept {
 keel_error* device_properties(keel_device device, keel_device_properties* out) noexcept {
     return plugin::entry("cuda device_properties", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
-        KEEL_TRY(plugin::require_non_null(out, "out"));
-        if (out->struct_size < sizeof(out->struct_size))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
-        // Copies the fields after struct_size that fit the caller's struct
-        // (the layout has no padding: see the static_assert in keel.h).
-        const keel_device_properties& full = d->properties();
-        const std::size_t end = std::min<std::size_t>(out->struct_size, sizeof full);
-        constexpr std::size_t begin = sizeof full.struct_size;
-        std::memcpy(reinterpret_cast<char*>(out) + begin, reinterpret_cast<const char*>(&full) + begin,
-                    end - begin);
-        return ok();
+        return plugin::write_device_properties(out, d->properties());
     });
 }
 

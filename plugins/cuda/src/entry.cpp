@@ -5,8 +5,8 @@
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
+#include <keel/plugin/negotiation.hpp>
 
-#include <string>
 
 namespace keel::cuda::api {
 
@@ -17,15 +17,7 @@ constexpr const char* kVersion = KEEL_CUDA_PLUGIN_VERSION;
 
 keel_error* plugin_info(keel_plugin_info* out) noexcept {
     return plugin::entry("cuda plugin_info", [&]() -> Result<void> {
-        KEEL_TRY(plugin::require_non_null(out, "out"));
-        if (out->struct_size < sizeof(out->struct_size))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
-        // Writes only the fields that fit the caller's (maybe older) struct.
-        if (out->struct_size >= KEEL_STRUCT_SIZE(keel_plugin_info, device_type)) out->device_type = kDeviceType;
-        if (out->struct_size >= KEEL_STRUCT_SIZE(keel_plugin_info, version)) out->version = kVersion;
-        if (out->struct_size >= KEEL_STRUCT_SIZE(keel_plugin_info, status))
-            out->status = state().status().c_str();
-        return ok();
+        return plugin::write_plugin_info(out, kDeviceType, kVersion, state().status().c_str());
     });
 }
 
@@ -68,10 +60,6 @@ constexpr keel_plugin_api kApi = {
     .memcpy_h2d_inline = &memcpy_h2d_inline,
 };
 
-// The fields of keel_host_services this plugin reads before it knows the
-// runtime's version.
-constexpr std::size_t kHostVersionFieldsEnd = KEEL_STRUCT_SIZE(keel_host_services, abi_minor);
-
 }  // namespace
 
 }  // namespace keel::cuda::api
@@ -80,18 +68,8 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
                                                            const keel_plugin_api** out_api) {
     using namespace keel;
     return plugin::entry("cuda init", [&]() -> Result<void> {
-        KEEL_TRY(plugin::require_non_null(host, "host services"));
+        KEEL_TRY(plugin::check_host_services(host));
         KEEL_TRY(plugin::require_non_null(out_api, "out_api"));
-        if (host->struct_size < cuda::api::kHostVersionFieldsEnd)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         "host services struct_size " + std::to_string(host->struct_size) +
-                             " is too small to hold the ABI version");
-        if (host->abi_major != KEEL_ABI_VERSION_MAJOR)
-            return Error(KEEL_STATUS_VERSION_MISMATCH,
-                         "the runtime offers ABI " + std::to_string(host->abi_major) + "." +
-                             std::to_string(host->abi_minor) + ", this plugin implements " +
-                             std::to_string(KEEL_ABI_VERSION_MAJOR) + "." +
-                             std::to_string(KEEL_ABI_VERSION_MINOR));
         plugin::HostLog::install(host);
         Result<void> acquired = cuda::acquire_state();
         if (!acquired.ok()) {

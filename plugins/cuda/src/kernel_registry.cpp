@@ -25,44 +25,13 @@ const KernelDef* const kKernelTable[] = {
 
 }  // namespace
 
-Result<plugin::BufferArg> LaunchContext::buffer(const plugin::LaunchArgsView& args, std::size_t index,
-                                                const char* role, std::span<const keel_dtype> dtypes,
-                                                bool optional) const {
-    KEEL_TRY_ASSIGN(plugin::BufferArg b, args.buffer(index, role, dtypes, optional));
-    if (b.absent()) return b;
-    Result<void> inside = device.allocations().check(b.addr, b.size, "buffer");
-    if (!inside.ok())
-        return Error(inside.error().code(), "[" + args.kernel_name() + "] argument " + std::to_string(index) +
-                                                " (" + role + "): " + inside.error().message());
-    return b;
-}
-
-KernelRegistry::KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices, bool with_test_kernels) {
+std::vector<const KernelDef*> kernel_defs(bool with_test_kernels) {
+    std::vector<const KernelDef*> defs;
     for (const KernelDef* def : kKernelTable)
-        if (with_test_kernels || !def->test_only) defs_.push_back(def);
-    std::sort(defs_.begin(), defs_.end(),
+        if (with_test_kernels || !def->test_only) defs.push_back(def);
+    std::sort(defs.begin(), defs.end(),
               [](const KernelDef* a, const KernelDef* b) { return std::string_view(a->name) < b->name; });
-    for (const auto& device : devices) {
-        std::vector<DeviceKernel> kernels;
-        for (const KernelDef* def : defs_) kernels.push_back(DeviceKernel{device.get(), def});
-        by_device_.push_back(std::move(kernels));
-    }
-}
-
-const DeviceKernel* KernelRegistry::find(const Device& device, std::string_view name) const noexcept {
-    if (device.index() >= by_device_.size()) return nullptr;
-    for (const DeviceKernel& k : by_device_[device.index()])
-        if (name == k.def->name) return &k;
-    return nullptr;
-}
-
-std::string KernelRegistry::names() const {
-    std::string out;
-    for (const KernelDef* def : defs_) {
-        if (!out.empty()) out += ", ";
-        out += def->name;
-    }
-    return out;
+    return defs;
 }
 
 namespace api {

@@ -4,10 +4,11 @@
 // How to add a kernel `foo`:
 //   1. Write src/kernels/foo.cu (copy kernels/axpy.cu): the __global__
 //      function, and a launch function that validates the arguments through
-//      `args` (plugin::LaunchArgsView) and `ctx.buffer(...)`, which also
-//      checks every buffer lies inside a device allocation, then enqueues
-//      with launch_kernel() from kernels/launch.cuh. Validate everything
-//      before enqueuing: on error nothing may reach the stream.
+//      `args` (plugin::LaunchArgsView, or a parser of plugins/support), checks
+//      every buffer lies inside a device allocation with
+//      plugin::check_buffer(s)(..., ctx.inside()), then enqueues with
+//      launch_kernel() from kernels/launch.cuh. Validate everything before
+//      enqueuing: on error nothing may reach the stream.
 //   2. Define the table entry in that file:
 //        extern const KernelDef kFooKernel{"foo", &launch_foo, false};
 //   3. Add KEEL_CUDA_KERNEL(kFooKernel) to kernels/kernel_list.inc.
@@ -18,6 +19,7 @@
 
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
+#include <keel/plugin/kernel_table.hpp>
 #include <keel/result.hpp>
 
 #include <cuda_runtime_api.h>
@@ -36,12 +38,13 @@ struct LaunchContext {
     Device& device;
     cudaStream_t stream;
 
-    // Argument `index` as a buffer of one of `dtypes` (plugin::LaunchArgsView::buffer),
-    // additionally checked to lie inside one live allocation of `device`.
-    [[nodiscard]] Result<plugin::BufferArg> buffer(const plugin::LaunchArgsView& args, std::size_t index,
-                                                   const char* role,
-                                                   std::span<const keel_dtype> dtypes = {},
-                                                   bool optional = false) const;
+    // The check that a buffer lies inside one live allocation of `device`,
+    // for plugin::check_buffer(s): (addr, size) -> Result<void>.
+    [[nodiscard]] auto inside() const {
+        return [&d = device](keel_device_addr addr, std::uint64_t size) {
+            return d.allocations().check(addr, size, "buffer");
+        };
+    }
 };
 
 // Validates the arguments, then enqueues the kernel on ctx.stream. Returns
@@ -57,33 +60,12 @@ struct KernelDef {
     bool test_only;
 };
 
-// What a keel_kernel handle points at: a kernel of one device, so a launch
-// can refuse a stream of another device.
-struct DeviceKernel {
-    const Device* device;
-    const KernelDef* def;
-};
+// The kernels served in this process, one handle (what a keel_kernel points
+// at) per device and kernel.
+using KernelRegistry = plugin::KernelTable<Device, KernelDef>;
+using DeviceKernel = KernelRegistry::Handle;
 
-// The kernels served in this process, one DeviceKernel per device and
-// kernel. Immutable after construction, so it may be read from any thread;
-// the handles stay valid until it is destroyed (plugin_shutdown).
-class KernelRegistry {
-public:
-    KernelRegistry(const std::vector<std::unique_ptr<Device>>& devices, bool with_test_kernels);
-    KernelRegistry(const KernelRegistry&) = delete;
-    KernelRegistry& operator=(const KernelRegistry&) = delete;
-    KernelRegistry(KernelRegistry&&) = delete;
-    KernelRegistry& operator=(KernelRegistry&&) = delete;
-    ~KernelRegistry() = default;
-
-    // The kernel named `name` on `device`, or null.
-    [[nodiscard]] const DeviceKernel* find(const Device& device, std::string_view name) const noexcept;
-    // "axpy, fill, noop": for the message of a failed lookup.
-    [[nodiscard]] std::string names() const;
-
-private:
-    std::vector<const KernelDef*> defs_;                 // sorted by name
-    std::vector<std::vector<DeviceKernel>> by_device_;   // [device index][kernel]
-};
+// The table's kernels, sorted by name; test-only ones only when asked.
+[[nodiscard]] std::vector<const KernelDef*> kernel_defs(bool with_test_kernels);
 
 }  // namespace keel::cuda

@@ -1,18 +1,16 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/host_log.hpp>
+#include <keel/plugin/shared_state.hpp>
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace keel::cuda {
 
 namespace {
 
-std::mutex g_mutex;  // guards acquire/release only; entries read g_state lock-free
-std::unique_ptr<PluginState> g_state;
-int g_references = 0;
+plugin::SharedState<PluginState> g_state;
 
 bool test_kernels_requested() {
     const char* value = std::getenv("KEEL_CUDA_TEST_KERNELS");
@@ -24,38 +22,29 @@ bool test_kernels_requested() {
 PluginState::PluginState(Discovery discovery, bool with_test_kernels)
     : devices_(std::move(discovery.devices)),
       status_(std::move(discovery.status)),
-      kernels_(devices_, with_test_kernels) {}
+      kernels_(devices_, kernel_defs(with_test_kernels)) {}
 
 void PluginState::release_all() noexcept {
     for (auto& device : devices_) device->release_all();
 }
 
 Result<void> acquire_state() {
-    std::lock_guard lock(g_mutex);
-    if (g_references > 0) {
-        ++g_references;
-        return ok();
-    }
-    Discovery found = discover_devices();
-    if (plugin::HostLog::enabled(KEEL_LOG_INFO)) {
-        std::string line = "[cuda] " + std::to_string(found.devices.size()) + " device(s)";
-        for (const auto& d : found.devices) line += "; " + d->label() + ": " + d->properties().name;
-        if (!found.status.empty()) line += "; " + found.status;
-        plugin::HostLog::write(KEEL_LOG_INFO, line);
-    }
-    g_state = std::make_unique<PluginState>(std::move(found), test_kernels_requested());
-    g_references = 1;
-    return ok();
+    return g_state.acquire([]() -> Result<std::unique_ptr<PluginState>> {
+        Discovery found = discover_devices();
+        if (plugin::HostLog::enabled(KEEL_LOG_INFO)) {
+            std::string line = "[cuda] " + std::to_string(found.devices.size()) + " device(s)";
+            for (const auto& d : found.devices) line += "; " + d->label() + ": " + d->properties().name;
+            if (!found.status.empty()) line += "; " + found.status;
+            plugin::HostLog::write(KEEL_LOG_INFO, line);
+        }
+        return std::make_unique<PluginState>(std::move(found), test_kernels_requested());
+    });
 }
 
 bool release_state() noexcept {
-    std::lock_guard lock(g_mutex);
-    if (g_references == 0 || --g_references > 0) return false;
-    g_state->release_all();
-    g_state.reset();
-    return true;
+    return g_state.release([](PluginState& s) { s.release_all(); });
 }
 
-const PluginState& state() noexcept { return *g_state; }
+const PluginState& state() noexcept { return g_state.get(); }
 
 }  // namespace keel::cuda

@@ -24,11 +24,6 @@ const KernelDef* const kKernelTable[] = {
 
 }  // namespace
 
-Result<void> LaunchContext::check(const plugin::LaunchArgsView& args, std::size_t index, const char* role,
-                                  const plugin::BufferArg& b) const {
-    return plugin::check_buffer(args, index, role, b, inside());
-}
-
 Result<void> LaunchContext::launch(SpirvModule module, const char* kernel, std::uint64_t items,
                                    std::span<const KernelArgValue> args) const {
     std::size_t bytes = 0;

@@ -8,8 +8,8 @@
 //      its host twin runs automatically in the test driver.
 //   2. Write src/kernels/foo.cpp: a launch function that validates every
 //      argument with `args` (or a parser of plugins/support) and checks its
-//      buffers with ctx.check / plugin::check_buffers(args, ..., ctx.inside())
-//      before anything is enqueued, then calls ctx.launch(...); define
+//      buffers with plugin::check_buffer(s)(..., ctx.inside()) before
+//      anything is enqueued, then calls ctx.launch(...); define
 //        extern const KernelDef kFooKernel{"foo", &launch_foo};
 //   3. Add it to kernels/kernel_list.inc and to CMakeLists.txt.
 #pragma once
@@ -42,9 +42,6 @@ struct LaunchContext {
             return check_device_range(device, addr, size, "buffer");
         };
     }
-    // Argument `index`, already parsed as `b`, checked with inside().
-    [[nodiscard]] Result<void> check(const plugin::LaunchArgsView& args, std::size_t index, const char* role,
-                                     const plugin::BufferArg& b) const;
 
     // Enqueues `kernel` of `module` over `items` work-items.
     [[nodiscard]] Result<void> launch(SpirvModule module, const char* kernel, std::uint64_t items,

@@ -2,22 +2,17 @@
 #include "../kernel_registry.hpp"
 #include "../parallel_for.hpp"
 
+#include <keel/plugin/basic_kernels.hpp>
+
 namespace keel::cpu::kernels {
 
 Result<KernelWork> validate_axpy(const plugin::LaunchArgsView& args) {
-    static constexpr keel_dtype kF32[] = {KEEL_DTYPE_F32};
-    KEEL_TRY(args.expect_count(3));
-    KEEL_TRY_ASSIGN(double alpha, args.scalar_f64(0, "alpha"));
-    KEEL_TRY_ASSIGN(plugin::BufferArg x, args.buffer(1, "x", kF32));
-    KEEL_TRY_ASSIGN(plugin::BufferArg y, args.buffer(2, "y", kF32));
-    if (x.size != y.size)
-        return args.invalid("x has " + std::to_string(x.size) + " bytes but y has " + std::to_string(y.size) +
-                            ": they must be equal");
+    KEEL_TRY_ASSIGN(const plugin::AxpyArgs parsed, plugin::parse_axpy(args));
     KernelWork work;
-    const std::size_t xi = work.use(x, Access::read, "x");
-    const std::size_t yi = work.use(y, Access::read_write, "y");
-    const std::size_t n = x.size / sizeof(float);
-    const float a = static_cast<float>(alpha);
+    const std::size_t xi = work.use(parsed.x, Access::read, "x");
+    const std::size_t yi = work.use(parsed.y, Access::read_write, "y");
+    const std::size_t n = parsed.count;
+    const float a = parsed.alpha;
     work.body = [xi, yi, n, a](const KernelBuffers& b) -> Result<void> {
         const float* xs = b.get<const float>(xi);
         float* ys = b.get<float>(yi);

@@ -2,6 +2,8 @@
 // x and y of equal size.
 #include "kernels/launch.cuh"
 
+#include <keel/plugin/basic_kernels.hpp>
+
 namespace keel::cuda {
 
 namespace {
@@ -13,19 +15,12 @@ __global__ void axpy_f32(float alpha, const float* x, float* y, std::uint64_t n)
         y[i] = alpha * x[i] + y[i];
 }
 
-constexpr keel_dtype kF32[] = {KEEL_DTYPE_F32};
-
 Result<void> launch_axpy(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
-    KEEL_TRY(args.expect_count(3));
-    KEEL_TRY_ASSIGN(const double alpha, args.scalar_f64(0, "alpha"));
-    KEEL_TRY_ASSIGN(const plugin::BufferArg x, ctx.buffer(args, 1, "x", kF32));
-    KEEL_TRY_ASSIGN(const plugin::BufferArg y, ctx.buffer(args, 2, "y", kF32));
-    if (x.size != y.size)
-        return args.invalid("x has " + std::to_string(x.size) + " bytes, y has " + std::to_string(y.size) +
-                            ": sizes must be equal");
-    const std::uint64_t n = y.size / sizeof(float);
-    return launch_kernel(ctx, axpy_f32, grid_for(n, ctx), dim3(kBlockSize), static_cast<float>(alpha),
-                         device_pointer<const float>(x), device_pointer<float>(y), n);
+    KEEL_TRY_ASSIGN(const plugin::AxpyArgs a, plugin::parse_axpy(args));
+    KEEL_TRY(plugin::check_buffer(args, 1, "x", a.x, ctx.inside()));
+    KEEL_TRY(plugin::check_buffer(args, 2, "y", a.y, ctx.inside()));
+    return launch_kernel(ctx, axpy_f32, grid_for(a.count, ctx), dim3(kBlockSize), a.alpha,
+                         device_pointer<const float>(a.x), device_pointer<float>(a.y), a.count);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // fill(out: buffer f32, value: scalar f32): out[i] = value.
 #include "kernels/launch.cuh"
 
+#include <keel/plugin/basic_kernels.hpp>
+
 namespace keel::cuda {
 
 namespace {
@@ -12,15 +14,11 @@ __global__ void fill_f32(float* out, std::uint64_t n, float value) {
         out[i] = value;
 }
 
-constexpr keel_dtype kF32[] = {KEEL_DTYPE_F32};
-
 Result<void> launch_fill(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
-    KEEL_TRY(args.expect_count(2));
-    KEEL_TRY_ASSIGN(const plugin::BufferArg out, ctx.buffer(args, 0, "out", kF32));
-    KEEL_TRY_ASSIGN(const double value, args.scalar_f64(1, "value"));
-    const std::uint64_t n = out.size / sizeof(float);
-    return launch_kernel(ctx, fill_f32, grid_for(n, ctx), dim3(kBlockSize), device_pointer<float>(out), n,
-                         static_cast<float>(value));
+    KEEL_TRY_ASSIGN(const plugin::FillArgs f, plugin::parse_fill(args));
+    KEEL_TRY(plugin::check_buffer(args, 0, "out", f.out, ctx.inside()));
+    return launch_kernel(ctx, fill_f32, grid_for(f.count, ctx), dim3(kBlockSize), device_pointer<float>(f.out),
+                         f.count, f.value);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 
 Result<void> launch_fill(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::FillArgs f, plugin::parse_fill(args));
-    KEEL_TRY(ctx.check(args, 0, "out", f.out));
+    KEEL_TRY(plugin::check_buffer(args, 0, "out", f.out, ctx.inside()));
     if (f.count == 0) return ok();
     void* out = device_pointer(f.out.addr);
     const auto n = static_cast<keel_i64>(f.count);
@@ -26,8 +26,8 @@ Result<void> launch_fill(const LaunchContext& ctx, const plugin::LaunchArgsView&
 
 Result<void> launch_axpy(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::AxpyArgs a, plugin::parse_axpy(args));
-    KEEL_TRY(ctx.check(args, 1, "x", a.x));
-    KEEL_TRY(ctx.check(args, 2, "y", a.y));
+    KEEL_TRY(plugin::check_buffer(args, 1, "x", a.x, ctx.inside()));
+    KEEL_TRY(plugin::check_buffer(args, 2, "y", a.y, ctx.inside()));
     if (a.count == 0) return ok();
     void* x = device_pointer(a.x.addr);
     void* y = device_pointer(a.y.addr);

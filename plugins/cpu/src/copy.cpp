@@ -10,6 +10,7 @@
 #include "stream_copy.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/copy_args.hpp>
 #include <keel/plugin/host_log.hpp>
 
 #include <cstring>
@@ -220,9 +221,7 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
         KEEL_TRY(check_range(src, size, "source"));
-        if (dst < src + size && src < dst + size)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "source " + hex(src) + " and destination " + hex(dst) +
-                                                           " overlap (" + std::to_string(size) + " bytes)");
+        KEEL_TRY(plugin::check_no_overlap(dst, src, size));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::copy_d2d;
             op.dst_addr = dst;
@@ -251,9 +250,7 @@ keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, u
 keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) {
     return plugin::entry("cpu memcpy_h2d_inline", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
-        if (size > KEEL_INLINE_COPY_MAX)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, std::to_string(size) + " bytes exceed KEEL_INLINE_COPY_MAX (" +
-                                                           std::to_string(KEEL_INLINE_COPY_MAX) + ")");
+        KEEL_TRY(plugin::check_inline_copy_size(size));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
         KEEL_TRY(check_host(src, "source"));

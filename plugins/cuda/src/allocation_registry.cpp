@@ -1,17 +1,10 @@
 #include "allocation_registry.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <mutex>
 #include <utility>
 
 namespace keel::cuda {
-
-std::string hex_addr(keel_device_addr addr) {
-    char text[2 + 16 + 1];
-    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(addr));
-    return text;
-}
 
 namespace {
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <keel/keel.h>
+#include <keel/plugin/copy_args.hpp>
 #include <keel/result.hpp>
 
 #include <cstdint>
@@ -58,7 +59,6 @@ private:
     std::vector<std::pair<keel_device_addr, std::uint64_t>> live_;
 };
 
-// "0x7f3a00000000"
-[[nodiscard]] std::string hex_addr(keel_device_addr addr);
+using plugin::hex_addr;
 
 }  // namespace keel::cuda

@@ -10,6 +10,7 @@
 #include "pageable_copy.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/copy_args.hpp>
 
 namespace keel::cuda::api {
 
@@ -53,10 +54,7 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
         if (size == 0) return ok();
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
         KEEL_TRY(s->device().allocations().check(src, size, "source"));
-        if (dst < src + size && src < dst + size)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "source " + hex_addr(src) + " and destination " +
-                                                           hex_addr(dst) + " overlap over " +
-                                                           std::to_string(size) + " bytes");
+        KEEL_TRY(plugin::check_no_overlap(dst, src, size));
         KEEL_TRY(s->device().make_current());
         return check_cuda(
             cudaMemcpyAsync(device_ptr(dst), device_ptr(src), size, cudaMemcpyDeviceToDevice, s->cuda()));
@@ -77,10 +75,7 @@ keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const vo
                               uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_h2d_inline", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
-        if (size > KEEL_INLINE_COPY_MAX)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "size " + std::to_string(size) + " exceeds " +
-                                                           std::to_string(KEEL_INLINE_COPY_MAX) +
-                                                           " (KEEL_INLINE_COPY_MAX)");
+        KEEL_TRY(plugin::check_inline_copy_size(size));
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(src, "source"));
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));

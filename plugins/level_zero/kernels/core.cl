@@ -20,11 +20,6 @@ KEEL_KERNEL void keel_axpy_f32(float alpha, KEEL_GLOBAL const float* x, KEEL_GLO
 #define KEEL_LOAD(p, i) ((p)[i])
 #define KEEL_STORE(p, i, v) ((p)[i] = (v))
 #include "lerp.clh"
-#undef KEEL_SUFFIX
-#undef KEEL_T
-#undef KEEL_ACC
-#undef KEEL_LOAD
-#undef KEEL_STORE
 
 /* f16: IEEE half in memory, converted with the OpenCL built-ins (no
  * cl_khr_fp16 arithmetic needed); stores round to nearest even. */
@@ -34,11 +29,6 @@ KEEL_KERNEL void keel_axpy_f32(float alpha, KEEL_GLOBAL const float* x, KEEL_GLO
 #define KEEL_LOAD(p, i) vload_half((size_t)(i), (p))
 #define KEEL_STORE(p, i, v) vstore_half_rte((v), (size_t)(i), (p))
 #include "lerp.clh"
-#undef KEEL_SUFFIX
-#undef KEEL_T
-#undef KEEL_ACC
-#undef KEEL_LOAD
-#undef KEEL_STORE
 
 /* bf16: the high half of an f32; stores round to nearest even, NaN stays NaN. */
 static float keel_bf16_load(KEEL_GLOBAL const ushort* p, keel_i64 i) { return as_float((uint)p[i] << 16); }
@@ -53,8 +43,3 @@ static void keel_bf16_store(KEEL_GLOBAL ushort* p, keel_i64 i, float v) {
 #define KEEL_LOAD(p, i) keel_bf16_load((p), (i))
 #define KEEL_STORE(p, i, v) keel_bf16_store((p), (i), (v))
 #include "lerp.clh"
-#undef KEEL_SUFFIX
-#undef KEEL_T
-#undef KEEL_ACC
-#undef KEEL_LOAD
-#undef KEEL_STORE

@@ -11,8 +11,3 @@
 #define KEEL_LOAD(p, i) ((p)[i])
 #define KEEL_STORE(p, i, v) ((p)[i] = (v))
 #include "lerp.clh"
-#undef KEEL_SUFFIX
-#undef KEEL_T
-#undef KEEL_ACC
-#undef KEEL_LOAD
-#undef KEEL_STORE

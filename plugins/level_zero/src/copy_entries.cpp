@@ -7,6 +7,7 @@
 #include "usm.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/copy_args.hpp>
 
 #include <cstring>
 
@@ -55,10 +56,7 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
         if (size == 0) return ok();
         KEEL_TRY(check_device_range(s->device(), dst, size, "destination"));
         KEEL_TRY(check_device_range(s->device(), src, size, "source"));
-        if (dst < src + size && src < dst + size)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "source " + hex_addr(src) + " and destination " +
-                                                           hex_addr(dst) + " overlap over " + std::to_string(size) +
-                                                           " bytes");
+        KEEL_TRY(plugin::check_no_overlap(dst, src, size));
         return enqueue_copy(*s, device_pointer(dst), device_pointer(src), size);
     });
 }
@@ -75,10 +73,7 @@ keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, u
 keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept {
     return plugin::entry("level_zero memcpy_h2d_inline", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
-        if (size > KEEL_INLINE_COPY_MAX)
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "size " + std::to_string(size) + " exceeds " +
-                                                           std::to_string(KEEL_INLINE_COPY_MAX) +
-                                                           " (KEEL_INLINE_COPY_MAX)");
+        KEEL_TRY(plugin::check_inline_copy_size(size));
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(src, "source"));
         KEEL_TRY(check_device_range(s->device(), dst, size, "destination"));

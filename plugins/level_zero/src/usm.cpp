@@ -3,9 +3,12 @@
 #include "plugin_state.hpp"
 #include "ze_error.hpp"
 
-#include <cstdio>
+#include <keel/plugin/copy_args.hpp>
+
 
 namespace keel::level_zero {
+
+using plugin::hex_addr;
 
 namespace {
 
@@ -43,12 +46,6 @@ Result<Allocation> device_allocation_holding(const Device& device, keel_device_a
 }
 
 }  // namespace
-
-std::string hex_addr(std::uint64_t addr) {
-    char text[2 + 16 + 1];
-    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(addr));
-    return text;
-}
 
 Result<void> check_device_range(const Device& device, keel_device_addr addr, std::uint64_t size, const char* role) {
     KEEL_TRY_ASSIGN(const Allocation a, device_allocation_holding(device, addr, role));

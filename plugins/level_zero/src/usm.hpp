@@ -34,9 +34,6 @@ enum class HostAccess { direct, staged };
 [[nodiscard]] Result<HostAccess> host_access(const Device& device, const void* ptr, std::uint64_t size,
                                              const char* role);
 
-// "0x7f3a00000000"
-[[nodiscard]] std::string hex_addr(std::uint64_t addr);
-
 // The USM pointer a keel_device_addr is the value of.
 [[nodiscard]] inline void* device_pointer(keel_device_addr addr) noexcept {
     return reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));

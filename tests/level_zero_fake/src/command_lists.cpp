@@ -158,6 +158,24 @@ ze_result_t append(CommandList& list, std::unique_ptr<Command> c, ze_event_handl
     return ZE_RESULT_SUCCESS;
 }
 
+// The common front of every append: the list, used by one thread at a time,
+// locked, on a device not lost; `fill` makes the command's payload (or
+// returns an error) and the command is queued with its events.
+template <class Fill>
+ze_result_t append_command(ze_command_list_handle_t handle, Op op, ze_event_handle_t signal, uint32_t wait_count,
+                           ze_event_handle_t* waits, Fill&& fill) {
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    CommandList& list = *list_of(handle);
+    InCall busy(list);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
+    auto c = std::make_unique<Command>();
+    c->op = op;
+    if (const ze_result_t r = fill(list, driver, *c); r != ZE_RESULT_SUCCESS) return r;
+    return append(list, std::move(c), signal, wait_count, waits);
+}
+
 }  // namespace
 
 ze_result_t ZE_APICALL zeCommandListCreateImmediate(ze_context_handle_t context, ze_device_handle_t device,
@@ -206,116 +224,86 @@ ze_result_t ZE_APICALL zeCommandListDestroy(ze_command_list_handle_t handle) {
 ze_result_t ZE_APICALL zeCommandListAppendBarrier(ze_command_list_handle_t handle, ze_event_handle_t signal,
                                                   uint32_t wait_count, ze_event_handle_t* waits) {
     FAKE_ZE_INJECT("zeCommandListAppendBarrier");
-    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    CommandList& list = *list_of(handle);
-    InCall busy(list);
-    Driver& driver = Driver::get();
-    std::lock_guard lock(driver.mutex);
-    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
-    auto c = std::make_unique<Command>();
-    c->op = Op::barrier;
-    return append(list, std::move(c), signal, wait_count, waits);
+    return append_command(handle, Op::barrier, signal, wait_count, waits,
+                          [](CommandList&, Driver&, Command&) { return ZE_RESULT_SUCCESS; });
 }
 
 ze_result_t ZE_APICALL zeCommandListAppendMemoryCopy(ze_command_list_handle_t handle, void* dst, const void* src,
                                                      size_t size, ze_event_handle_t signal, uint32_t wait_count,
                                                      ze_event_handle_t* waits) {
     FAKE_ZE_INJECT("zeCommandListAppendMemoryCopy");
-    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (dst == nullptr || src == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    CommandList& list = *list_of(handle);
-    InCall busy(list);
-    Driver& driver = Driver::get();
-    std::lock_guard lock(driver.mutex);
-    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
-    auto c = std::make_unique<Command>();
-    c->op = Op::copy;
-    c->dst = translate(driver, dst, size, "zeCommandListAppendMemoryCopy destination", c->uses);
-    c->src = translate(driver, src, size, "zeCommandListAppendMemoryCopy source", c->uses);
-    c->size = size;
-    return append(list, std::move(c), signal, wait_count, waits);
+    return append_command(handle, Op::copy, signal, wait_count, waits, [&](CommandList&, Driver& driver, Command& c) {
+        c.dst = translate(driver, dst, size, "zeCommandListAppendMemoryCopy destination", c.uses);
+        c.src = translate(driver, src, size, "zeCommandListAppendMemoryCopy source", c.uses);
+        c.size = size;
+        return ZE_RESULT_SUCCESS;
+    });
 }
 
 ze_result_t ZE_APICALL zeCommandListAppendMemoryFill(ze_command_list_handle_t handle, void* ptr, const void* pattern,
                                                      size_t pattern_size, size_t size, ze_event_handle_t signal,
                                                      uint32_t wait_count, ze_event_handle_t* waits) {
     FAKE_ZE_INJECT("zeCommandListAppendMemoryFill");
-    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (ptr == nullptr || pattern == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    CommandList& list = *list_of(handle);
-    if (pattern_size == 0 || (pattern_size & (pattern_size - 1)) != 0 || pattern_size > (list.compute ? 128u : 4u) ||
-        size % pattern_size != 0)
-        return ZE_RESULT_ERROR_INVALID_SIZE;
-    InCall busy(list);
-    Driver& driver = Driver::get();
-    std::lock_guard lock(driver.mutex);
-    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
-    auto c = std::make_unique<Command>();
-    c->op = Op::fill;
-    c->dst = translate(driver, ptr, size, "zeCommandListAppendMemoryFill destination", c->uses);
-    // Read when the fill runs, so the caller must keep it until then.
-    c->pattern = pattern;
-    c->pattern_size = pattern_size;
-    c->size = size;
-    return append(list, std::move(c), signal, wait_count, waits);
+    return append_command(handle, Op::fill, signal, wait_count, waits, [&](CommandList& list, Driver& driver, Command& c) {
+        if (pattern_size == 0 || (pattern_size & (pattern_size - 1)) != 0 ||
+            pattern_size > (list.compute ? 128u : 4u) || size % pattern_size != 0)
+            return ZE_RESULT_ERROR_INVALID_SIZE;
+        c.dst = translate(driver, ptr, size, "zeCommandListAppendMemoryFill destination", c.uses);
+        // Read when the fill runs, so the caller must keep it until then.
+        c.pattern = pattern;
+        c.pattern_size = pattern_size;
+        c.size = size;
+        return ZE_RESULT_SUCCESS;
+    });
 }
 
 ze_result_t ZE_APICALL zeCommandListAppendWriteGlobalTimestamp(ze_command_list_handle_t handle, uint64_t* dst,
                                                                ze_event_handle_t signal, uint32_t wait_count,
                                                                ze_event_handle_t* waits) {
     FAKE_ZE_INJECT("zeCommandListAppendWriteGlobalTimestamp");
-    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (dst == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (reinterpret_cast<std::uintptr_t>(dst) % 8 != 0) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
-    CommandList& list = *list_of(handle);
-    InCall busy(list);
-    Driver& driver = Driver::get();
-    std::lock_guard lock(driver.mutex);
-    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
-    auto c = std::make_unique<Command>();
-    c->op = Op::timestamp;
-    c->dst = translate(driver, dst, sizeof *dst, "zeCommandListAppendWriteGlobalTimestamp destination", c->uses);
-    return append(list, std::move(c), signal, wait_count, waits);
+    return append_command(handle, Op::timestamp, signal, wait_count, waits, [&](CommandList&, Driver& driver, Command& c) {
+        c.dst = translate(driver, dst, sizeof *dst, "zeCommandListAppendWriteGlobalTimestamp destination", c.uses);
+        return ZE_RESULT_SUCCESS;
+    });
 }
 
 ze_result_t ZE_APICALL zeCommandListAppendLaunchKernel(ze_command_list_handle_t handle, ze_kernel_handle_t kernel_handle,
                                                        const ze_group_count_t* groups, ze_event_handle_t signal,
                                                        uint32_t wait_count, ze_event_handle_t* waits) {
     FAKE_ZE_INJECT("zeCommandListAppendLaunchKernel");
-    if (handle == nullptr || kernel_handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (kernel_handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (groups == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    CommandList& list = *list_of(handle);
-    if (!list.compute) return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
     Kernel& kernel = *from_handle<Kernel>(kernel_handle);
-    InCall busy(list);
     if (kernel.in_call.exchange(true, std::memory_order_acquire))
         violation("a kernel used by two threads at once (its arguments are state)");
     struct Release {
         Kernel& k;
         ~Release() { k.in_call.store(false, std::memory_order_release); }
     } release{kernel};
-    Driver& driver = Driver::get();
-    std::lock_guard lock(driver.mutex);
-    if (list.device->lost) return ZE_RESULT_ERROR_DEVICE_LOST;
-    auto c = std::make_unique<Command>();
-    c->op = Op::kernel;
-    c->kernel = kernel.twin;
-    c->global_size = static_cast<std::uint64_t>(groups->groupCountX) * kernel.group_size[0];
-    for (std::size_t i = 0; i < kernel.args.size(); ++i) {
-        if (!kernel.args[i]) violation("kernel " + kernel.name + " launched with argument " + std::to_string(i) + " unset");
-        std::vector<std::byte> value = *kernel.args[i];
-        if (kernel.twin->params[i].pointer) {
-            void* address = nullptr;
-            std::memcpy(&address, value.data(), sizeof address);
-            if (address != nullptr) {
-                void* host = translate(driver, address, 0, ("kernel " + kernel.name + " argument " + std::to_string(i)).c_str(),
-                                       c->uses);
-                std::memcpy(value.data(), &host, sizeof host);
+    return append_command(handle, Op::kernel, signal, wait_count, waits, [&](CommandList& list, Driver& driver, Command& c) {
+        if (!list.compute) return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
+        c.kernel = kernel.twin;
+        c.global_size = static_cast<std::uint64_t>(groups->groupCountX) * kernel.group_size[0];
+        for (std::size_t i = 0; i < kernel.args.size(); ++i) {
+            if (!kernel.args[i]) violation("kernel " + kernel.name + " launched with argument " + std::to_string(i) + " unset");
+            std::vector<std::byte> value = *kernel.args[i];
+            if (kernel.twin->params[i].pointer) {
+                void* address = nullptr;
+                std::memcpy(&address, value.data(), sizeof address);
+                if (address != nullptr) {
+                    const std::string what = "kernel " + kernel.name + " argument " + std::to_string(i);
+                    void* host = translate(driver, address, 0, what.c_str(), c.uses);
+                    std::memcpy(value.data(), &host, sizeof host);
+                }
             }
+            c.args.push_back(std::move(value));
         }
-        c->args.push_back(std::move(value));
-    }
-    return append(list, std::move(c), signal, wait_count, waits);
+        return ZE_RESULT_SUCCESS;
+    });
 }
 
 }  // namespace fake_ze::api

@@ -3,9 +3,22 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 namespace keel::testing {
+
+std::string find_plugin(const char* env_var, const std::string& relative, const std::string& built) {
+    if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') return env;
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const std::filesystem::path beside = exe.parent_path() / relative;
+        if (std::filesystem::exists(beside, ec)) return beside.lexically_normal().string();
+    }
+    return built;
+}
 
 std::optional<CError> take(keel_error* e) {
     if (e == nullptr) return std::nullopt;

@@ -23,13 +23,21 @@
 
 namespace keel::testing {
 
+// Where a plugin library is: the path in environment variable `env_var` if
+// it is set and not empty, else `relative` to this executable's directory if
+// a file is there (a build tree copied elsewhere), else `built` (its path at
+// build time).
+[[nodiscard]] std::string find_plugin(const char* env_var, const std::string& relative,
+                                      const std::string& built);
+
 // A keel_error taken over: its code and message, the C object destroyed.
 struct CError {
     keel_status code = KEEL_STATUS_OK;
     std::string message;
 };
-// The error `e` reports (nullopt for null, the ABI's success), destroying it.
-[[nodiscard]] std::optional<CError> take(keel_error* e);
+// The error `e` reports (nullopt for null, the ABI's success), destroying it
+// (call it to release an error you do not need).
+std::optional<CError> take(keel_error* e);
 
 // The dlopen'ed library. Move-only; dlclose on destruction.
 class PluginLibrary {
@@ -83,17 +91,20 @@ private:
     std::vector<Line> lines_;
 };
 
+// How LoadedPlugin initialises a plugin.
+struct LoadOptions {
+    ScopedEnv::Vars env;  // set while the plugin initialises
+    std::uint32_t abi_major = KEEL_ABI_VERSION_MAJOR;
+    keel_log_level min_log_level = KEEL_LOG_TRACE;  // see CapturedLog
+    bool echo_log = false;
+};
+
 // An initialised plugin: its table until shutdown() or destruction
 // (plugin_shutdown, then dlclose). When loading or init fails, init_error()
 // says why and nothing else may be used.
 class LoadedPlugin {
 public:
-    struct Options {
-        ScopedEnv::Vars env;  // set while the plugin initialises
-        std::uint32_t abi_major = KEEL_ABI_VERSION_MAJOR;
-        keel_log_level min_log_level = KEEL_LOG_TRACE;
-        bool echo_log = false;
-    };
+    using Options = LoadOptions;
     explicit LoadedPlugin(const std::string& path, const Options& options = {});
     LoadedPlugin(const LoadedPlugin&) = delete;
     LoadedPlugin& operator=(const LoadedPlugin&) = delete;

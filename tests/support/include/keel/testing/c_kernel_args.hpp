@@ -27,12 +27,28 @@ namespace keel::testing {
     a.value.scalar.f32 = v;
     return a;
 }
+[[nodiscard]] inline keel_kernel_arg f64_arg(double v) {
+    keel_kernel_arg a = f32_arg(0.0f);
+    a.dtype = KEEL_DTYPE_F64;
+    a.value.scalar.f64 = v;
+    return a;
+}
 [[nodiscard]] inline keel_kernel_arg i64_arg(std::int64_t v) {
     keel_kernel_arg a{};
     a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
     a.kind = KEEL_ARG_SCALAR;
     a.dtype = KEEL_DTYPE_I64;
     a.value.scalar.i64 = v;
+    return a;
+}
+// An int64 array in host memory (which must outlive the launch).
+[[nodiscard]] inline keel_kernel_arg ints_arg(const std::int64_t* data, std::uint64_t count) {
+    keel_kernel_arg a{};
+    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
+    a.kind = KEEL_ARG_INT_ARRAY;
+    a.dtype = KEEL_DTYPE_I64;
+    a.value.int_array.data = data;
+    a.value.int_array.count = count;
     return a;
 }
 // The launch of `args` (which must outlive it).

@@ -36,8 +36,8 @@ Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::allocate] the stream is empty (moved-from or closed)");
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(stream));
-    auto buffer = memory::allocate(*core, stream.native(), size);
-    if (!buffer.ok()) return std::move(buffer).error().context("Buffer::allocate on " + stream.device().name());
+    Result<Buffer> buffer = memory::allocate(*core, stream.native(), size);
+    if (!buffer.ok()) buffer = std::move(buffer).error().context("Buffer::allocate on " + stream.device().name());
     return buffer;
 }
 

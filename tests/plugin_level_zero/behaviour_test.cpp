@@ -12,17 +12,9 @@
 namespace keel::level_zero_test {
 namespace {
 
-keel_launch_args fill_args(keel_kernel_arg (&args)[2], keel_device_addr buf, std::uint64_t bytes, float value) {
-    args[0] = keel_kernel_arg{};
-    args[1] = keel_kernel_arg{};
-    args[0].struct_size = args[1].struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    args[0].kind = KEEL_ARG_BUFFER;
-    args[0].dtype = KEEL_DTYPE_F32;
-    args[0].value.buffer = {buf, bytes};
-    args[1].kind = KEEL_ARG_SCALAR;
-    args[1].dtype = KEEL_DTYPE_F32;
-    args[1].value.scalar.f32 = value;
-    return keel_launch_args{KEEL_LAUNCH_ARGS_STRUCT_SIZE, args, 2, sizeof(keel_kernel_arg)};
+// The arguments of fill(out, value) over `bytes` of `buf`.
+std::vector<keel_kernel_arg> fill_args(keel_device_addr buf, std::uint64_t bytes, float value) {
+    return {buffer_arg(buf, bytes), f32_arg(value)};
 }
 
 TEST_F(OnFakeDriver, PageableMemoryIsReadAndWrittenWhenTheCopyRunsInChunks) {
@@ -31,42 +23,42 @@ TEST_F(OnFakeDriver, PageableMemoryIsReadAndWrittenWhenTheCopyRunsInChunks) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(n);
     std::vector<std::uint8_t> source(n, 1), back(n, 0);
-    HostGate gate;
-    ASSERT_TRUE(succeeded(gate.hold(api(), s)));
-    ASSERT_TRUE(succeeded(api().memcpy_h2d(s, buf, source.data(), n)));
-    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, back.data(), buf, n)));
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(api(), s));
+    KEEL_ASSERT_OK(api().memcpy_h2d(s, buf, source.data(), n));
+    KEEL_ASSERT_OK(api().memcpy_d2h(s, back.data(), buf, n));
     // Changed after the enqueue, before the stream got there: the copy must
     // read this, and must not have written `back` yet.
     std::iota(source.begin(), source.end(), std::uint8_t{7});
     EXPECT_EQ(back, std::vector<std::uint8_t>(n, 0));
     gate.open();
-    ASSERT_TRUE(succeeded(api().stream_synchronize(s)));
+    KEEL_ASSERT_OK(api().stream_synchronize(s));
     EXPECT_EQ(back, source);
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 TEST_F(OnFakeDriver, PinnedMemoryIsCopiedDirectlyAndAPinnedRangeRunningPastItIsStaged) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(4096);
     void* pinned = nullptr;
-    ASSERT_TRUE(succeeded(api().host_alloc(device(), 4096, &pinned)));
+    KEEL_ASSERT_OK(api().host_alloc(device(), 4096, &pinned));
     std::fill_n(static_cast<std::uint8_t*>(pinned), 4096, std::uint8_t{3});
-    ASSERT_TRUE(succeeded(api().memcpy_h2d(s, buf, pinned, 4096)));
+    KEEL_ASSERT_OK(api().memcpy_h2d(s, buf, pinned, 4096));
     std::vector<std::uint8_t> back(4096, 0);
-    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, back.data(), buf, 4096)));
-    ASSERT_TRUE(succeeded(api().stream_synchronize(s)));
+    KEEL_ASSERT_OK(api().memcpy_d2h(s, back.data(), buf, 4096));
+    KEEL_ASSERT_OK(api().stream_synchronize(s));
     EXPECT_EQ(back, std::vector<std::uint8_t>(4096, 3));
     // host_free refuses what host_alloc did not return.
-    EXPECT_EQ(take(api().host_free(device(), static_cast<std::uint8_t*>(pinned) + 8)).code, KEEL_STATUS_INVALID_ARGUMENT);
-    EXPECT_EQ(take(api().host_free(device(), back.data())).code, KEEL_STATUS_INVALID_ARGUMENT);
-    EXPECT_TRUE(succeeded(api().host_free(device(), pinned)));
+    KEEL_EXPECT_ERROR(api().host_free(device(), static_cast<std::uint8_t*>(pinned) + 8), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(api().host_free(device(), back.data()), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_OK(api().host_free(device(), pinned));
     // device_free refuses an address inside an allocation.
-    const Outcome inside = take(api().device_free(device(), buf + 16));
+    const CError inside = outcome(api().device_free(device(), buf + 16));
     EXPECT_EQ(inside.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(inside.message.find("not its start"), std::string::npos) << inside.message;
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 TEST_F(OnFakeDriver, EventsAreRecycledWhenNothingWaitsForThemAnyMore) {
@@ -74,29 +66,29 @@ TEST_F(OnFakeDriver, EventsAreRecycledWhenNothingWaitsForThemAnyMore) {
     const keel_stream b = new_stream();
     const keel_device_addr buf = new_buffer(64);
     keel_event e = nullptr;
-    ASSERT_TRUE(succeeded(api().event_create(device(), 0, &e)));
+    KEEL_ASSERT_OK(api().event_create(device(), 0, &e));
     const std::uint64_t live_before = fake_ze_live_objects();
     // Each round: work on a, a record, a wait on b, work on b. Thousands of
     // Level Zero events pass through; with at most 200 operations in flight
     // the pool must not grow with them.
     for (int round = 0; round < 3000; ++round) {
-        ASSERT_TRUE(succeeded(api().memset_d8(a, buf, static_cast<std::uint8_t>(round), 32)));
-        ASSERT_TRUE(succeeded(api().event_record(e, a)));
-        ASSERT_TRUE(succeeded(api().stream_wait_event(b, e)));
-        ASSERT_TRUE(succeeded(api().memset_d8(b, buf + 32, static_cast<std::uint8_t>(round), 32)));
+        KEEL_ASSERT_OK(api().memset_d8(a, buf, static_cast<std::uint8_t>(round), 32));
+        KEEL_ASSERT_OK(api().event_record(e, a));
+        KEEL_ASSERT_OK(api().stream_wait_event(b, e));
+        KEEL_ASSERT_OK(api().memset_d8(b, buf + 32, static_cast<std::uint8_t>(round), 32));
         if (round % 50 == 49) {
-            ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+            KEEL_ASSERT_OK(api().stream_synchronize(b));
         }
     }
-    ASSERT_TRUE(succeeded(api().stream_synchronize(a)));
-    ASSERT_TRUE(succeeded(api().stream_synchronize(b)));
+    KEEL_ASSERT_OK(api().stream_synchronize(a));
+    KEEL_ASSERT_OK(api().stream_synchronize(b));
     // At most two pools: each is the pool, its 256 events and their
     // timestamp memory, 258 objects.
     EXPECT_LE(fake_ze_live_objects() - live_before, 2u * 258u);
-    EXPECT_TRUE(succeeded(api().event_destroy(e)));
-    EXPECT_TRUE(succeeded(api().stream_destroy(a)));
-    EXPECT_TRUE(succeeded(api().stream_destroy(b)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().event_destroy(e));
+    KEEL_EXPECT_OK(api().stream_destroy(a));
+    KEEL_EXPECT_OK(api().stream_destroy(b));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 TEST_F(OnFakeDriver, ThreadsFeedingOneStreamNeverUseItsCommandListAtOnce) {
@@ -110,44 +102,44 @@ TEST_F(OnFakeDriver, ThreadsFeedingOneStreamNeverUseItsCommandListAtOnce) {
             std::vector<std::uint8_t> out(64);
             for (int r = 0; r < kRounds; ++r) {
                 const keel_device_addr mine = buf + static_cast<keel_device_addr>(t) * 64;
-                if (!take(api().memset_d8(s, mine, static_cast<std::uint8_t>(r), 64)).ok()) ++failures;
-                if (!take(api().memcpy_d2h(s, out.data(), mine, 64)).ok()) ++failures;
-                if (r % 50 == 0 && !take(api().stream_synchronize(s)).ok()) ++failures;
+                if (take(api().memset_d8(s, mine, static_cast<std::uint8_t>(r), 64))) ++failures;
+                if (take(api().memcpy_d2h(s, out.data(), mine, 64))) ++failures;
+                if (r % 50 == 0 && take(api().stream_synchronize(s))) ++failures;
             }
-            if (!take(api().stream_synchronize(s)).ok()) ++failures;  // before `out` goes
+            if (take(api().stream_synchronize(s))) ++failures;  // before `out` goes
         });
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 TEST_F(OnFakeDriver, StreamsOnSeveralThreadsLaunchTheSameKernelWithTheirOwnArguments) {
     constexpr int kThreads = 3, kRounds = 100;
     constexpr std::uint64_t kBytes = 256 * sizeof(float);
     keel_kernel fill = nullptr;
-    ASSERT_TRUE(succeeded(api().kernel_get(device(), "fill", &fill)));
+    KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {
             keel_stream s = nullptr;
             keel_device_addr buf = 0;
-            if (!take(api().stream_create(device(), 0, &s)).ok() || !take(api().device_alloc(device(), kBytes, &buf)).ok()) {
+            if (take(api().stream_create(device(), 0, &s)) || take(api().device_alloc(device(), kBytes, &buf))) {
                 ++failures;
                 return;
             }
             std::vector<float> out(256);
             for (int r = 0; r < kRounds; ++r) {
-                keel_kernel_arg args[2];
                 const float value = static_cast<float>(t * 1000 + r);
-                const keel_launch_args launch = fill_args(args, buf, kBytes, value);
-                if (!take(api().kernel_launch(s, fill, &launch)).ok() ||
-                    !take(api().memcpy_d2h(s, out.data(), buf, kBytes)).ok() || !take(api().stream_synchronize(s)).ok() ||
+                const std::vector<keel_kernel_arg> args = fill_args(buf, kBytes, value);
+                const keel_launch_args launch = launch_args(args);
+                if (take(api().kernel_launch(s, fill, &launch)) ||
+                    take(api().memcpy_d2h(s, out.data(), buf, kBytes)) || take(api().stream_synchronize(s)) ||
                     out != std::vector<float>(256, value))
                     ++failures;
             }
-            if (!take(api().stream_destroy(s)).ok() || !take(api().device_free(device(), buf)).ok()) ++failures;
+            if (take(api().stream_destroy(s)) || take(api().device_free(device(), buf))) ++failures;
         });
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
@@ -157,28 +149,28 @@ TEST_F(OnFakeDriver, ShutdownLeavesNoLevelZeroObjectBehind) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(1024 * sizeof(float));
     keel_event start = nullptr, end = nullptr;
-    ASSERT_TRUE(succeeded(api().event_create(device(), KEEL_EVENT_TIMING, &start)));
-    ASSERT_TRUE(succeeded(api().event_create(device(), KEEL_EVENT_TIMING, &end)));
+    KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_TIMING, &start));
+    KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_TIMING, &end));
     keel_kernel fill = nullptr;
-    ASSERT_TRUE(succeeded(api().kernel_get(device(), "fill", &fill)));
-    keel_kernel_arg args[2];
-    const keel_launch_args launch = fill_args(args, buf, 1024 * sizeof(float), 1.5f);
+    KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
+    const std::vector<keel_kernel_arg> args = fill_args(buf, 1024 * sizeof(float), 1.5f);
+    const keel_launch_args launch = launch_args(args);
     StatusLog statuses;
-    ASSERT_TRUE(succeeded(api().event_record(start, s)));
-    ASSERT_TRUE(succeeded(api().kernel_launch(s, fill, &launch)));
-    ASSERT_TRUE(succeeded(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses)));
+    KEEL_ASSERT_OK(api().event_record(start, s));
+    KEEL_ASSERT_OK(api().kernel_launch(s, fill, &launch));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses));
     const std::uint8_t bytes[16] = {1, 2, 3};
-    ASSERT_TRUE(succeeded(api().memcpy_h2d_inline(s, buf, bytes, sizeof bytes)));
-    ASSERT_TRUE(succeeded(api().event_record(end, s)));
-    ASSERT_TRUE(succeeded(api().event_synchronize(end)));
+    KEEL_ASSERT_OK(api().memcpy_h2d_inline(s, buf, bytes, sizeof bytes));
+    KEEL_ASSERT_OK(api().event_record(end, s));
+    KEEL_ASSERT_OK(api().event_synchronize(end));
     float ms = -1;
-    ASSERT_TRUE(succeeded(api().event_elapsed_time(start, end, &ms)));
+    KEEL_ASSERT_OK(api().event_elapsed_time(start, end, &ms));
     EXPECT_GE(ms, 0.0f);
     EXPECT_EQ(statuses.get(), std::vector<keel_status>{KEEL_STATUS_OK});
-    EXPECT_TRUE(succeeded(api().event_destroy(start)));
-    EXPECT_TRUE(succeeded(api().event_destroy(end)));
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().event_destroy(start));
+    KEEL_EXPECT_OK(api().event_destroy(end));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
     EXPECT_GT(fake_ze_live_objects(), 0u) << "pools, modules and the context live until shutdown";
     plugin().shutdown();
     EXPECT_EQ(fake_ze_live_objects(), 0u);

@@ -10,25 +10,23 @@
 namespace keel::level_zero_test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 TEST_F(OnFakeDriver, AnAllocationFailureIsOutOfMemoryInLevelZerosWords) {
     fake_ze_fail_calls("zeMemAllocDevice", ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, 0, 1);
     keel_device_addr addr = 0;
-    const Outcome o = take(api().device_alloc(device(), 4096, &addr));
+    const CError o = outcome(api().device_alloc(device(), 4096, &addr));
     EXPECT_EQ(o.code, KEEL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(o.message,
               "[level_zero device_alloc] zeMemAllocDevice: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY (4096 bytes on level_zero:0)");
     EXPECT_EQ(addr, 0u) << "outputs are written only on success";
     const keel_device_addr next = new_buffer(4096);  // the failure was one call, not a state
     EXPECT_NE(next, 0u);
-    EXPECT_TRUE(succeeded(api().device_free(device(), next)));
+    KEEL_EXPECT_OK(api().device_free(device(), next));
 }
 
 TEST_F(OnFakeDriver, AHostAllocationFailureIsOutOfMemory) {
     fake_ze_fail_calls("zeMemAllocHost", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 0, 1);
     void* p = nullptr;
-    const Outcome o = take(api().host_alloc(device(), 100, &p));
+    const CError o = outcome(api().host_alloc(device(), 100, &p));
     EXPECT_EQ(o.code, KEEL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(o.message, "[level_zero host_alloc] zeMemAllocHost: ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY (100 pinned bytes)");
 }
@@ -38,13 +36,13 @@ TEST_F(OnFakeDriver, ExhaustingDeviceMemoryIsOutOfMemoryAndFreeingRecovers) {
     const keel_device_addr a = new_buffer(1ull << 30);
     const keel_device_addr b = new_buffer(1ull << 30);
     keel_device_addr c = 0;
-    const Outcome o = take(api().device_alloc(device(), 1ull << 20, &c));
+    const CError o = outcome(api().device_alloc(device(), 1ull << 20, &c));
     EXPECT_EQ(o.code, KEEL_STATUS_OUT_OF_MEMORY) << o.message;
     EXPECT_TRUE(contains(o.message, "zeMemAllocDevice: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")) << o.message;
-    EXPECT_TRUE(succeeded(api().device_free(device(), a)));
-    EXPECT_TRUE(succeeded(api().device_alloc(device(), 1ull << 20, &c)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), c)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), b)));
+    KEEL_EXPECT_OK(api().device_free(device(), a));
+    KEEL_EXPECT_OK(api().device_alloc(device(), 1ull << 20, &c));
+    KEEL_EXPECT_OK(api().device_free(device(), c));
+    KEEL_EXPECT_OK(api().device_free(device(), b));
 }
 
 TEST_F(OnFakeDriver, AFailedAppendIsReturnedAndTheStreamGoesOn) {
@@ -52,36 +50,36 @@ TEST_F(OnFakeDriver, AFailedAppendIsReturnedAndTheStreamGoesOn) {
     const keel_device_addr buf = new_buffer(256);
     std::vector<std::uint8_t> host(256, 0x5a), back(256, 0);
     fake_ze_fail_calls("zeCommandListAppendMemoryCopy", ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, 0, 1);
-    const Outcome o = take(api().memcpy_d2d(s, buf, buf + 128, 128));
+    const CError o = outcome(api().memcpy_d2d(s, buf, buf + 128, 128));
     EXPECT_EQ(o.code, KEEL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(o.message,
               "[level_zero memcpy_d2d] zeCommandListAppendMemoryCopy: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY");
     // Not a sticky error: nothing was enqueued, and the stream works on.
-    EXPECT_TRUE(succeeded(api().memcpy_h2d(s, buf, host.data(), host.size())));
-    EXPECT_TRUE(succeeded(api().memcpy_d2h(s, back.data(), buf, back.size())));
-    EXPECT_TRUE(succeeded(api().stream_synchronize(s)));
+    KEEL_EXPECT_OK(api().memcpy_h2d(s, buf, host.data(), host.size()));
+    KEEL_EXPECT_OK(api().memcpy_d2h(s, back.data(), buf, back.size()));
+    KEEL_EXPECT_OK(api().stream_synchronize(s));
     EXPECT_EQ(back, host);
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
 }
 
 TEST_F(OnFakeDriver, ADeviceLostWhileWorkRunsFailsTheStreamStickily) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(1024);
     keel_event before = nullptr;
-    ASSERT_TRUE(succeeded(api().event_create(device(), 0, &before)));
-    HostGate gate;
+    KEEL_ASSERT_OK(api().event_create(device(), 0, &before));
+    Gate gate;
     StatusLog statuses;
     std::vector<std::uint8_t> out(1024, 0x77);
-    ASSERT_TRUE(succeeded(gate.hold(api(), s)));
-    ASSERT_TRUE(succeeded(api().memset_d8(s, buf, 1, 1024)));  // the command the device is lost at
-    ASSERT_TRUE(succeeded(api().event_record(before, s)));
-    ASSERT_TRUE(succeeded(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses)));
-    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, out.data(), buf, out.size())));
+    KEEL_ASSERT_OK(gate.hold(api(), s));
+    KEEL_ASSERT_OK(api().memset_d8(s, buf, 1, 1024));  // the command the device is lost at
+    KEEL_ASSERT_OK(api().event_record(before, s));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses));
+    KEEL_ASSERT_OK(api().memcpy_d2h(s, out.data(), buf, out.size()));
     fake_ze_lose_device(0, 1);
     gate.open();
 
-    const Outcome sync = take(api().stream_synchronize(s));
+    const CError sync = outcome(api().stream_synchronize(s));
     EXPECT_EQ(sync.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_TRUE(contains(sync.message, "[level_zero stream_synchronize]")) << sync.message;
     EXPECT_TRUE(contains(sync.message, "ZE_RESULT_ERROR_DEVICE_LOST")) << sync.message;
@@ -89,24 +87,24 @@ TEST_F(OnFakeDriver, ADeviceLostWhileWorkRunsFailsTheStreamStickily) {
     EXPECT_EQ(statuses.get(), std::vector<keel_status>{KEEL_STATUS_DEVICE_ERROR});
     EXPECT_EQ(out, std::vector<std::uint8_t>(1024, 0x77)) << "nothing after the loss was copied back";
     // Sticky: later enqueues and queries report it.
-    const Outcome later = take(api().memset_d8(s, buf, 2, 16));
+    const CError later = outcome(api().memset_d8(s, buf, 2, 16));
     EXPECT_EQ(later.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_TRUE(contains(later.message, "[level_zero memset_d8] the stream failed earlier:")) << later.message;
     int32_t done = 0;
-    EXPECT_EQ(take(api().stream_query(s, &done)).code, KEEL_STATUS_DEVICE_ERROR);
-    EXPECT_EQ(take(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses)).code, KEEL_STATUS_DEVICE_ERROR);
-    const Outcome event = take(api().event_query(before, &done));
+    KEEL_EXPECT_ERROR(api().stream_query(s, &done), KEEL_STATUS_DEVICE_ERROR);
+    KEEL_EXPECT_ERROR(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses), KEEL_STATUS_DEVICE_ERROR);
+    const CError event = outcome(api().event_query(before, &done));
     EXPECT_EQ(event.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_TRUE(contains(event.message, "zeEventQueryStatus: ZE_RESULT_ERROR_DEVICE_LOST")) << event.message;
     // The device as a whole is gone.
     keel_device_addr more = 0;
-    const Outcome alloc = take(api().device_alloc(device(), 64, &more));
+    const CError alloc = outcome(api().device_alloc(device(), 64, &more));
     EXPECT_EQ(alloc.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_TRUE(contains(alloc.message, "zeMemAllocDevice: ZE_RESULT_ERROR_DEVICE_LOST")) << alloc.message;
     // Everything can still be released, and destroy reports the error.
-    EXPECT_TRUE(succeeded(api().event_destroy(before)));
-    EXPECT_EQ(take(api().stream_destroy(s)).code, KEEL_STATUS_DEVICE_ERROR);
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().event_destroy(before));
+    KEEL_EXPECT_ERROR(api().stream_destroy(s), KEEL_STATUS_DEVICE_ERROR);
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
     plugin().shutdown();
     EXPECT_EQ(fake_ze_live_objects(), 0u) << "the plugin released every Level Zero object";
 }
@@ -114,9 +112,9 @@ TEST_F(OnFakeDriver, ADeviceLostWhileWorkRunsFailsTheStreamStickily) {
 TEST_F(OnFakeDriver, AFailedWaitMakesTheStreamStickyEvenIfTheDeviceRecovers) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(64);
-    HostGate gate;  // keeps the memset pending, so synchronize has to wait for it
-    ASSERT_TRUE(succeeded(gate.hold(api(), s)));
-    ASSERT_TRUE(succeeded(api().memset_d8(s, buf, 1, 64)));
+    Gate gate;  // keeps the memset pending, so synchronize has to wait for it
+    KEEL_ASSERT_OK(gate.hold(api(), s));
+    KEEL_ASSERT_OK(api().memset_d8(s, buf, 1, 64));
     fake_ze_fail_calls("zeEventHostSynchronize", ZE_RESULT_ERROR_DEVICE_LOST, 0, 1);
     // Opened while synchronize waits: it reports the failure only once the
     // host function enqueued before it has run.
@@ -124,57 +122,50 @@ TEST_F(OnFakeDriver, AFailedWaitMakesTheStreamStickyEvenIfTheDeviceRecovers) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         gate.open();
     });
-    const Outcome sync = take(api().stream_synchronize(s));
+    const CError sync = outcome(api().stream_synchronize(s));
     opener.join();
     EXPECT_EQ(sync.code, KEEL_STATUS_DEVICE_ERROR);
     EXPECT_EQ(sync.message, "[level_zero stream_synchronize] zeEventHostSynchronize: ZE_RESULT_ERROR_DEVICE_LOST");
-    const Outcome again = take(api().stream_synchronize(s));
+    const CError again = outcome(api().stream_synchronize(s));
     EXPECT_EQ(again.message,
               "[level_zero stream_synchronize] the stream failed earlier: zeEventHostSynchronize: "
               "ZE_RESULT_ERROR_DEVICE_LOST");
-    const Outcome destroyed = take(api().stream_destroy(s));
+    const CError destroyed = outcome(api().stream_destroy(s));
     EXPECT_EQ(destroyed.code, KEEL_STATUS_DEVICE_ERROR) << "stream_destroy returns the sticky error";
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 TEST_F(OnFakeDriver, AModuleThatFailsToBuildIsReportedByKernelGetAndRetried) {
     fake_ze_fail_calls("zeModuleCreate", ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, 0, 1);
     keel_kernel k = nullptr;
-    const Outcome o = take(api().kernel_get(device(), "fill", &k));
+    const CError o = outcome(api().kernel_get(device(), "fill", &k));
     EXPECT_EQ(o.code, KEEL_STATUS_INTERNAL);
     EXPECT_TRUE(contains(o.message, "[level_zero kernel_get] kernel 'fill' on level_zero:0: zeModuleCreate: "
                                     "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE"))
         << o.message;
-    EXPECT_TRUE(succeeded(api().kernel_get(device(), "fill", &k))) << "a failed build is not remembered";
+    KEEL_EXPECT_OK(api().kernel_get(device(), "fill", &k)) << "a failed build is not remembered";
 }
 
 TEST_F(OnFakeDriver, AKernelArgumentTheDriverRefusesNamesTheCall) {
     const keel_stream s = new_stream();
     const keel_device_addr buf = new_buffer(64 * sizeof(float));
     keel_kernel fill = nullptr;
-    ASSERT_TRUE(succeeded(api().kernel_get(device(), "fill", &fill)));
-    keel_kernel_arg args[2]{};
-    args[0].struct_size = args[1].struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    args[0].kind = KEEL_ARG_BUFFER;
-    args[0].dtype = KEEL_DTYPE_F32;
-    args[0].value.buffer = {buf, 64 * sizeof(float)};
-    args[1].kind = KEEL_ARG_SCALAR;
-    args[1].dtype = KEEL_DTYPE_F32;
-    args[1].value.scalar.f32 = 2.0f;
-    const keel_launch_args launch{KEEL_LAUNCH_ARGS_STRUCT_SIZE, args, 2, sizeof(keel_kernel_arg)};
+    KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
+    const std::vector<keel_kernel_arg> args = {buffer_arg(buf, 64 * sizeof(float)), f32_arg(2.0f)};
+    const keel_launch_args launch = launch_args(args);
     fake_ze_fail_calls("zeKernelSetArgumentValue", ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE, 1, 1);
-    const Outcome o = take(api().kernel_launch(s, fill, &launch));
+    const CError o = outcome(api().kernel_launch(s, fill, &launch));
     EXPECT_EQ(o.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(o.message,
               "[level_zero kernel_launch] zeKernelSetArgumentValue: ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE");
     // The same launch goes through once the driver accepts it.
-    ASSERT_TRUE(succeeded(api().kernel_launch(s, fill, &launch)));
+    KEEL_ASSERT_OK(api().kernel_launch(s, fill, &launch));
     std::vector<float> out(64, 0.0f);
-    ASSERT_TRUE(succeeded(api().memcpy_d2h(s, out.data(), buf, 64 * sizeof(float))));
-    ASSERT_TRUE(succeeded(api().stream_synchronize(s)));
+    KEEL_ASSERT_OK(api().memcpy_d2h(s, out.data(), buf, 64 * sizeof(float)));
+    KEEL_ASSERT_OK(api().stream_synchronize(s));
     EXPECT_EQ(out, std::vector<float>(64, 2.0f));
-    EXPECT_TRUE(succeeded(api().stream_destroy(s)));
-    EXPECT_TRUE(succeeded(api().device_free(device(), buf)));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
 }  // namespace

@@ -2,11 +2,12 @@
 // loaded by the real loader through ZE_ENABLE_ALT_DRIVERS (set by ctest).
 #pragma once
 
-#include "plugin_fixture.hpp"
+#include "level_zero_test.hpp"
 
 #include <fake_ze/control.h>
 
 #include <cstdlib>
+#include <memory>
 
 namespace keel::level_zero_test {
 
@@ -15,34 +16,38 @@ protected:
     void SetUp() override {
         ASSERT_NE(std::getenv("ZE_ENABLE_ALT_DRIVERS"), nullptr) << "run through ctest: it names the fake driver";
         fake_ze_reset();
-        plugin_ = std::make_unique<Plugin>();
-        ASSERT_NE(plugin_->api(), nullptr);
+        plugin_ = std::make_unique<LoadedPlugin>(plugin_path());
+        ASSERT_FALSE(plugin_->init_error()) << plugin_->init_error()->message;
         ASSERT_GE(plugin_->device_count(), 1u) << plugin_->status();
-        device_ = plugin_->device(0);
     }
     void TearDown() override {
         plugin_.reset();
         fake_ze_reset();
     }
 
-    [[nodiscard]] const keel_plugin_api& api() const { return *plugin_->api(); }
-    [[nodiscard]] keel_device device() const { return device_; }
-    [[nodiscard]] Plugin& plugin() { return *plugin_; }
+    [[nodiscard]] const keel_plugin_api& api() const { return plugin_->api(); }
+    [[nodiscard]] keel_device device() const { return plugin_->device(); }
+    [[nodiscard]] LoadedPlugin& plugin() { return *plugin_; }
 
+    // Device `index` of the plugin (null, and a test failure, if it has none).
+    [[nodiscard]] keel_device device(std::uint32_t index) const {
+        keel_device d = nullptr;
+        KEEL_EXPECT_OK(api().device_get(index, &d));
+        return d;
+    }
     [[nodiscard]] keel_stream new_stream() {
         keel_stream s = nullptr;
-        EXPECT_TRUE(succeeded(api().stream_create(device_, 0, &s)));
+        KEEL_EXPECT_OK(api().stream_create(device(), 0, &s));
         return s;
     }
     [[nodiscard]] keel_device_addr new_buffer(std::uint64_t size) {
         keel_device_addr a = 0;
-        EXPECT_TRUE(succeeded(api().device_alloc(device_, size, &a)));
+        KEEL_EXPECT_OK(api().device_alloc(device(), size, &a));
         return a;
     }
 
 private:
-    std::unique_ptr<Plugin> plugin_;
-    keel_device device_ = nullptr;
+    std::unique_ptr<LoadedPlugin> plugin_;
 };
 
 }  // namespace keel::level_zero_test

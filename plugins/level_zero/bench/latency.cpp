@@ -12,8 +12,7 @@
 // test driver: ZE_ENABLE_ALT_DRIVERS=<build>/tests/level_zero_fake/libkeel_fake_ze.so
 // (then the figures are the plugin's and the fake driver's, not a GPU's).
 #include <keel/keel.h>
-
-#include <dlfcn.h>
+#include <keel/testing/loaded_plugin.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -28,10 +27,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool check(keel_error* e, const char* what) {
-    if (e == nullptr) return true;
-    std::fprintf(stderr, "%s: %s\n", what, e->message);
-    keel_error_destroy(e);
-    return false;
+    const auto error = keel::testing::take(e);
+    if (error) std::fprintf(stderr, "%s: %s\n", what, error->message.c_str());
+    return !error;
 }
 
 double median_us(int rounds, const std::function<bool()>& round) {
@@ -50,37 +48,25 @@ double median_us(int rounds, const std::function<bool()>& round) {
 
 int main(int argc, char** argv) {
     const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 2000;
-    const char* path = std::getenv("KEEL_LEVEL_ZERO_PLUGIN");
-    void* library = dlopen(path ? path : KEEL_LEVEL_ZERO_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-        std::fprintf(stderr, "cannot load the plugin: %s\n", dlerror());
+    keel::testing::LoadedPlugin plugin(
+        keel::testing::find_plugin("KEEL_LEVEL_ZERO_PLUGIN", "../libkeel_level_zero.so", KEEL_LEVEL_ZERO_PLUGIN_PATH),
+        keel::testing::LoadedPlugin::Options{{}, KEEL_ABI_VERSION_MAJOR, KEEL_LOG_ERROR, true});
+    if (plugin.init_error()) {
+        std::fprintf(stderr, "cannot load the plugin: %s\n", plugin.init_error()->message.c_str());
         return 1;
     }
-    const auto init = reinterpret_cast<keel_plugin_entry_fn>(dlsym(library, KEEL_PLUGIN_ENTRY_NAME));
-    keel_host_services host{};
-    host.struct_size = KEEL_HOST_SERVICES_STRUCT_SIZE;
-    host.abi_major = KEEL_ABI_VERSION_MAJOR;
-    host.abi_minor = KEEL_ABI_VERSION_MINOR;
-    host.log = [](void*, keel_log_level, const char*) {};
-    host.log_enabled = [](void*, keel_log_level) -> int32_t { return 0; };
-    const keel_plugin_api* api = nullptr;
-    if (init == nullptr || !check(init(&host, &api), "keel_plugin_init")) return 1;
-    uint32_t count = 0;
-    keel_plugin_info info{};
-    info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
-    if (!check(api->device_count(&count), "device_count") || !check(api->plugin_info(&info), "plugin_info")) return 1;
-    if (count == 0) {
-        std::printf("no Level Zero device: %s\n", info.status);
-        api->plugin_shutdown();
+    if (plugin.device_count() == 0) {
+        std::printf("no Level Zero device: %s\n", plugin.status().c_str());
         return 0;
     }
-    keel_device device = nullptr;
+    const keel_plugin_api* api = &plugin.api();
+    const keel_device device = plugin.device();
     keel_device_properties props{};
     props.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
     keel_stream s = nullptr;
     keel_device_addr buf = 0;
     void* pinned = nullptr;
-    if (!check(api->device_get(0, &device), "device_get") || !check(api->device_properties(device, &props), "properties") ||
+    if (!check(api->device_properties(device, &props), "properties") ||
         !check(api->stream_create(device, 0, &s), "stream_create") ||
         !check(api->device_alloc(device, 4096, &buf), "device_alloc") ||
         !check(api->host_alloc(device, 4096, &pinned), "host_alloc"))
@@ -114,6 +100,5 @@ int main(int argc, char** argv) {
     (void)check(api->host_free(device, pinned), "host_free");
     (void)check(api->device_free(device, buf), "device_free");
     (void)check(api->stream_destroy(s), "stream_destroy");
-    api->plugin_shutdown();
     return 0;
 }

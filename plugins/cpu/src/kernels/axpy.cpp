@@ -9,8 +9,8 @@ namespace keel::cpu::kernels {
 Result<KernelWork> validate_axpy(const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::AxpyArgs parsed, plugin::parse_axpy(args));
     KernelWork work;
-    const std::size_t xi = work.use(parsed.x, Access::read, "x");
-    const std::size_t yi = work.use(parsed.y, Access::read_write, "y");
+    KEEL_TRY_ASSIGN(const std::size_t xi, work.use(parsed.x, Access::read, "x"));
+    KEEL_TRY_ASSIGN(const std::size_t yi, work.use(parsed.y, Access::read_write, "y"));
     const std::size_t n = parsed.count;
     const float a = parsed.alpha;
     work.body = [xi, yi, n, a](const KernelBuffers& b) -> Result<void> {

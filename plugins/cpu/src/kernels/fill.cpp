@@ -11,7 +11,7 @@ namespace keel::cpu::kernels {
 Result<KernelWork> validate_fill(const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::FillArgs f, plugin::parse_fill(args));
     KernelWork work;
-    const std::size_t o = work.use(f.out, Access::write, "out");
+    KEEL_TRY_ASSIGN(const std::size_t o, work.use(f.out, Access::write, "out"));
     const std::size_t n = f.count;
     const float v = f.value;
     work.body = [o, n, v](const KernelBuffers& b) -> Result<void> {

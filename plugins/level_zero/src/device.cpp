@@ -87,9 +87,10 @@ Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, cons
     if (props.timerResolution != 0)
         limits.timer_hz = version >= ZE_API_VERSION_1_2 ? props.timerResolution
                                                         : std::max<std::uint64_t>(1, 1000000000ull / props.timerResolution);
-    limits.timestamp_mask = props.timestampValidBits >= 64 || props.timestampValidBits == 0
-                                ? ~0ull
-                                : (1ull << props.timestampValidBits) - 1;
+    // Kernel timestamps count the same timer in fewer bits (often 32).
+    limits.kernel_timestamp_mask = props.kernelTimestampValidBits >= 64 || props.kernelTimestampValidBits == 0
+                                       ? ~0ull
+                                       : (1ull << props.kernelTimestampValidBits) - 1;
 
     out = {};
     out.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
@@ -170,7 +171,8 @@ Device::Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t ha
       handle_(handle),
       properties_(properties),
       limits_(limits),
-      slots_(driver.context(), handle),
+      slots_(driver.context(), handle, SlotKind::plain),
+      timestamp_slots_(driver.context(), handle, SlotKind::kernel_timestamp),
       host_buffers_(driver.context()),
       modules_(driver.context(), handle, limits) {}
 
@@ -181,6 +183,7 @@ std::uint32_t Device::next_queue_index() noexcept {
 void Device::release_all() noexcept {
     modules_.release_all();
     slots_.release_all();
+    timestamp_slots_.release_all();
     host_buffers_.release_all();
 }
 

@@ -45,8 +45,8 @@ private:
 struct DeviceLimits {
     std::uint32_t compute_ordinal = 0;  // a command queue group that supports compute
     std::uint32_t compute_queues = 1;   // queues in that group
-    std::uint64_t timer_hz = 0;         // global timestamp ticks per second (0: no timing)
-    std::uint64_t timestamp_mask = ~0ull;
+    std::uint64_t timer_hz = 0;         // timestamp ticks per second (0: no timing)
+    std::uint64_t kernel_timestamp_mask = ~0ull;  // the bits of a kernel timestamp that count
     std::uint32_t group_size = 1;       // work-items per group of our 1-D kernels
     std::uint32_t max_group_count = 1;
     std::uint32_t max_kernel_args = 0;  // bytes (maxArgumentsSize)
@@ -75,6 +75,8 @@ public:
     [[nodiscard]] ze_context_handle_t context() const noexcept { return driver_.context(); }
 
     [[nodiscard]] EventSlotPool& slots() noexcept { return slots_; }
+    // Slots with kernel timestamps, for timing events.
+    [[nodiscard]] EventSlotPool& timestamp_slots() noexcept { return timestamp_slots_; }
     [[nodiscard]] HostBufferPool& host_buffers() noexcept { return host_buffers_; }
     [[nodiscard]] ModuleCache& modules() noexcept { return modules_; }
 
@@ -93,6 +95,7 @@ private:
     const DeviceLimits limits_;
     std::atomic<std::uint32_t> next_queue_{0};
     EventSlotPool slots_;
+    EventSlotPool timestamp_slots_;
     HostBufferPool host_buffers_;
     ModuleCache modules_;
 };

@@ -1,7 +1,7 @@
 // A keel event: the point of a stream it was last recorded at, as a slot
 // (event_slots.hpp). Recording an event on a stream whose work has all
 // completed captures nothing: the event is complete at once. A timing event
-// is recorded as a command that writes the device's global timestamp.
+// is recorded as a barrier whose slot carries kernel timestamps.
 #pragma once
 
 #include "device.hpp"

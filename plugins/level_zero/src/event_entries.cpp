@@ -1,4 +1,4 @@
-// Events: points of a stream (event.hpp), timing by device timestamps.
+// Events: points of a stream (event.hpp), timing by kernel timestamps.
 #include "entries.hpp"
 #include "handles.hpp"
 
@@ -58,13 +58,8 @@ keel_error* event_record(keel_event event, keel_stream stream) noexcept {
             e->record(std::move(point));
             return ok();
         }
-        // The device writes its global timestamp when the stream gets here.
-        KEEL_TRY_ASSIGN(SlotRef point,
-                        s->enqueue([](ze_command_list_handle_t list, const EventSlot& signal, uint32_t count,
-                                      ze_event_handle_t* waits) {
-                            return KEEL_ZE(zeCommandListAppendWriteGlobalTimestamp, list, signal.timestamp,
-                                           signal.event, count, waits);
-                        }));
+        // The device timestamps the point when the stream gets there.
+        KEEL_TRY_ASSIGN(SlotRef point, s->mark_time());
         e->record(std::move(point));
         return ok();
     });
@@ -108,13 +103,17 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         if (!a_done || !b_done)
             return Error(KEEL_STATUS_FAILED_PRECONDITION,
                          std::string(!a_done ? "start" : "end") + " has not completed yet");
-        // Timing records always enqueue a timestamp write: both points exist.
+        // Timing records always enqueue a marker: both points exist. Each
+        // marker's end is when everything before it had completed.
+        ze_kernel_timestamp_result_t ta{}, tb{};
+        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pa->event, &ta).check("start"));
+        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pb->event, &tb).check("end"));
         const DeviceLimits& limits = a->device().limits();
-        const std::uint64_t ticks = (*pb->timestamp - *pa->timestamp) & limits.timestamp_mask;
+        const std::uint64_t mask = limits.kernel_timestamp_mask;
+        const std::uint64_t ticks = (tb.global.kernelEnd - ta.global.kernelEnd) & mask;
         // Ticks beyond half the counter's range mean end came before start.
-        const double signed_ticks = ticks > limits.timestamp_mask / 2
-                                        ? -static_cast<double>((limits.timestamp_mask - ticks) + 1)
-                                        : static_cast<double>(ticks);
+        const double signed_ticks =
+            ticks > mask / 2 ? -static_cast<double>((mask - ticks) + 1) : static_cast<double>(ticks);
         *out_ms = static_cast<float>(signed_ticks * 1000.0 / static_cast<double>(limits.timer_hz));
         return ok();
     });

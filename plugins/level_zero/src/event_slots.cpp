@@ -13,12 +13,12 @@ constexpr std::uint32_t kEventsPerPool = 256;
 struct EventSlotPool::Core {
     struct Chunk {
         ze_event_pool_handle_t pool = nullptr;
-        void* timestamps = nullptr;  // kEventsPerPool * 8 bytes of host USM
         std::unique_ptr<EventSlot[]> slots;
     };
 
     ze_context_handle_t context;
     ze_device_handle_t device;
+    SlotKind kind;
     std::mutex mutex;
     std::vector<Chunk> chunks;        // guarded by mutex
     std::vector<EventSlot*> idle;     // guarded by mutex; unsignalled
@@ -31,28 +31,19 @@ struct EventSlotPool::Core {
 Result<void> EventSlotPool::Core::grow() {
     Chunk chunk;
     chunk.slots = std::make_unique<EventSlot[]>(kEventsPerPool);
-    ze_event_pool_desc_t pool_desc{ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, nullptr, ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
-                                   kEventsPerPool};
+    ze_event_pool_flags_t flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+    if (kind == SlotKind::kernel_timestamp) flags |= ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+    ze_event_pool_desc_t pool_desc{ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, nullptr, flags, kEventsPerPool};
     KEEL_TRY(KEEL_ZE(zeEventPoolCreate, context, &pool_desc, 1, &device, &chunk.pool).check());
-    ze_host_mem_alloc_desc_t host_desc{ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, nullptr, 0};
-    const ZeCall alloc = KEEL_ZE(zeMemAllocHost, context, &host_desc, kEventsPerPool * sizeof(std::uint64_t),
-                                 sizeof(std::uint64_t), &chunk.timestamps);
-    if (!alloc.ok()) {
-        (void)ze().zeEventPoolDestroy(chunk.pool);
-        return alloc.error("timestamps of an event pool");
-    }
-    auto* stamps = static_cast<std::uint64_t*>(chunk.timestamps);
     for (std::uint32_t i = 0; i < kEventsPerPool; ++i) {
         ze_event_desc_t desc{ZE_STRUCTURE_TYPE_EVENT_DESC, nullptr, i, ZE_EVENT_SCOPE_FLAG_HOST,
                              ZE_EVENT_SCOPE_FLAG_HOST};
         const ZeCall made = KEEL_ZE(zeEventCreate, chunk.pool, &desc, &chunk.slots[i].event);
         if (!made.ok()) {
             for (std::uint32_t j = 0; j < i; ++j) (void)ze().zeEventDestroy(chunk.slots[j].event);
-            (void)ze().zeMemFree(context, chunk.timestamps);
             (void)ze().zeEventPoolDestroy(chunk.pool);
             return made.error();
         }
-        chunk.slots[i].timestamp = stamps + i;
     }
     for (std::uint32_t i = 0; i < kEventsPerPool; ++i) idle.push_back(&chunk.slots[i]);
     chunks.push_back(std::move(chunk));
@@ -76,10 +67,11 @@ void EventSlotPool::Core::recycle(EventSlot* slot) noexcept {
     }
 }
 
-EventSlotPool::EventSlotPool(ze_context_handle_t context, ze_device_handle_t device)
+EventSlotPool::EventSlotPool(ze_context_handle_t context, ze_device_handle_t device, SlotKind kind)
     : core_(std::make_shared<Core>()) {
     core_->context = context;
     core_->device = device;
+    core_->kind = kind;
 }
 
 Result<SlotRef> EventSlotPool::acquire() {
@@ -107,7 +99,6 @@ void EventSlotPool::release_all() noexcept {
     }
     for (Core::Chunk& chunk : chunks) {
         for (std::uint32_t i = 0; i < kEventsPerPool; ++i) (void)ze().zeEventDestroy(chunk.slots[i].event);
-        (void)ze().zeMemFree(core_->context, chunk.timestamps);
         (void)ze().zeEventPoolDestroy(chunk.pool);
     }
 }

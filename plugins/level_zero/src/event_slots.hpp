@@ -23,19 +23,26 @@ namespace keel::level_zero {
 
 struct EventSlot {
     ze_event_handle_t event = nullptr;
-    // 8 bytes of host memory the device writes a global timestamp into
-    // (zeCommandListAppendWriteGlobalTimestamp), for timing events.
-    std::uint64_t* timestamp = nullptr;
 };
 
 // Shared ownership of a slot; the last owner returns it to its pool.
 using SlotRef = std::shared_ptr<const EventSlot>;
 
+// What a pool's events record besides their state.
+enum class SlotKind {
+    plain,
+    // Kernel timestamps (ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP): the device
+    // records when the command that signals the event started and ended,
+    // read with zeEventQueryKernelTimestamp. Only for commands the device
+    // signals: a host signal leaves the timestamps undefined.
+    kernel_timestamp,
+};
+
 // Thread-safe. Events come from host-visible pools of one device (signal
 // and wait scope: host), so the host may query, wait for and signal them.
 class EventSlotPool {
 public:
-    EventSlotPool(ze_context_handle_t context, ze_device_handle_t device);
+    EventSlotPool(ze_context_handle_t context, ze_device_handle_t device, SlotKind kind);
     EventSlotPool(const EventSlotPool&) = delete;
     EventSlotPool& operator=(const EventSlotPool&) = delete;
     EventSlotPool(EventSlotPool&&) = delete;

@@ -24,13 +24,13 @@ Result<std::unique_ptr<Stream>> Stream::create(Device& device) {
 
 Stream::~Stream() { (void)close(); }
 
-Result<Stream::PendingOp> Stream::begin_locked(std::initializer_list<SlotRef> also_wait) {
+Result<Stream::PendingOp> Stream::begin_locked(std::initializer_list<SlotRef> also_wait, EventSlotPool& signals) {
     if (list_ == nullptr) return Error(KEEL_STATUS_INTERNAL, "the stream was closed");
     KEEL_TRY(health_.check());
     reap_locked();
     KEEL_TRY(health_.check());
     PendingOp op;
-    KEEL_TRY_ASSIGN(op.signal, device_.slots().acquire());
+    KEEL_TRY_ASSIGN(op.signal, signals.acquire());
     if (tail_) op.waited.push_back(tail_);
     for (const SlotRef& s : also_wait)
         if (s) op.waited.push_back(s);
@@ -65,7 +65,7 @@ void Stream::reap_locked() {
 
 Result<void> Stream::enqueue_host(HostWorker::Task task, Keep keep) {
     std::lock_guard lock(mutex_);
-    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}));
+    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}, device_.slots()));
     if (!worker_) worker_ = std::make_unique<HostWorker>(health_);
     SlotRef after = op.waited.empty() ? SlotRef() : op.waited.front();
     worker_->push(std::move(task), std::move(after), op.signal);
@@ -90,7 +90,7 @@ Result<ze_kernel_handle_t> Stream::kernel_locked(const char* name, ze_module_han
 
 Result<void> Stream::launch(const KernelLaunch& l) {
     std::lock_guard lock(mutex_);
-    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}));
+    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}, device_.slots()));
     KEEL_TRY_ASSIGN(ze_kernel_handle_t kernel, kernel_locked(l.kernel, l.module));
     const DeviceLimits& limits = device_.limits();
     const std::uint64_t wanted = (l.items + limits.group_size - 1) / limits.group_size;
@@ -104,6 +104,14 @@ Result<void> Stream::launch(const KernelLaunch& l) {
                        static_cast<uint32_t>(op.waits.size()), op.waits.data());
     KEEL_TRY(commit_locked(std::move(op), call, {}));
     return ok();
+}
+
+Result<SlotRef> Stream::mark_time() {
+    std::lock_guard lock(mutex_);
+    KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}, device_.timestamp_slots()));
+    const ZeCall call = KEEL_ZE(zeCommandListAppendBarrier, list_, op.signal->event,
+                                static_cast<uint32_t>(op.waits.size()), op.waits.data());
+    return commit_locked(std::move(op), call, {});
 }
 
 Result<SlotRef> Stream::point() {

@@ -86,7 +86,7 @@ public:
     template <class Append>
     Result<SlotRef> enqueue(Append&& append, std::initializer_list<SlotRef> also_wait = {}, Keep keep = {}) {
         std::lock_guard lock(mutex_);
-        KEEL_TRY_ASSIGN(PendingOp op, begin_locked(also_wait));
+        KEEL_TRY_ASSIGN(PendingOp op, begin_locked(also_wait, device_.slots()));
         const ZeCall call = append(list_, *op.signal, static_cast<uint32_t>(op.waits.size()), op.waits.data());
         return commit_locked(std::move(op), call, std::move(keep));
     }
@@ -98,6 +98,11 @@ public:
     // Launches a kernel (a kernel object per stream and name, so that
     // argument setting never races with another stream's).
     [[nodiscard]] Result<void> launch(const KernelLaunch& launch);
+
+    // Appends a barrier behind everything enqueued so far whose slot has
+    // kernel timestamps: the device's time when the stream got there, for
+    // timing events. Returns the slot.
+    [[nodiscard]] Result<SlotRef> mark_time();
 
     // The slot an event recorded now captures: the last operation still in
     // flight, or null when everything enqueued so far completed.
@@ -123,9 +128,10 @@ private:
         Keep keep;
     };
 
-    // Checks health, drops completed ops, takes a slot, and builds the wait
-    // list (the chain's tail, if pending, and `also_wait`). Caller holds mutex_.
-    [[nodiscard]] Result<PendingOp> begin_locked(std::initializer_list<SlotRef> also_wait);
+    // Checks health, drops completed ops, takes a slot from `signals`, and
+    // builds the wait list (the chain's tail, if pending, and `also_wait`).
+    // Caller holds mutex_.
+    [[nodiscard]] Result<PendingOp> begin_locked(std::initializer_list<SlotRef> also_wait, EventSlotPool& signals);
     // Records a successful append as the new tail; on failure returns the
     // error (a device-fatal one also makes the stream sticky). Caller holds mutex_.
     [[nodiscard]] Result<SlotRef> commit_locked(PendingOp op, const ZeCall& call, Keep keep);

@@ -111,12 +111,20 @@ Status status_from_ze(ze_result_t result) noexcept {
         case ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED:
         case ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE:
         case ZE_RESULT_ERROR_OVERLAPPING_REGIONS:
+        case ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX:
+        case ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE:
+        case ZE_RESULT_EXP_ERROR_REMOTE_DEVICE:
             return KEEL_STATUS_INVALID_ARGUMENT;
         case ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE:
             return KEEL_STATUS_FAILED_PRECONDITION;
         case ZE_RESULT_ERROR_MODULE_BUILD_FAILURE:
         case ZE_RESULT_ERROR_MODULE_LINK_FAILURE:
             // The plugin's own SPIR-V did not build for this device.
+            return KEEL_STATUS_INTERNAL;
+        case ZE_RESULT_WARNING_DROPPED_DATA:
+        case ZE_RESULT_WARNING_ACTION_REQUIRED:
+            // Tools and Sysman warnings: no function the plugin calls
+            // returns them, so one is a driver the plugin does not expect.
             return KEEL_STATUS_INTERNAL;
         default:
             // DEVICE_LOST, DEVICE_REQUIRES_RESET, UNKNOWN, and anything newer

@@ -47,6 +47,7 @@ ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t event);
 ze_result_t ZE_APICALL zeEventHostSynchronize(ze_event_handle_t event, uint64_t timeout_ns);
 ze_result_t ZE_APICALL zeEventQueryStatus(ze_event_handle_t event);
 ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t event);
+ze_result_t ZE_APICALL zeEventQueryKernelTimestamp(ze_event_handle_t event, ze_kernel_timestamp_result_t* out);
 
 // command_lists.cpp
 ze_result_t ZE_APICALL zeCommandListCreateImmediate(ze_context_handle_t context, ze_device_handle_t device,
@@ -61,9 +62,6 @@ ze_result_t ZE_APICALL zeCommandListAppendMemoryCopy(ze_command_list_handle_t li
 ze_result_t ZE_APICALL zeCommandListAppendMemoryFill(ze_command_list_handle_t list, void* ptr, const void* pattern,
                                                      size_t pattern_size, size_t size, ze_event_handle_t signal,
                                                      uint32_t wait_count, ze_event_handle_t* waits);
-ze_result_t ZE_APICALL zeCommandListAppendWriteGlobalTimestamp(ze_command_list_handle_t list, uint64_t* dst,
-                                                               ze_event_handle_t signal, uint32_t wait_count,
-                                                               ze_event_handle_t* waits);
 ze_result_t ZE_APICALL zeCommandListAppendLaunchKernel(ze_command_list_handle_t list, ze_kernel_handle_t kernel,
                                                        const ze_group_count_t* groups, ze_event_handle_t signal,
                                                        uint32_t wait_count, ze_event_handle_t* waits);

@@ -50,12 +50,6 @@ void execute(Command& c) {
             for (std::size_t offset = 0; offset < c.size; offset += c.pattern_size)
                 std::memcpy(static_cast<std::byte*>(c.dst) + offset, c.pattern, c.pattern_size);
             break;
-        case Op::timestamp: {
-            const auto now = std::chrono::steady_clock::now().time_since_epoch();
-            const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
-            std::memcpy(c.dst, &ns, sizeof ns);
-            break;
-        }
         case Op::kernel:
             c.kernel->run(c.args, c.global_size);
             break;
@@ -64,12 +58,20 @@ void execute(Command& c) {
     }
 }
 
-// Releases what the command held; `completed` also signals its event.
+// Releases what the command held; `completed` also signals its event (and
+// gives it the command's kernel timestamps, if its pool has them).
 void retire(Command& c, bool completed) {
     for (Event* e : c.waits) --e->waiters;
     if (c.signal != nullptr) {
         --c.signal->signallers;
-        if (completed) c.signal->signalled = true;
+        if (completed) {
+            c.signal->signalled = true;
+            if ((c.signal->pool->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0) {
+                constexpr std::uint64_t mask = (1ull << kKernelTimestampBits) - 1;
+                const ze_kernel_timestamp_data_t ran{c.started & mask, timer_ticks() & mask};
+                c.signal->timestamps = {ran, ran};
+            }
+        }
     }
     for (Allocation* a : c.uses) --a->users;
 }
@@ -97,6 +99,7 @@ void work(CommandList* list) {
         }
         Command& c = *list->queue[position];
         c.running = true;
+        c.started = timer_ticks();
         lock.unlock();
         execute(c);
         lock.lock();
@@ -255,18 +258,6 @@ ze_result_t ZE_APICALL zeCommandListAppendMemoryFill(ze_command_list_handle_t ha
         c.pattern = pattern;
         c.pattern_size = pattern_size;
         c.size = size;
-        return ZE_RESULT_SUCCESS;
-    });
-}
-
-ze_result_t ZE_APICALL zeCommandListAppendWriteGlobalTimestamp(ze_command_list_handle_t handle, uint64_t* dst,
-                                                               ze_event_handle_t signal, uint32_t wait_count,
-                                                               ze_event_handle_t* waits) {
-    FAKE_ZE_INJECT("zeCommandListAppendWriteGlobalTimestamp");
-    if (dst == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    if (reinterpret_cast<std::uintptr_t>(dst) % 8 != 0) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
-    return append_command(handle, Op::timestamp, signal, wait_count, waits, [&](CommandList&, Driver& driver, Command& c) {
-        c.dst = translate(driver, dst, sizeof *dst, "zeCommandListAppendWriteGlobalTimestamp destination", c.uses);
         return ZE_RESULT_SUCCESS;
     });
 }

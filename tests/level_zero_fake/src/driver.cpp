@@ -5,6 +5,7 @@
 #include <fake_ze/control.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,6 +85,20 @@ ze_result_t injected(const char* function) {
 Driver& Driver::get() {
     static Driver driver;
     return driver;
+}
+
+namespace {
+std::atomic<std::uint64_t> g_timer_offset{0};  // ticks added to the clock's
+}
+
+std::uint64_t timer_ticks() noexcept {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+    // kTimerHz / 1e9 = 24 / 1250 ticks per nanosecond, floored exactly.
+    static_assert(kTimerHz * 1250 == 24 * 1000000000ull);
+    const auto n = static_cast<std::uint64_t>(ns);
+    return n / 1250 * 24 + n % 1250 * 24 / 1250 + g_timer_offset.load(std::memory_order_relaxed);
 }
 
 void Driver::start() {
@@ -180,11 +195,11 @@ ze_result_t ZE_APICALL zeDeviceGetProperties(ze_device_handle_t handle, ze_devic
     props->numEUsPerSubslice = 8;
     props->numSubslicesPerSlice = 2;
     props->numSlices = 1;
-    // Timestamps are steady-clock nanoseconds: 1e9 cycles per second for
-    // the 1.2 structure type, 1 ns per cycle for the old one.
-    props->timerResolution = stype == ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 ? 1000000000ull : 1ull;
+    // The timer (fake.hpp): cycles per second for the 1.2 structure type,
+    // nanoseconds per cycle (rounded) for the old one.
+    props->timerResolution = stype == ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 ? kTimerHz : (1000000000ull + kTimerHz / 2) / kTimerHz;
     props->timestampValidBits = 64;
-    props->kernelTimestampValidBits = 32;
+    props->kernelTimestampValidBits = kKernelTimestampBits;
     std::memset(props->uuid.id, static_cast<int>(d->index + 1), sizeof props->uuid.id);
     copy_name(props->name, sizeof props->name, d->name);
     return ZE_RESULT_SUCCESS;
@@ -318,6 +333,12 @@ __attribute__((visibility("default"))) void fake_ze_lose_device(uint32_t index, 
     driver.changed.notify_all();
 }
 
+__attribute__((visibility("default"))) void fake_ze_wrap_kernel_timestamps_in(uint64_t ns) {
+    constexpr std::uint64_t mask = (1ull << fake_ze::kKernelTimestampBits) - 1;
+    const std::uint64_t then = fake_ze::timer_ticks() + ns * 24 / 1250;
+    fake_ze::g_timer_offset.fetch_add((mask + 1 - (then & mask)) & mask);
+}
+
 __attribute__((visibility("default"))) uint64_t fake_ze_commands_completed(void) {
     return Driver::get().completed.load();
 }
@@ -340,6 +361,7 @@ __attribute__((visibility("default"))) void fake_ze_reset(void) {
             d->lose_countdown = 0;
         }
     }
+    fake_ze::g_timer_offset.store(0);
     driver.changed.notify_all();
 }
 

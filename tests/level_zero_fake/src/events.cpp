@@ -17,6 +17,12 @@ void require_host_visible(const Event& e, const char* function) {
         violation(std::string(function) + " on an event of a pool created without ZE_EVENT_POOL_FLAG_HOST_VISIBLE");
 }
 
+bool has_kernel_timestamps(const Event& e) { return (e.pool->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0; }
+
+void forget_timestamps(Event& e) {
+    e.timestamps = {{kUndefinedTimestamp, kUndefinedTimestamp}, {kUndefinedTimestamp, kUndefinedTimestamp}};
+}
+
 void require_idle(const Event& e, const char* function) {
     if (e.waiters != 0 || e.signallers != 0)
         violation(std::string(function) + " of an event that " + std::to_string(e.waiters) +
@@ -32,6 +38,9 @@ ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_e
     if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (desc == nullptr || pool == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (desc->flags > 0x7) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+    if ((desc->flags & ZE_EVENT_POOL_FLAG_IPC) != 0 && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0)
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT;  // the specification forbids the pair
     if (device_count > 0 && devices == nullptr) return ZE_RESULT_ERROR_INVALID_SIZE;
     auto p = std::make_unique<EventPool>();
     p->context = from_handle<Context>(context);
@@ -99,6 +108,7 @@ ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t handle) {
         require_host_visible(*e, "zeEventHostSignal");
         if (driver.lost_for(*e)) return ZE_RESULT_ERROR_DEVICE_LOST;
         e->signalled = true;
+        forget_timestamps(*e);  // a host signal's timestamps are undefined
     }
     driver.changed.notify_all();
     return ZE_RESULT_SUCCESS;
@@ -141,6 +151,21 @@ ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t handle) {
     require_host_visible(*e, "zeEventHostReset");
     require_idle(*e, "zeEventHostReset");
     e->signalled = false;
+    forget_timestamps(*e);
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeEventQueryKernelTimestamp(ze_event_handle_t handle, ze_kernel_timestamp_result_t* out) {
+    FAKE_ZE_INJECT("zeEventQueryKernelTimestamp");
+    if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (out == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    Event* e = event_of(handle);
+    Driver& driver = Driver::get();
+    std::lock_guard lock(driver.mutex);
+    if (!has_kernel_timestamps(*e))
+        violation("zeEventQueryKernelTimestamp on an event of a pool created without ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP");
+    if (!e->signalled) return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
+    *out = e->timestamps;
     return ZE_RESULT_SUCCESS;
 }
 

@@ -73,15 +73,28 @@ struct EventPool {
     std::uint32_t live = 0;
 };
 
+// The device timer: Intel GPUs count at 19.2 MHz; kernel timestamps keep
+// its low 32 bits, so they wrap (every 224 s) as on hardware.
+constexpr std::uint64_t kTimerHz = 19'200'000;
+constexpr std::uint32_t kKernelTimestampBits = 32;
+[[nodiscard]] std::uint64_t timer_ticks() noexcept;
+// What a kernel-timestamp event reads after a host signal or a reset
+// (undefined by the specification): far from any real tick.
+constexpr std::uint64_t kUndefinedTimestamp = 0x5a5a5a5aull;
+
 struct Event {
     EventPool* pool = nullptr;
     std::uint32_t index = 0;
     bool signalled = false;
+    // Pools with ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP: when the command that
+    // signalled it ran, in timer ticks.
+    ze_kernel_timestamp_result_t timestamps{{kUndefinedTimestamp, kUndefinedTimestamp},
+                                            {kUndefinedTimestamp, kUndefinedTimestamp}};
     int waiters = 0;     // pending commands waiting for it
     int signallers = 0;  // pending commands that will signal it
 };
 
-enum class Op { copy, fill, barrier, timestamp, kernel };
+enum class Op { copy, fill, barrier, kernel };
 
 struct Command {
     Op op = Op::barrier;
@@ -89,12 +102,13 @@ struct Command {
     Event* signal = nullptr;
     std::vector<Allocation*> uses;  // counted in Allocation::users
     // copy: dst <- src, size bytes; fill: dst <- pattern repeated;
-    // timestamp: dst <- 8-byte steady clock; pointers already translated.
+    // pointers already translated.
     void* dst = nullptr;
     const void* src = nullptr;
     std::size_t size = 0;
     const void* pattern = nullptr;  // read when the fill runs
     std::size_t pattern_size = 0;
+    std::uint64_t started = 0;  // timer ticks, when it began to run
     // kernel
     const HostKernel* kernel = nullptr;
     std::vector<std::vector<std::byte>> args;  // pointer arguments already translated

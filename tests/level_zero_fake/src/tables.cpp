@@ -67,7 +67,6 @@ FAKE_ZE_TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t) {
     t->pfnAppendBarrier = api::zeCommandListAppendBarrier;
     t->pfnAppendMemoryCopy = api::zeCommandListAppendMemoryCopy;
     t->pfnAppendMemoryFill = api::zeCommandListAppendMemoryFill;
-    t->pfnAppendWriteGlobalTimestamp = api::zeCommandListAppendWriteGlobalTimestamp;
     t->pfnAppendLaunchKernel = api::zeCommandListAppendLaunchKernel;
 }
 
@@ -83,6 +82,7 @@ FAKE_ZE_TABLE(zeGetEventProcAddrTable, ze_event_dditable_t) {
     t->pfnHostSynchronize = api::zeEventHostSynchronize;
     t->pfnQueryStatus = api::zeEventQueryStatus;
     t->pfnHostReset = api::zeEventHostReset;
+    t->pfnQueryKernelTimestamp = api::zeEventQueryKernelTimestamp;
 }
 
 FAKE_ZE_TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t) {

@@ -46,6 +46,10 @@ void fake_ze_fail_calls(const char* function, ze_result_t result, uint32_t skip,
  * signalled and most calls on it return ZE_RESULT_ERROR_DEVICE_LOST. */
 void fake_ze_lose_device(uint32_t index, uint64_t after_commands);
 
+/* Moves the device timer so that kernel timestamps (32 bits of a 19.2 MHz
+ * counter, as on Intel GPUs) wrap around `ns` nanoseconds from now. */
+void fake_ze_wrap_kernel_timestamps_in(uint64_t ns);
+
 /* Commands every command list has completed since the driver started. */
 uint64_t fake_ze_commands_completed(void);
 
@@ -53,7 +57,8 @@ uint64_t fake_ze_commands_completed(void);
  * modules, kernels and allocations. 0 after a clean shutdown. */
 uint64_t fake_ze_live_objects(void);
 
-/* Drops injected failures and makes lost devices healthy again. */
+/* Drops injected failures, makes lost devices healthy again and puts the
+ * timer back. */
 void fake_ze_reset(void);
 
 #ifdef __cplusplus

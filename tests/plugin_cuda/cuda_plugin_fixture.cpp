@@ -161,45 +161,6 @@ PinnedBuffer::~PinnedBuffer() {
     }
 }
 
-// ---- kernel arguments ---------------------------------------------------
-
-keel_kernel_arg buffer_arg(keel_device_addr addr, uint64_t size, keel_dtype dtype) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_BUFFER;
-    a.dtype = dtype;
-    a.value.buffer.addr = addr;
-    a.value.buffer.size = size;
-    return a;
-}
-
-keel_kernel_arg f32_arg(float value) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_SCALAR;
-    a.dtype = KEEL_DTYPE_F32;
-    a.value.scalar.f32 = value;
-    return a;
-}
-
-keel_kernel_arg i64_arg(int64_t value) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_SCALAR;
-    a.dtype = KEEL_DTYPE_I64;
-    a.value.scalar.i64 = value;
-    return a;
-}
-
-keel_launch_args launch_args(const std::vector<keel_kernel_arg>& args) {
-    keel_launch_args l{};
-    l.struct_size = KEEL_LAUNCH_ARGS_STRUCT_SIZE;
-    l.args = args.data();
-    l.arg_count = args.size();
-    l.arg_struct_size = sizeof(keel_kernel_arg);
-    return l;
-}
-
 // ---- the GPU fixture ----------------------------------------------------
 
 std::unique_ptr<LoadedPlugin> CudaDeviceTest::plugin_;
@@ -227,8 +188,8 @@ keel_kernel CudaDeviceTest::kernel(const char* name) const {
 
 Outcome CudaDeviceTest::launch(keel_stream stream, const char* name,
                                const std::vector<keel_kernel_arg>& args) const {
-    const keel_launch_args l = launch_args(args);
-    return outcome(api().kernel_launch(stream, kernel(name), &l));
+    const LaunchArgs l(args);
+    return outcome(api().kernel_launch(stream, kernel(name), l.get()));
 }
 
 void CudaDeviceTest::spin(keel_stream stream, int64_t ms) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <keel/keel.h>
+#include <keel_test/launch_args.hpp>
 
 #include <gtest/gtest.h>
 
@@ -172,11 +173,10 @@ private:
 
 // ---- kernel arguments ---------------------------------------------------
 
-[[nodiscard]] keel_kernel_arg buffer_arg(keel_device_addr addr, uint64_t size,
-                                         keel_dtype dtype = KEEL_DTYPE_F32);
-[[nodiscard]] keel_kernel_arg f32_arg(float value);
-[[nodiscard]] keel_kernel_arg i64_arg(int64_t value);
-[[nodiscard]] keel_launch_args launch_args(const std::vector<keel_kernel_arg>& args);
+using keel::test::buffer_arg;
+using keel::test::f32_arg;
+using keel::test::i64_arg;
+using keel::test::LaunchArgs;
 
 // ---- a fixture with one device, for the GPU tests ------------------------
 

@@ -29,9 +29,9 @@ TEST_F(CudaThreads, ThreadsDriveTheirOwnStreamsConcurrently) {
                 bool good = ok(a.stream_create(device(), 0, &stream)) && ok(a.event_create(device(), 0, &event)) &&
                             ok(a.device_alloc(device(), n * sizeof(float), &buf));
                 if (good) {
-                    const keel_launch_args l = launch_args({buffer_arg(buf, n * sizeof(float)), f32_arg(value)});
+                    const LaunchArgs l({buffer_arg(buf, n * sizeof(float)), f32_arg(value)});
                     keel_kernel fill = nullptr;
-                    good = ok(a.kernel_get(device(), "fill", &fill)) && ok(a.kernel_launch(stream, fill, &l)) &&
+                    good = ok(a.kernel_get(device(), "fill", &fill)) && ok(a.kernel_launch(stream, fill, l.get())) &&
                            ok(a.event_record(event, stream)) &&
                            ok(a.memcpy_d2h(stream, host.data(), buf, n * sizeof(float))) &&
                            ok(a.event_synchronize(event)) && ok(a.stream_synchronize(stream));
@@ -61,10 +61,9 @@ TEST_F(CudaThreads, OneStreamAcceptsWorkFromSeveralThreads) {
         threads.emplace_back([&, t] {
             // Each thread fills its own element; the last fill wins.
             for (int i = 1; i <= kPerThread; ++i) {
-                const keel_launch_args l =
-                    launch_args({buffer_arg(buf.addr() + t * sizeof(float), sizeof(float)), f32_arg(float(i))});
+                const LaunchArgs l({buffer_arg(buf.addr() + t * sizeof(float), sizeof(float)), f32_arg(float(i))});
                 keel_kernel fill = nullptr;
-                if (!ok(api().kernel_get(device(), "fill", &fill)) || !ok(api().kernel_launch(stream.get(), fill, &l)))
+                if (!ok(api().kernel_get(device(), "fill", &fill)) || !ok(api().kernel_launch(stream.get(), fill, l.get())))
                     failures.fetch_add(1);
             }
         });

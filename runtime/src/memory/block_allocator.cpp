@@ -261,7 +261,7 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
     // a completed free the reclaimer thread is releasing right now must not
     // count as in use when this allocation raises the peak.)
     if (pending_count_.load(std::memory_order_relaxed) != 0)
-        (void)tracker_.sweep_and_settle(WorkKind::pending_free);
+        (void)tracker_.sweep_and_settle();
     else
         maybe_sweep();
     if (Block* block = try_take(pool, rounded, size)) return block;

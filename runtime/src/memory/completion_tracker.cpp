@@ -78,8 +78,6 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
         }
         queued = q.entries.size();
         oldest = q.entries.front().seq;
-        // Counted before any sweeper can take the entry out (finish() uncounts it).
-        q.kinds[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
     }
     by_kind_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_acq_rel);
     const std::uint64_t now = outstanding_.fetch_add(1, std::memory_order_acq_rel) + 1;
@@ -150,7 +148,6 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
         }
         if (d.owns_event) events_.release(d.event);
         by_kind_[static_cast<std::size_t>(d.kind)].fetch_sub(1, std::memory_order_acq_rel);
-        d.queue->kinds[static_cast<std::size_t>(d.kind)].fetch_sub(1, std::memory_order_relaxed);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
         d.queue->finishing.fetch_sub(1, std::memory_order_acq_rel);
     }
@@ -159,16 +156,14 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
     done.clear();
 }
 
-std::size_t CompletionTracker::sweep(std::optional<WorkKind> only) noexcept {
+std::size_t CompletionTracker::sweep() noexcept {
     if (outstanding() == 0) return 0;
-    if (only && outstanding(*only) == 0) return 0;
     std::vector<Done> done;  // allocates only when something completed
     try {
         // Collected under the shared lock (no copy of the queue list); the
         // tasks run after it is released, since they may track new work.
         std::shared_lock queues(queues_mu_);
         for (auto& [stream, q] : queues_) {
-            if (only && q->kinds[static_cast<std::size_t>(*only)].load(std::memory_order_relaxed) == 0) continue;
             q->collecting.fetch_add(1, std::memory_order_seq_cst);
             std::unique_lock sweeping(q->sweep_mu, std::try_to_lock);
             // Someone else is sweeping or waiting on this stream: skip it
@@ -184,8 +179,8 @@ std::size_t CompletionTracker::sweep(std::optional<WorkKind> only) noexcept {
     return released;
 }
 
-std::size_t CompletionTracker::sweep_and_settle(std::optional<WorkKind> only) noexcept {
-    const std::size_t released = sweep(only);
+std::size_t CompletionTracker::sweep_and_settle() noexcept {
+    const std::size_t released = sweep();
     if (t_finish_depth > 0) return released;  // our own releases would never settle
     // Waits with queues_mu_ released (a running release may create a
     // queue), and boundedly: threads that sweep back to back could keep a

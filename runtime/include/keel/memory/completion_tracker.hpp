@@ -29,7 +29,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -76,16 +75,13 @@ public:
 
     // Non-blocking: releases every entry whose event has completed; returns
     // how many it released. Skips a stream another thread is sweeping or
-    // waiting on. With `only`, queries just the streams that have entries of
-    // that kind (other completed entries there are released too): the
-    // allocator wants its pending frees back without querying every
-    // stream's fences and copies on each allocation.
-    std::size_t sweep(std::optional<WorkKind> only = std::nullopt) noexcept;
+    // waiting on.
+    std::size_t sweep() noexcept;
     // The same, and then waits for releases that other threads collected
     // and are running now (microseconds: a sweep never blocks on an event),
     // so that what had completed before the call is released when it
     // returns. Not from inside a release (it returns after the sweep then).
-    std::size_t sweep_and_settle(std::optional<WorkKind> only = std::nullopt) noexcept;
+    std::size_t sweep_and_settle() noexcept;
     // Blocks until the oldest entry of `kind` completes, preferring the
     // oldest on `preferred` (whose work is more likely to be moving), then
     // sweeps it. false when no such entry exists.
@@ -117,8 +113,6 @@ private:
         std::mutex sweep_mu;  // one sweeper or waiter per stream at a time
         std::mutex mu;        // guards entries
         std::deque<Entry> entries;  // ascending seq
-        // Entries of each kind queued or finishing here (for sweep(only)).
-        std::array<std::atomic<std::uint32_t>, kWorkKinds> kinds{};
         // Entries taken out of `entries` whose tasks have not finished yet,
         // so that drain() can wait for releases running on other threads.
         std::atomic<int> finishing{0};

@@ -182,6 +182,23 @@ __global__ void __launch_bounds__(kBlockThreads) grad_row_reduce_kernel(ReduceAr
     }
 }
 
+// Each lane's (x, y) added over the block's warps in warp order, through
+// shared memory; the sums are in warp 0. Callers sync before reusing it.
+template <class C>
+__device__ __forceinline__ void sum_over_warps(C (&xs)[kWarpsPerBlock][33], C (&ys)[kWarpsPerBlock][33],
+                                               unsigned warp, unsigned lane, C& x, C& y) {
+    xs[warp][lane] = x;
+    ys[warp][lane] = y;
+    __syncthreads();
+    if (warp != 0) return;
+    x = xs[0][lane];
+    y = ys[0][lane];
+    for (int k = 1; k < kWarpsPerBlock; ++k) {
+        x += xs[k][lane];
+        y += ys[k][lane];
+    }
+}
+
 template <class T, class Index>
 __global__ void __launch_bounds__(kBlockThreads) grad_column_reduce_kernel(ReduceArgs<T, Index> a) {
     using C = Compute<T>;
@@ -216,16 +233,8 @@ __global__ void __launch_bounds__(kBlockThreads) grad_column_reduce_kernel(Reduc
                 if (rb + k * kWarpsPerBlock < r1) add_term(a, o[k], d[k], w[k], sx, sy);
         }
     }
-    shared_x[warp][lane] = sx;
-    shared_y[warp][lane] = sy;
-    __syncthreads();
+    sum_over_warps(shared_x, shared_y, warp, lane, sx, sy);
     if (warp == 0 && j < a.targets) {
-        sx = shared_x[0][lane];
-        sy = shared_y[0][lane];
-        for (int k = 1; k < kWarpsPerBlock; ++k) {
-            sx += shared_x[k][lane];
-            sy += shared_y[k][lane];
-        }
         store(a, j, split, sx, sy);
         if (a.arrivals) __threadfence();
     }
@@ -245,18 +254,8 @@ __global__ void __launch_bounds__(kBlockThreads) grad_column_reduce_kernel(Reduc
             ty += partial(a.part_y, k, a.targets, j);
         }
     }
-    shared_x[warp][lane] = tx;
-    shared_y[warp][lane] = ty;
-    __syncthreads();
-    if (warp == 0 && j < a.targets) {
-        tx = shared_x[0][lane];
-        ty = shared_y[0][lane];
-        for (int k = 1; k < kWarpsPerBlock; ++k) {
-            tx += shared_x[k][lane];
-            ty += shared_y[k][lane];
-        }
-        store_final(a, j, tx, ty);
-    }
+    sum_over_warps(shared_x, shared_y, warp, lane, tx, ty);
+    if (warp == 0 && j < a.targets) store_final(a, j, tx, ty);
     if (threadIdx.x == 0) a.arrivals[blockIdx.x] = 0;
 }
 

@@ -30,31 +30,24 @@ namespace keel::test {
     return a;
 }
 
+// A scalar argument of `dtype`; `set` writes the value into its member.
+template <class Set>
+[[nodiscard]] keel_kernel_arg scalar_arg(keel_dtype dtype, Set&& set) {
+    keel_kernel_arg a{};
+    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
+    a.kind = KEEL_ARG_SCALAR;
+    a.dtype = dtype;
+    set(a.value.scalar);
+    return a;
+}
 [[nodiscard]] inline keel_kernel_arg f32_arg(float value) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_SCALAR;
-    a.dtype = KEEL_DTYPE_F32;
-    a.value.scalar.f32 = value;
-    return a;
+    return scalar_arg(KEEL_DTYPE_F32, [&](auto& s) { s.f32 = value; });
 }
-
 [[nodiscard]] inline keel_kernel_arg f64_arg(double value) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_SCALAR;
-    a.dtype = KEEL_DTYPE_F64;
-    a.value.scalar.f64 = value;
-    return a;
+    return scalar_arg(KEEL_DTYPE_F64, [&](auto& s) { s.f64 = value; });
 }
-
 [[nodiscard]] inline keel_kernel_arg i64_arg(std::int64_t value) {
-    keel_kernel_arg a{};
-    a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    a.kind = KEEL_ARG_SCALAR;
-    a.dtype = KEEL_DTYPE_I64;
-    a.value.scalar.i64 = value;
-    return a;
+    return scalar_arg(KEEL_DTYPE_I64, [&](auto& s) { s.i64 = value; });
 }
 
 // Not thread-safe while it is built; once built, get() may be called from

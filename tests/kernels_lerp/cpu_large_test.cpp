@@ -3,7 +3,7 @@
 #include "lerp.hpp"
 
 #include <keel/plugin/kernel_args.hpp>
-#include <keel_test/launch_args.hpp>
+#include <keel/testing/launch_args.hpp>
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ TEST(CpuLerpGradLarge, SumsElementsPastTwoToTheThirtyOne) {
     std::fill_n(dout.get(), n, 1.0f);
     dout[static_cast<std::size_t>(n - 1)] = 1048576.0f;  // a marker in the last element
     float dx = -1.0f;
-    LaunchArgs args;
+    keel::testing::LaunchArgs args;
     args.absent(KEEL_DTYPE_F32).absent(KEEL_DTYPE_F32).scalar_f64(0.75);
     args.buffer(host_addr(dout.get()), static_cast<std::uint64_t>(n) * 4, KEEL_DTYPE_F32);
     args.buffer(host_addr(&dx), 4, KEEL_DTYPE_F32).absent(KEEL_DTYPE_F32);

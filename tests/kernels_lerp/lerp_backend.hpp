@@ -6,7 +6,7 @@
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
-#include <keel_test/launch_args.hpp>
+#include <keel/testing/launch_args.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -18,6 +18,8 @@
 #include <vector>
 
 namespace keel::test {
+
+using keel::testing::LaunchArgs;
 
 // Not thread-safe: one test thread uses it. Owns every buffer it hands out.
 class LerpBackend {

@@ -2,7 +2,7 @@
 
 #include "lerp_tolerance.hpp"
 
-#include <keel_test/tolerance.hpp>
+#include <keel/testing/tolerance.hpp>
 
 #include <algorithm>
 

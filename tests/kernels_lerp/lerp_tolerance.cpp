@@ -1,6 +1,6 @@
 #include "lerp_tolerance.hpp"
 
-#include <keel_test/tolerance.hpp>
+#include <keel/testing/tolerance.hpp>
 
 #include <cmath>
 

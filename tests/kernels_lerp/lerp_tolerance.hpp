@@ -1,14 +1,20 @@
-// The error bounds of the lerp tests, in ulps (keel_test/tolerance.hpp).
+// The error bounds of the lerp tests, in ulps (keel/testing/tolerance.hpp).
 // `compute` is the dtype a backend computes and sums in (f32 for f16, bf16
 // and f32; f64 for f64): its rounding errors are counted in its own ulps,
 // the final rounding to the result's dtype in the result's.
 #pragma once
 
 #include <keel/keel.h>
+#include <keel/testing/tolerance.hpp>
 
 #include <cstdint>
 
 namespace keel::test {
+
+using keel::testing::compare_within;
+using keel::testing::Comparison;
+using keel::testing::ulp;
+using keel::testing::ulps;
 
 // One lerp element: rounded once to `dtype` (1 ulp at the result: correct
 // rounding is 0.5), plus the compute type's rounding of y - x, w * (y - x),

@@ -2,7 +2,7 @@
 // canonical forms every plugin's kernels rely on.
 #include <keel/plugin/broadcast.hpp>
 #include <keel/plugin/lerp_args.hpp>
-#include <keel_test/launch_args.hpp>
+#include <keel/testing/launch_args.hpp>
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@ namespace keel::plugin {
 namespace {
 
 using Dims = std::vector<std::int64_t>;
-using keel::test::LaunchArgs;
+using keel::testing::LaunchArgs;
 
 StridedLayout layout_of(const Dims& space, const std::vector<Dims>& ops) {
     std::vector<NamedShape> named;

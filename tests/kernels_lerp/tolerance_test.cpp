@@ -6,7 +6,7 @@
 #include "lerp_reference.hpp"
 #include "lerp_tolerance.hpp"
 
-#include <keel_test/tolerance.hpp>
+#include <keel/testing/tolerance.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Checker mode (issue 3): each planted asynchronous lifetime bug is caught,
+// Checker mode: each planted asynchronous lifetime bug is caught,
 // and its twin doing the right thing passes cleanly.
 #include "cpu_test.hpp"
 

@@ -8,7 +8,8 @@
 //     is enqueued: check the count, kinds, dtypes and sizes with `args`
 //     (errors become KEEL_STATUS_INVALID_ARGUMENT naming the argument),
 //     declare every device buffer the kernel touches, in order, with
-//     work.use(buffer, Access::read | write | read_write, "role"), and set
+//     KEEL_TRY_ASSIGN(std::size_t i, work.use(buffer, Access::read | write |
+//     read_write, "role")), and set
 //     work.body to a callable capturing only values (scalars, shapes; never
 //     the args, which die when launch returns).
 //     The body runs LATER on the stream's worker as
@@ -31,7 +32,6 @@
 #include <cstddef>
 #include <functional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -74,9 +74,12 @@ public:
 
     // Declares a buffer; returns its index for KernelBuffers::get. An
     // absent optional buffer (addr 0, size 0) is declared too (null pointer).
-    std::size_t use(const plugin::BufferArg& buffer, Access access, const char* role) {
-        // A kernel declaring more is a plugin bug: entry() turns this into INTERNAL.
-        if (count_ == kMaxBuffers) throw std::length_error("kernel declares more than 16 buffers");
+    // INTERNAL past kMaxBuffers (a bug of the kernel, not of the caller).
+    [[nodiscard]] Result<std::size_t> use(const plugin::BufferArg& buffer, Access access, const char* role) {
+        if (count_ == kMaxBuffers)
+            return Error(KEEL_STATUS_INTERNAL, std::string("the kernel declares more than ") +
+                                                   std::to_string(kMaxBuffers) + " buffers ('" + role +
+                                                   "' is one too many)");
         uses_[count_] = BufferUse{buffer.addr, buffer.size, access, role};
         return count_++;
     }

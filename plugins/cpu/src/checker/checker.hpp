@@ -1,4 +1,4 @@
-// Checker mode (issue 3): the bookkeeping that turns asynchronous lifetime
+// Checker mode: the bookkeeping that turns asynchronous lifetime
 // bugs into reports. Exists only when some KEEL_CPU_* checker variable is
 // set: with the checker off, Device::checker() is null and the hot paths
 // test one flag (Config::checker_active, read once at init) and skip all of

@@ -35,8 +35,7 @@ TEST_F(OnFakeDriver, NoEnqueueEntryWaitsForTheDevice) {
     KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_TIMING, &timing));
     keel_kernel fill = nullptr;
     KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
-    const std::vector<keel_kernel_arg> args = fill_args(a, kBytes, 3.0f);
-    const keel_launch_args launch = launch_args(args);
+    const LaunchArgs launch(fill_args(a, kBytes, 3.0f));
     std::vector<float> pageable(64, 1.0f), back(64, 0.0f);
     StatusLog ran;
     Gate gate, other_gate;
@@ -53,7 +52,7 @@ TEST_F(OnFakeDriver, NoEnqueueEntryWaitsForTheDevice) {
         call(api().memcpy_h2d(s, b, pinned, kBytes));
         call(api().memcpy_d2d(s, b, a, kBytes));
         call(api().memset_d8(s, b, 0, kBytes));
-        call(api().kernel_launch(s, fill, &launch));
+        call(api().kernel_launch(s, fill, launch.get()));
         const std::uint8_t inline_bytes[8] = {};
         call(api().memcpy_h2d_inline(s, b, inline_bytes, sizeof inline_bytes));
         call(api().event_record(timing, s));
@@ -198,9 +197,8 @@ TEST_F(OnFakeDriver, StreamsOnSeveralThreadsLaunchTheSameKernelWithTheirOwnArgum
             std::vector<float> out(256);
             for (int r = 0; r < kRounds; ++r) {
                 const float value = static_cast<float>(t * 1000 + r);
-                const std::vector<keel_kernel_arg> args = fill_args(buf, kBytes, value);
-                const keel_launch_args launch = launch_args(args);
-                if (take(api().kernel_launch(s, fill, &launch)) ||
+                const LaunchArgs launch(fill_args(buf, kBytes, value));
+                if (take(api().kernel_launch(s, fill, launch.get())) ||
                     take(api().memcpy_d2h(s, out.data(), buf, kBytes)) || take(api().stream_synchronize(s)) ||
                     out != std::vector<float>(256, value))
                     ++failures;
@@ -244,11 +242,10 @@ TEST_F(OnFakeDriver, ShutdownLeavesNoLevelZeroObjectBehind) {
     KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_TIMING, &end));
     keel_kernel fill = nullptr;
     KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
-    const std::vector<keel_kernel_arg> args = fill_args(buf, 1024 * sizeof(float), 1.5f);
-    const keel_launch_args launch = launch_args(args);
+    const LaunchArgs launch(fill_args(buf, 1024 * sizeof(float), 1.5f));
     StatusLog statuses;
     KEEL_ASSERT_OK(api().event_record(start, s));
-    KEEL_ASSERT_OK(api().kernel_launch(s, fill, &launch));
+    KEEL_ASSERT_OK(api().kernel_launch(s, fill, launch.get()));
     KEEL_ASSERT_OK(api().stream_enqueue_host_func(s, &StatusLog::record, &statuses));
     const std::uint8_t bytes[16] = {1, 2, 3};
     KEEL_ASSERT_OK(api().memcpy_h2d_inline(s, buf, bytes, sizeof bytes));

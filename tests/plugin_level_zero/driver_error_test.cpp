@@ -151,15 +151,14 @@ TEST_F(OnFakeDriver, AKernelArgumentTheDriverRefusesNamesTheCall) {
     const keel_device_addr buf = new_buffer(64 * sizeof(float));
     keel_kernel fill = nullptr;
     KEEL_ASSERT_OK(api().kernel_get(device(), "fill", &fill));
-    const std::vector<keel_kernel_arg> args = {buffer_arg(buf, 64 * sizeof(float)), f32_arg(2.0f)};
-    const keel_launch_args launch = launch_args(args);
+    const LaunchArgs launch({buffer_arg(buf, 64 * sizeof(float)), f32_arg(2.0f)});
     fake_ze_fail_calls("zeKernelSetArgumentValue", ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE, 1, 1);
-    const CError o = outcome(api().kernel_launch(s, fill, &launch));
+    const CError o = outcome(api().kernel_launch(s, fill, launch.get()));
     EXPECT_EQ(o.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(o.message,
               "[level_zero kernel_launch] zeKernelSetArgumentValue: ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE");
     // The same launch goes through once the driver accepts it.
-    KEEL_ASSERT_OK(api().kernel_launch(s, fill, &launch));
+    KEEL_ASSERT_OK(api().kernel_launch(s, fill, launch.get()));
     std::vector<float> out(64, 0.0f);
     KEEL_ASSERT_OK(api().memcpy_d2h(s, out.data(), buf, 64 * sizeof(float)));
     KEEL_ASSERT_OK(api().stream_synchronize(s));

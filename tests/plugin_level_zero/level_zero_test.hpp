@@ -2,8 +2,8 @@
 // (keel::test_support), and a recorder of the statuses host functions get.
 #pragma once
 
-#include <keel/testing/c_kernel_args.hpp>
 #include <keel/testing/gate.hpp>
+#include <keel/testing/launch_args.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 #include <keel/testing/result.hpp>
 
@@ -20,8 +20,7 @@ using keel::testing::CError;
 using keel::testing::f32_arg;
 using keel::testing::f64_arg;
 using keel::testing::Gate;
-using keel::testing::ints_arg;
-using keel::testing::launch_args;
+using keel::testing::LaunchArgs;
 using keel::testing::LoadedPlugin;
 using keel::testing::take;
 

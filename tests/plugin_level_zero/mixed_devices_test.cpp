@@ -37,9 +37,8 @@ TEST_F(OnFakeDriver, MemoryEventsAndKernelsOfAnotherDeviceAreRefusedByName) {
     KEEL_EXPECT_ERROR(api().stream_wait_event(s, e), KEEL_STATUS_INVALID_ARGUMENT);
     keel_kernel fill = nullptr;
     KEEL_ASSERT_OK(api().kernel_get(other, "fill", &fill));
-    const std::vector<keel_kernel_arg> no_args;
-    const keel_launch_args none = launch_args(no_args);
-    const CError launch = outcome(api().kernel_launch(s, fill, &none));
+    const LaunchArgs none;
+    const CError launch = outcome(api().kernel_launch(s, fill, none.get()));
     EXPECT_EQ(launch.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_TRUE(contains(launch.message, "of level_zero:1 launched on a stream of level_zero:0")) << launch.message;
     KEEL_EXPECT_OK(api().event_destroy(e));
@@ -59,13 +58,11 @@ TEST_F(OnFakeDriver, LerpInF64IsUnimplementedWithoutFp64AndF32Runs) {
         KEEL_ASSERT_OK(api().device_alloc(device(), bytes, &out));
         KEEL_ASSERT_OK(api().memset_d8(s, x, 0, bytes));
         KEEL_ASSERT_OK(api().memset_d8(s, y, 0, bytes));
-        const std::int64_t shape[1] = {4};
         // lerp(x, y, w = 0.5, out) over shape [4], w a scalar (shape []).
-        const std::vector<keel_kernel_arg> args = {
-            buffer_arg(x, bytes, dtype), buffer_arg(y, bytes, dtype), f64_arg(0.5), buffer_arg(out, bytes, dtype),
-            ints_arg(shape, 1),          ints_arg(shape, 1),          ints_arg(shape, 0), ints_arg(shape, 1)};
-        const keel_launch_args launch = launch_args(args);
-        const CError o = outcome(api().kernel_launch(s, lerp, &launch));
+        LaunchArgs launch({buffer_arg(x, bytes, dtype), buffer_arg(y, bytes, dtype), f64_arg(0.5),
+                           buffer_arg(out, bytes, dtype)});
+        launch.ints({4}).ints({4}).ints(std::vector<std::int64_t>{}).ints({4});
+        const CError o = outcome(api().kernel_launch(s, lerp, launch.get()));
         if (dtype == KEEL_DTYPE_F64) EXPECT_EQ(o.code, KEEL_STATUS_UNIMPLEMENTED) << o.message;
         else EXPECT_EQ(o.code, KEEL_STATUS_OK) << o.message;
         KEEL_ASSERT_OK(api().stream_synchronize(s));

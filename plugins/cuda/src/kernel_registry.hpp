@@ -16,6 +16,7 @@
 #pragma once
 
 #include "device.hpp"
+#include "kernel_scratch.hpp"
 
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
@@ -37,6 +38,8 @@ namespace keel::cuda {
 struct LaunchContext {
     Device& device;
     cudaStream_t stream;
+    // Memory the stream's kernels reuse between launches (hold its lock()).
+    KernelScratch& scratch;
 
     // The check that a buffer lies inside one live allocation of `device`,
     // for plugin::check_buffer(s): (addr, size) -> Result<void>.

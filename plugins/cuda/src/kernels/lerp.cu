@@ -19,7 +19,7 @@ Result<void> launch_lerp(const LaunchContext& ctx, const plugin::LaunchArgsView&
 Result<void> launch_lerp_grad(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::LerpGradPlan plan, plugin::plan_lerp_grad(args, kLerpCudaDtypes));
     KEEL_TRY(plugin::check_buffers(args, plugin::kLerpGradBuffers, ctx.inside()));
-    return enqueue_lerp_grad(plan, ctx.stream);
+    return enqueue_lerp_grad(plan, ctx.stream, ctx.scratch);
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // The state a plugin holds between keel_plugin_init and plugin_shutdown,
 // counted: a library loaded twice through the same path is one instance and
-// gets init twice, and init may follow a shutdown.
+// gets init twice, and init may follow a shutdown. Like PluginGlobal, which
+// holds it, it is never destroyed by exit-time destructors.
 #pragma once
 
+#include <keel/plugin/plugin_global.hpp>
 #include <keel/result.hpp>
 
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 namespace keel::plugin {
 
@@ -26,7 +29,7 @@ public:
             return ok();
         }
         KEEL_TRY_ASSIGN(std::unique_ptr<State> made, make());
-        state_ = std::move(made);
+        state_.adopt(std::move(made));
         references_ = 1;
         return ok();
     }
@@ -46,8 +49,11 @@ public:
 
 private:
     std::mutex mutex_;
-    std::unique_ptr<State> state_;  // written under mutex_, read by entries in between
+    PluginGlobal<State> state_;  // written under mutex_, read by entries in between
     int references_ = 0;            // guarded by mutex_
 };
+
+static_assert(std::is_trivially_destructible_v<SharedState<int>>,
+              "a plugin's state must survive exit-time destructors");
 
 }  // namespace keel::plugin

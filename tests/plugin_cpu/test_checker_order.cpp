@@ -167,7 +167,7 @@ TEST(CheckerRaces, AnEventReRecordedElsewhereBeforeTheWaitNoLongerOrdersTheConsu
         std::vector<float> back(kFloats);
         auto e = take(t.api().memcpy_d2h(consumer, back.data(), x, kBytes));
         expect_finding(e, KEEL_STATUS_FAILED_PRECONDITION,
-                       {"race (read after write): memcpy_d2h #1 on stream 3", "kernel fill #1 on stream 1"});
+                       {"race (read after write): memcpy_d2h #2 on stream 3", "kernel fill #1 on stream 1"});
     }
 }
 

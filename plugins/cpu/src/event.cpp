@@ -77,7 +77,9 @@ Result<void> wait_checked(Checker& checker, Stream& s, Event& e) {
     KEEL_TRY(s.check_usable());
     Event::Record r = e.get();
     checker.wait(lock, s, r.clock);
-    if (wait_satisfied(r, s)) return ok();
+    // Enqueued even when already reached, so that positions (and the
+    // checker's messages) do not depend on timing.
+    if (!r.point.timeline || r.point.timeline == s.timeline()) return ok();
     Op scratch;
     scratch.kind = OpKind::wait;
     scratch.wait_for = std::move(r.point);

@@ -4,6 +4,7 @@
 #include "../kernel_registry.hpp"
 #include "../pinned_memory.hpp"
 #include "../stream.hpp"
+#include "annotations.hpp"
 #include "host_memory.hpp"
 
 #include <keel/plugin/host_log.hpp>
@@ -156,6 +157,20 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
     }
     std::uint64_t tick = 0;
     if (config_.races) {
+        for (const Target& t : scratch_targets_) {
+            const std::uint64_t begin = t.access.addr - t.base;
+            if (t.pinned) continue;
+            if (const auto* r = released_overlap(t.id, begin, begin + t.access.size))
+                return report(lock, Finding{KEEL_STATUS_OUT_OF_RANGE,
+                                            "use after free: " + c.use.describe() + " " + verb(t.access.write) + " " +
+                                                describe_target(t, begin, begin + t.access.size) + " (its " +
+                                                t.access.role + "), in the block [" + hex(t.base + r->first) + ", +" +
+                                                std::to_string(r->second.end - r->first) +
+                                                " bytes) its allocator released (on stream " +
+                                                std::to_string(r->second.stream) +
+                                                "): a stale view of a freed buffer",
+                                            {id}});
+        }
         const VectorClock& clock = order_.clock(id);
         tick = clock.get(id) + 1;
         for (const Target& t : scratch_targets_) {
@@ -313,7 +328,10 @@ Result<void> Checker::free_device(keel_device_addr addr, const std::function<Res
     const bool is_base = live && live->base == addr;
     if (is_base) KEEL_TRY(late_free(lock, "device_free", live->id, live->base, live->size, false));
     KEEL_TRY(free());
-    if (is_base) order_.forget(live->id);
+    if (is_base) {
+        order_.forget(live->id);
+        released_.erase(live->id);
+    }
     return ok();
 }
 
@@ -325,6 +343,72 @@ Result<void> Checker::free_pinned(void* ptr, const std::function<Result<void>()>
                            true));
     KEEL_TRY(free());
     if (block.ok()) order_.forget(block->id);
+    return ok();
+}
+
+// ---- caching-allocator annotations ---------------------------------------------
+
+const std::pair<const std::uint64_t, Checker::Released>* Checker::released_overlap(std::uint64_t id,
+                                                                                   std::uint64_t begin,
+                                                                                   std::uint64_t end) const {
+    auto ranges = released_.find(id);
+    if (ranges == released_.end()) return nullptr;
+    auto it = ranges->second.upper_bound(begin);
+    if (it != ranges->second.begin() && std::prev(it)->second.end > begin) return &*std::prev(it);
+    return it != ranges->second.end() && it->first < end ? &*it : nullptr;
+}
+
+Result<AllocationInfo> Checker::locate_block(const Lock& lock, Stream& stream, std::string_view what,
+                                             keel_device_addr addr, std::uint64_t size) {
+    auto r = memory_.locate(addr, size);
+    if (r.ok()) return r;
+    track(lock, stream);
+    const bool freed = r.error().message().find("use after free") != std::string::npos;
+    return report(lock, Finding{r.error().code(),
+                                std::string(freed ? "use after free: " : "out of range: ") + std::string(what) +
+                                    " on stream " + std::to_string(stream.id()) + ": block " + r.error().message(),
+                                {stream.id()}});
+}
+
+Result<void> Checker::release_range(Stream& stream, keel_device_addr addr, std::uint64_t size) {
+    auto lock = this->lock();
+    KEEL_TRY(stream.check_usable());
+    if (!config_.races) return ok();
+    KEEL_TRY_ASSIGN(const AllocationInfo a, locate_block(lock, stream, kReleaseRange, addr, size));
+    const std::uint64_t begin = addr - a.base, end = begin + size;
+    if (const auto* r = released_overlap(a.id, begin, end)) {
+        track(lock, stream);
+        return report(lock, Finding{KEEL_STATUS_FAILED_PRECONDITION,
+                                    "double free: " + std::string(kReleaseRange) + " on stream " +
+                                        std::to_string(stream.id()) + " releases " + range_text(addr, size) +
+                                        " of device allocation #" + std::to_string(a.id) + ", which overlaps [" +
+                                        hex(a.base + r->first) + ", +" + std::to_string(r->second.end - r->first) +
+                                        " bytes) released before (on stream " + std::to_string(r->second.stream) +
+                                        ") and not acquired since",
+                                    {stream.id()}});
+    }
+    released_[a.id].emplace(begin, Released{end, stream.id()});
+    return ok();
+}
+
+Result<void> Checker::acquire_range(Stream& stream, keel_device_addr addr, std::uint64_t size) {
+    auto lock = this->lock();
+    KEEL_TRY(stream.check_usable());
+    if (!config_.races) return ok();
+    KEEL_TRY_ASSIGN(const AllocationInfo a, locate_block(lock, stream, kAcquireRange, addr, size));
+    auto found = released_.find(a.id);
+    if (found == released_.end()) return ok();  // a block carved for the first time
+    ReleasedRanges& ranges = found->second;
+    const std::uint64_t begin = addr - a.base, end = begin + size;
+    // Cut [begin, end) out of every released range it overlaps.
+    while (const auto* r = released_overlap(a.id, begin, end)) {
+        const std::uint64_t r_begin = r->first;
+        const Released old = r->second;
+        ranges.erase(r_begin);
+        if (r_begin < begin) ranges.emplace(r_begin, Released{begin, old.stream});
+        if (old.end > end) ranges.emplace(end, Released{old.end, old.stream});
+    }
+    if (ranges.empty()) released_.erase(found);
     return ok();
 }
 

@@ -34,12 +34,14 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace keel::cpu {
 
 class AddressSpace;
+struct AllocationInfo;
 class PinnedMemory;
 class Stream;
 class Timeline;
@@ -105,6 +107,10 @@ public:
     [[nodiscard]] Result<void> free_device(keel_device_addr addr, const std::function<Result<void>()>& free);
     [[nodiscard]] Result<void> free_pinned(void* ptr, const std::function<Result<void>()>& free);
 
+    // ---- caching-allocator annotations (annotations.hpp) ----------------
+    [[nodiscard]] Result<void> release_range(Stream& stream, keel_device_addr addr, std::uint64_t size);
+    [[nodiscard]] Result<void> acquire_range(Stream& stream, keel_device_addr addr, std::uint64_t size);
+
     // ---- worker side ------------------------------------------------------
     void on_complete(Op& op);
     // An op failed on its worker; in abort mode a failure that is not an
@@ -130,6 +136,12 @@ private:
         bool pinned = false;
         OpAccess access;
     };
+    // A block released to an allocator's cache: [key, end) of an allocation.
+    struct Released {
+        std::uint64_t end = 0;
+        std::uint64_t stream = 0;  // the stream the release was issued on
+    };
+    using ReleasedRanges = std::map<std::uint64_t, Released>;
     struct TrackedStream {
         std::shared_ptr<Timeline> timeline;
         std::uint64_t last_position = 0;
@@ -142,6 +154,11 @@ private:
     [[nodiscard]] std::string describe_target(const Target& t, std::uint64_t begin, std::uint64_t end) const;
     [[nodiscard]] std::string describe_access(const AccessRecord& r, const Target& t) const;
     [[nodiscard]] Finding race(const OpRef& op, const Target& t, const AccessRecord& earlier) const;
+    // The released block [begin, end) of allocation `id` overlaps, if any.
+    [[nodiscard]] const std::pair<const std::uint64_t, Released>* released_overlap(std::uint64_t id, std::uint64_t begin,
+                                                                                   std::uint64_t end) const;
+    [[nodiscard]] Result<AllocationInfo> locate_block(const Lock& lock, Stream& stream, std::string_view what,
+                                                      keel_device_addr addr, std::uint64_t size);
     [[nodiscard]] Result<void> late_free(const Lock& lock, const char* what, std::uint64_t id, std::uint64_t base,
                                          std::uint64_t size, bool pinned);
     void register_pending(CheckedOp& c);  // under the lock
@@ -158,6 +175,7 @@ private:
 
     HappensBefore order_;
     std::unordered_map<std::uint64_t, TrackedStream> streams_;
+    std::unordered_map<std::uint64_t, ReleasedRanges> released_;  // by allocation id
     std::vector<OpAccess> scratch_accesses_;  // reused by admit
     std::vector<Target> scratch_targets_;
 

@@ -16,11 +16,11 @@ constexpr size_t kFloats = kBytes / sizeof(float);
 TEST(CheckerRaces, AConsumerThatNeverWaitsForItsProducerIsRefusedAtEnqueue) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<float> back(kFloats, -1.0f);  // outlives the session, which drains the streams
         CheckedSession t(run.env);
         keel_stream producer = t.stream(), consumer = t.stream();
         keel_device_addr x = t.alloc(kBytes);
         ASSERT_FALSE(t.fill(producer, x, kBytes, 2.0f));
-        std::vector<float> back(kFloats, -1.0f);
         // The bug: nothing orders the read after the fill.
         auto e = take(t.api().memcpy_d2h(consumer, back.data(), x, kBytes));
         expect_finding(e, KEEL_STATUS_FAILED_PRECONDITION,
@@ -113,6 +113,7 @@ TEST(CheckerRaces, OverwritingABufferAnotherStreamStillReadsIsRefusedAtEnqueue) 
 TEST(CheckerRaces, OverwritingABufferAfterWaitingForItsReaderIsClean) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<uint8_t> got(kBytes);
         CheckedSession t(run.env);
         keel_stream writer = t.stream(), reader = t.stream();
         keel_event read_done = t.event();
@@ -123,7 +124,6 @@ TEST(CheckerRaces, OverwritingABufferAfterWaitingForItsReaderIsClean) {
         KEEL_ASSERT_OK(t.api().event_record(read_done, reader));
         KEEL_ASSERT_OK(t.api().stream_wait_event(writer, read_done));
         KEEL_ASSERT_OK(t.api().memset_d8(writer, x, 2, kBytes));
-        std::vector<uint8_t> got(kBytes);
         KEEL_ASSERT_OK(t.api().stream_wait_event(reader, read_done));  // same stream: already ordered
         KEEL_ASSERT_OK(t.api().memcpy_d2h(reader, got.data(), copy, kBytes));
         KEEL_ASSERT_OK(t.api().stream_synchronize(reader));
@@ -156,6 +156,7 @@ TEST(CheckerRaces, WritesToDisjointRangesOfOneAllocationAreClean) {
 TEST(CheckerRaces, AnEventReRecordedElsewhereBeforeTheWaitNoLongerOrdersTheConsumer) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<float> back(kFloats);
         CheckedSession t(run.env);
         keel_stream producer = t.stream(), other = t.stream(), consumer = t.stream();
         keel_event ready = t.event();
@@ -164,7 +165,6 @@ TEST(CheckerRaces, AnEventReRecordedElsewhereBeforeTheWaitNoLongerOrdersTheConsu
         KEEL_ASSERT_OK(t.api().event_record(ready, producer));
         KEEL_ASSERT_OK(t.api().event_record(ready, other));  // the bug: reused before the wait
         KEEL_ASSERT_OK(t.api().stream_wait_event(consumer, ready));
-        std::vector<float> back(kFloats);
         auto e = take(t.api().memcpy_d2h(consumer, back.data(), x, kBytes));
         expect_finding(e, KEEL_STATUS_FAILED_PRECONDITION,
                        {"race (read after write): memcpy_d2h #2 on stream 3", "kernel fill #1 on stream 1"});
@@ -176,6 +176,7 @@ TEST(CheckerRaces, AnEventReRecordedElsewhereBeforeTheWaitNoLongerOrdersTheConsu
 TEST(CheckerRaces, AnEventReRecordedOnTheProducerBeforeTheWaitOrdersAfterTheNewRecord) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<float> bx(kFloats), by(kFloats);
         CheckedSession t(run.env);
         keel_stream producer = t.stream(), consumer = t.stream();
         keel_event ready = t.event();
@@ -186,7 +187,6 @@ TEST(CheckerRaces, AnEventReRecordedOnTheProducerBeforeTheWaitOrdersAfterTheNewR
         ASSERT_FALSE(t.fill(producer, y, kBytes, 3.0f));
         KEEL_ASSERT_OK(t.api().event_record(ready, producer));  // re-recorded, before the wait
         KEEL_ASSERT_OK(t.api().stream_wait_event(consumer, ready));
-        std::vector<float> bx(kFloats), by(kFloats);
         KEEL_ASSERT_OK(t.api().memcpy_d2h(consumer, bx.data(), x, kBytes));
         KEEL_ASSERT_OK(t.api().memcpy_d2h(consumer, by.data(), y, kBytes));  // covered by the new record only
         gate->open();
@@ -201,6 +201,7 @@ TEST(CheckerRaces, AnEventReRecordedOnTheProducerBeforeTheWaitOrdersAfterTheNewR
 TEST(CheckerRaces, AWaitEnqueuedBeforeTheEventIsReRecordedKeepsTheOldRecord) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<float> by(kFloats);
         CheckedSession t(run.env);
         keel_stream producer = t.stream(), other = t.stream(), consumer = t.stream();
         keel_event ready = t.event();
@@ -212,7 +213,6 @@ TEST(CheckerRaces, AWaitEnqueuedBeforeTheEventIsReRecordedKeepsTheOldRecord) {
         ASSERT_FALSE(t.fill(producer, y, kBytes, 3.0f));
         EXPECT_EQ(t.read_f32(consumer, x, kFloats), std::vector<float>(kFloats, 2.0f));
         // ... but y was written after the record the consumer waited for.
-        std::vector<float> by(kFloats);
         auto e = take(t.api().memcpy_d2h(consumer, by.data(), y, kBytes));
         expect_finding(e, KEEL_STATUS_FAILED_PRECONDITION, {"race (read after write)", "kernel fill #2 on stream 1"});
     }
@@ -244,12 +244,12 @@ TEST(CheckerRaces, WhatTheHostLearnedCompleteOrdersLaterWorkOnEveryStream) {
 // A race is reported the same whether the racing write already ran or not:
 // the checker judges the order of the calls, not the timing.
 TEST(CheckerRaces, ARaceIsReportedEvenWhenTheEarlierWriteHasLongCompleted) {
+    std::vector<float> back(kFloats);
     CheckedSession t(ScopedEnv::Vars{{"KEEL_CPU_CHECK", "1"}});
     keel_stream producer = t.stream(), consumer = t.stream();
     keel_device_addr x = t.alloc(kBytes);
     ASSERT_FALSE(t.fill(producer, x, kBytes, 2.0f));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // it has run; nobody said so
-    std::vector<float> back(kFloats);
     expect_finding(take(t.api().memcpy_d2h(consumer, back.data(), x, kBytes)), KEEL_STATUS_FAILED_PRECONDITION,
                    {"race (read after write)"});
 }
@@ -259,11 +259,11 @@ TEST(CheckerRaces, ARaceIsReportedEvenWhenTheEarlierWriteHasLongCompleted) {
 TEST(CheckerRacesDeathTest, WithCheckAbortAFindingPrintsItsDiagnosticAndAborts) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     auto planted_race = [] {
+        std::vector<float> back(kFloats);
         CheckedSession t(ScopedEnv::Vars{{"KEEL_CPU_CHECK", "abort"}});
         keel_stream producer = t.stream(), consumer = t.stream();
         keel_device_addr x = t.alloc(kBytes);
         (void)t.fill(producer, x, kBytes, 2.0f);
-        std::vector<float> back(kFloats);
         (void)take(t.api().memcpy_d2h(consumer, back.data(), x, kBytes));
     };
     EXPECT_DEATH(planted_race(), "race \\(read after write\\): memcpy_d2h #1 on stream 2(.|\n)*KEEL_CPU_CHECK=abort");

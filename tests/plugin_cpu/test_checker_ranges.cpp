@@ -15,17 +15,17 @@ constexpr uint64_t kBytes = 4096;
 TEST(CheckerRanges, AnAccessOneBytePastAnAllocationIsRefusedAtEnqueue) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<uint8_t> host(kBytes + 1, 0xEE);  // outlives the session, which drains the streams
+        std::vector<uint8_t> back(kBytes);
         CheckedSession t(run.env);
         keel_stream s = t.stream();
         keel_device_addr a = t.alloc(kBytes), neighbour = t.alloc(kBytes);
         KEEL_ASSERT_OK(t.api().memset_d8(s, neighbour, 0x33, kBytes));
-        std::vector<uint8_t> host(kBytes + 1, 0xEE);
         expect_finding(take(t.api().memcpy_h2d(s, a, host.data(), kBytes + 1)), KEEL_STATUS_OUT_OF_RANGE,
                        {"[cpu memcpy_h2d] out of range: memcpy_h2d #2 on stream 1: destination",
                         "+4097 bytes) runs past the end of allocation #1"});
         expect_finding(take(t.api().stream_synchronize(s)), KEEL_STATUS_OUT_OF_RANGE, {"out of range"});
         keel_stream reader = t.stream();
-        std::vector<uint8_t> back(kBytes);
         KEEL_ASSERT_OK(t.api().memcpy_d2h(reader, back.data(), neighbour, kBytes));
         KEEL_ASSERT_OK(t.api().stream_synchronize(reader));
         EXPECT_EQ(back, std::vector<uint8_t>(kBytes, 0x33)) << "the neighbour was corrupted";
@@ -33,13 +33,13 @@ TEST(CheckerRanges, AnAccessOneBytePastAnAllocationIsRefusedAtEnqueue) {
 }
 
 TEST(CheckerRanges, KernelsAndReadsOnePastTheEndAreRefusedToo) {
+    std::vector<uint8_t> back(kBytes + 1);
     CheckedSession t(ScopedEnv::Vars{{"KEEL_CPU_CHECK", "1"}});
     keel_stream s = t.stream();
     keel_device_addr a = t.alloc(kBytes);
     expect_finding(t.fill(s, a + 4, kBytes, 1.0f), KEEL_STATUS_OUT_OF_RANGE,
                    {"out of range: kernel fill #1 on stream 1: out", "runs past the end of allocation #1"});
     keel_stream r = t.stream();
-    std::vector<uint8_t> back(kBytes + 1);
     expect_finding(take(t.api().memcpy_d2h(r, back.data(), a, kBytes + 1)), KEEL_STATUS_OUT_OF_RANGE,
                    {"out of range: memcpy_d2h #1 on stream 2: source"});
 }
@@ -47,10 +47,10 @@ TEST(CheckerRanges, KernelsAndReadsOnePastTheEndAreRefusedToo) {
 TEST(CheckerRanges, AnAccessEndingExactlyAtTheEndOfAnAllocationIsClean) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<uint8_t> host(kBytes, 0xEE), back(1);
         CheckedSession t(run.env);
         keel_stream s = t.stream();
         keel_device_addr a = t.alloc(kBytes);
-        std::vector<uint8_t> host(kBytes, 0xEE), back(1);
         KEEL_ASSERT_OK(t.api().memcpy_h2d(s, a, host.data(), kBytes));
         ASSERT_FALSE(t.fill(s, a + 4, kBytes - 4, 1.0f));
         KEEL_ASSERT_OK(t.api().memcpy_d2h(s, back.data(), a + kBytes - 1, 1));
@@ -137,6 +137,7 @@ TEST(CheckerHostMemory, AHostDestinationUnmappedBeforeItsCopyRanIsAUseAfterFreeT
 TEST(CheckerHostMemory, AHostBufferUnmappedAfterItsCopyCompletedIsClean) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);
+        std::vector<uint8_t> back(64);
         CheckedSession t(run.env);
         keel_stream s = t.stream();
         keel_device_addr d = t.alloc(kLarge);
@@ -147,7 +148,6 @@ TEST(CheckerHostMemory, AHostBufferUnmappedAfterItsCopyCompletedIsClean) {
         gate->open();
         KEEL_ASSERT_OK(t.api().stream_synchronize(s));
         host.unmap();
-        std::vector<uint8_t> back(64);
         KEEL_ASSERT_OK(t.api().memcpy_d2h(s, back.data(), d + kLarge - 64, 64));
         KEEL_ASSERT_OK(t.api().stream_synchronize(s));
         EXPECT_EQ(back, std::vector<uint8_t>(64, 5));

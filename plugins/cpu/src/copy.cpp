@@ -95,8 +95,11 @@ Error host_memory_gone(const Op& op, const char* role, const Error& e) {
                                "completed (wait for the copy, with an event or stream_synchronize, before freeing)");
 }
 
+// Pinned memory (pinned_id set when the whole range lies in one block, and
+// checked still there before) is the plugin's own and copied directly.
 Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
-    if (auto r = host_memory::read(dst, op.src_host, op.size); !r.ok())
+    if (op.check->pinned_id != 0) std::memcpy(dst, op.src_host, op.size);
+    else if (auto r = host_memory::read(dst, op.src_host, op.size); !r.ok())
         return host_memory_gone(op, "source", r.error());
     if (const auto& expected = op.check->source_fingerprint) {
         host_memory::Fingerprint now;
@@ -128,7 +131,7 @@ Result<void> execute_copy(Device& device, Op& op) {
         }
         case OpKind::copy_d2h: {
             KEEL_TRY_ASSIGN(std::byte * src, device_range(device, op.src_addr, op.size, "source"));
-            if (op.check) [[unlikely]] {
+            if (op.check && op.check->pinned_id == 0) [[unlikely]] {
                 if (auto r = host_memory::write(op.dst_host, src, op.size); !r.ok())
                     return host_memory_gone(op, "destination", r.error());
                 return ok();

@@ -74,8 +74,11 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
     return plugin::entry("cpu kernel_launch", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
-        const bool annotation = is_annotation(kernel);
-        if (!annotation && !is_kernel(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
+        bool annotation = false;
+        if (!is_kernel(kernel)) {
+            if (!is_annotation(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
+            annotation = true;  // only handed out in checker mode
+        }
         const auto* def = reinterpret_cast<const KernelDef*>(kernel);
         KEEL_TRY(s->check_usable());
         KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name()));

@@ -52,21 +52,23 @@ Result<void> Checker::prepare(Stream& stream, Op& scratch) {
     if (!scratch.check) scratch.check = std::make_unique<CheckedOp>();
     CheckedOp& c = *scratch.check;
     c.source_fingerprint.reset();
-    const char* role = nullptr;
+    // Only a fingerprint reads host memory at enqueue (safely); everything
+    // else about the host side is checked when the copy runs.
+    if (scratch.kind != OpKind::copy_h2d || !config_.check_host_sources) return ok();
+    const void* host = scratch.src_host;
+    // Pinned memory is the plugin's own: it cannot vanish behind the checker's back.
+    const auto block = pinned_.find_containing(host, scratch.size);
     Result<void> readable = ok();
-    if (scratch.kind == OpKind::copy_h2d) {
-        role = "source";
-        if (config_.check_host_sources) {
-            auto fp = host_memory::fingerprint(scratch.src_host, scratch.size);
-            if (fp.ok()) c.source_fingerprint = *fp;
-            else readable = fp.error();
-        } else {
-            readable = host_memory::probe(scratch.src_host, scratch.size);
-        }
-    } else if (scratch.kind == OpKind::copy_d2h) {
-        role = "destination";
-        readable = host_memory::probe(scratch.dst_host, scratch.size);
+    if (block && static_cast<const std::byte*>(host) + scratch.size <= block->base + block->size) {
+        host_memory::Fingerprint f;
+        f.add(static_cast<const std::byte*>(host), scratch.size);
+        c.source_fingerprint = f.value();
+    } else if (auto fp = host_memory::fingerprint(host, scratch.size); fp.ok()) {
+        c.source_fingerprint = *fp;
+    } else {
+        readable = fp.error();
     }
+    const char* role = "source";
     if (readable.ok()) return ok();
     auto lock = this->lock();
     track(lock, stream);
@@ -415,8 +417,13 @@ Result<void> Checker::acquire_range(Stream& stream, keel_device_addr addr, std::
 // ---- timing-based bookkeeping ----------------------------------------------
 
 void Checker::register_pending(CheckedOp& c) {
+    c.use_key = 0;
+    // With races on, late frees are judged by happens-before, not by what is pending.
+    const bool users = !config_.races && !c.allocation_ids.empty();
+    if (!users && c.host_write_end == 0) return;  // nothing for on_complete to undo
     c.use_key = next_key_++;
-    for (std::uint64_t id : c.allocation_ids) users_[id].emplace(c.use_key, c.use);
+    if (users)
+        for (std::uint64_t id : c.allocation_ids) users_[id].emplace(c.use_key, c.use);
     if (c.host_write_end != 0) {
         host_writes_.emplace(c.host_write_begin, c.host_write_end);
         longest_host_write_ = std::max(longest_host_write_, c.host_write_end - c.host_write_begin);

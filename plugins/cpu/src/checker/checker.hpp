@@ -77,8 +77,8 @@ public:
     [[nodiscard]] Result<void> before_alloc(const char* kind);
 
     // ---- enqueue ----------------------------------------------------------
-    // What can be done before taking the lock: host sides of copies probed
-    // and fingerprinted (an unmapped host range is a finding).
+    // What can be done before taking the lock: the host source of an h2d
+    // fingerprinted, read safely (an unmapped one is a finding).
     [[nodiscard]] Result<void> prepare(Stream& stream, Op& scratch);
     [[nodiscard]] Lock lock() const { return Lock(mutex_); }
     // Checks `scratch` (filled, not queued) against everything enqueued

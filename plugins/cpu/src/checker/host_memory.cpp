@@ -8,6 +8,7 @@
 #include <optional>
 #include <cerrno>
 #include <cstring>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +21,21 @@ constexpr std::uint64_t kChunk = 4u << 20;  // bytes per system call
 std::uintptr_t page_size() {
     static const std::uintptr_t p = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
     return p;
+}
+
+// getpid() is a system call each time; a forked child must not use its
+// parent's pid (it would read the parent's memory), hence the atfork reset.
+std::atomic<pid_t> g_pid{0};
+
+pid_t self() {
+    pid_t pid = g_pid.load(std::memory_order_relaxed);
+    if (pid == 0) {
+        static const int registered = pthread_atfork(nullptr, nullptr, [] { g_pid.store(0); });
+        (void)registered;
+        pid = getpid();
+        g_pid.store(pid, std::memory_order_relaxed);
+    }
+    return pid;
 }
 
 // process_vm_* may be refused (seccomp, ptrace policy): then fall back.
@@ -62,8 +78,8 @@ Result<bool> vm_copy(std::byte* local, std::uintptr_t remote, std::uint64_t size
         const std::uint64_t n = std::min(size, kChunk);
         iovec l{local, n};
         iovec r{reinterpret_cast<void*>(remote), n};
-        const ssize_t done = kWrite ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-                                    : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+        const ssize_t done = kWrite ? process_vm_writev(self(), &l, 1, &r, 1, 0)
+                                    : process_vm_readv(self(), &l, 1, &r, 1, 0);
         if (done < 0) {
             if (errno == EINTR) continue;
             if (errno == EFAULT) return false;

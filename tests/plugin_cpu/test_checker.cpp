@@ -1,7 +1,8 @@
 // Checker mode: each planted asynchronous lifetime bug is caught, and its
 // twin doing the right thing passes cleanly. (Happens-before findings:
-// test_checker_order.cpp, test_checker_frees.cpp, test_checker_host.cpp.)
-#include "cpu_test.hpp"
+// test_checker_order.cpp, test_checker_frees.cpp, test_checker_ranges.cpp,
+// test_checker_allocator.cpp.)
+#include "checked_session.hpp"
 
 #include "poison.hpp"
 
@@ -10,29 +11,13 @@
 namespace keel::cpu::testing {
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
-}
-
 class CheckerTest : public CpuPluginTest {
 protected:
     ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_CHECK", "1"}}; }
-
-    std::vector<std::string> error_logs() {
-        std::vector<std::string> out;
-        for (const auto& l : plugin().logs())
-            if (l.level >= KEEL_LOG_WARN) out.push_back(l.message);
-        return out;
-    }
-    keel_kernel kernel(const char* name) {
-        keel_kernel k = nullptr;
-        take(api().kernel_get(dev(), name, &k));
-        return k;
-    }
+    std::vector<std::string> error_logs() const { return logs_at_least(KEEL_LOG_WARN); }
     void fill(keel_stream s, keel_device_addr a, uint64_t bytes, float v) {
-        std::vector<keel_kernel_arg> args{buffer_arg(a, bytes), f32_arg(v)};
-        keel_launch_args l = launch_args(args);
-        KEEL_ASSERT_OK(api().kernel_launch(s, kernel("fill"), &l));
+        auto e = Handles::fill(s, a, bytes, v);
+        ASSERT_FALSE(e) << e->message;
     }
 };
 

@@ -5,6 +5,8 @@
 //   keel_cpu_bench --benchmark_filter=Checker
 #include "bench_util.hpp"
 
+#include <keel_cpu_testing/launch_args.hpp>
+
 #include <vector>
 
 namespace keel::cpu::bench {
@@ -79,31 +81,19 @@ void BM_Checker_KernelsTwoStreams(benchmark::State& state) {
     keel_event consumed = nullptr;
     KEEL_BENCH_OK(api.event_create(dev, KEEL_EVENT_DEFAULT, &consumed));
     const keel_kernel fill = kernel(api, dev, "fill"), axpy = kernel(api, dev, "axpy");
-    auto buffer = [](keel_device_addr a) {
-        keel_kernel_arg arg{};
-        arg.struct_size = sizeof arg;
-        arg.kind = KEEL_ARG_BUFFER;
-        arg.dtype = KEEL_DTYPE_F32;
-        arg.value.buffer.addr = a;
-        arg.value.buffer.size = kBytes;
-        return arg;
-    };
-    keel_kernel_arg scalar{};
-    scalar.struct_size = sizeof scalar;
-    scalar.kind = KEEL_ARG_SCALAR;
-    scalar.dtype = KEEL_DTYPE_F32;
-    scalar.value.scalar.f32 = 1.0f;
+    const keel_kernel_arg one = testing::f32_arg(1.0f);
     for (auto _ : state) {
         // The producer may overwrite x[i] only after the last batch's consumer read it.
         KEEL_BENCH_OK(api.stream_wait_event(producer, consumed));
         for (int i = 0; i < kSteps; ++i) {
-            keel_kernel_arg fa[] = {buffer(x[i]), scalar};
-            keel_launch_args fl{sizeof(keel_launch_args), fa, 2, sizeof(keel_kernel_arg)};
+            const std::vector<keel_kernel_arg> fa{testing::buffer_arg(x[i], kBytes), one};
+            const keel_launch_args fl = testing::launch_args(fa);
             KEEL_BENCH_OK(api.kernel_launch(producer, fill, &fl));
             KEEL_BENCH_OK(api.event_record(ready[i], producer));
             KEEL_BENCH_OK(api.stream_wait_event(consumer, ready[i]));
-            keel_kernel_arg aa[] = {scalar, buffer(x[i]), buffer(y)};
-            keel_launch_args al{sizeof(keel_launch_args), aa, 3, sizeof(keel_kernel_arg)};
+            const std::vector<keel_kernel_arg> aa{one, testing::buffer_arg(x[i], kBytes),
+                                                  testing::buffer_arg(y, kBytes)};
+            const keel_launch_args al = testing::launch_args(aa);
             KEEL_BENCH_OK(api.kernel_launch(consumer, axpy, &al));
         }
         KEEL_BENCH_OK(api.event_record(consumed, consumer));

@@ -250,27 +250,20 @@ void Checker::host_learns(const ClockRef& known) {
     order_.host_learns(*known);
 }
 
+std::pair<std::uint64_t, Checker::ClockRef> Checker::enqueued_so_far(Stream& stream) {
+    auto lock = this->lock();
+    return {stream.enqueued(), clock_of(lock, stream)};
+}
+
 Result<void> Checker::synchronize(Stream& stream) {
-    std::uint64_t target = 0;
-    ClockRef known;
-    {
-        auto lock = this->lock();
-        target = stream.enqueued();
-        known = clock_of(lock, stream);
-    }
+    const auto [target, known] = enqueued_so_far(stream);
     stream.timeline()->wait_for(target);
     host_learns(known);
     return stream.check_usable();
 }
 
 Result<bool> Checker::query(Stream& stream) {
-    std::uint64_t target = 0;
-    ClockRef known;
-    {
-        auto lock = this->lock();
-        target = stream.enqueued();
-        known = clock_of(lock, stream);
-    }
+    const auto [target, known] = enqueued_so_far(stream);
     const bool done = stream.timeline()->reached(target);
     if (done) host_learns(known);
     KEEL_TRY(stream.check_usable());

@@ -150,6 +150,8 @@ private:
     // Fails the finding's streams (sticky), logs it, aborts in abort mode.
     [[nodiscard]] Error report(const Lock& lock, Finding finding);
     TrackedStream& track(const Lock& lock, const Stream& stream);
+    // The last position enqueued on `stream` and the clock it completes.
+    [[nodiscard]] std::pair<std::uint64_t, ClockRef> enqueued_so_far(Stream& stream);
     [[nodiscard]] std::optional<Finding> resolve(const OpRef& op, const OpAccess& a, std::vector<Target>& out) const;
     [[nodiscard]] std::string describe_target(const Target& t, std::uint64_t begin, std::uint64_t end) const;
     [[nodiscard]] std::string describe_access(const AccessRecord& r, const Target& t) const;

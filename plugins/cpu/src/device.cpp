@@ -9,7 +9,6 @@
 #include "stream.hpp"
 
 #include <keel/plugin/boundary.hpp>
-#include <keel/plugin/host_log.hpp>
 
 #include <algorithm>
 #include <cstring>

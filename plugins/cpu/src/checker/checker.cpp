@@ -134,6 +134,19 @@ Checker::Finding Checker::race(const OpRef& op, const Target& t, const AccessRec
                    {op.stream, earlier.op.stream}};
 }
 
+std::optional<Checker::Finding> Checker::stale_view(const OpRef& op, const Target& t) const {
+    const std::uint64_t begin = t.access.addr - t.base;
+    const auto* r = t.pinned ? nullptr : released_overlap(t.id, begin, begin + t.access.size);
+    if (r == nullptr) return std::nullopt;
+    return Finding{KEEL_STATUS_OUT_OF_RANGE,
+                   "use after free: " + op.describe() + " " + verb(t.access.write) + " " +
+                       describe_target(t, begin, begin + t.access.size) + " (its " + t.access.role +
+                       "), in the block " + range_text(t.base + r->first, r->second.end - r->first) +
+                       " its allocator released (on stream " + std::to_string(r->second.stream) +
+                       "): a stale view of a freed buffer",
+                   {op.stream}};
+}
+
 Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scratch) {
     KEEL_TRY(stream.check_usable());
     if (!scratch.check) scratch.check = std::make_unique<CheckedOp>();
@@ -159,20 +172,8 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
     }
     std::uint64_t tick = 0;
     if (config_.races) {
-        for (const Target& t : scratch_targets_) {
-            const std::uint64_t begin = t.access.addr - t.base;
-            if (t.pinned) continue;
-            if (const auto* r = released_overlap(t.id, begin, begin + t.access.size))
-                return report(lock, Finding{KEEL_STATUS_OUT_OF_RANGE,
-                                            "use after free: " + c.use.describe() + " " + verb(t.access.write) + " " +
-                                                describe_target(t, begin, begin + t.access.size) + " (its " +
-                                                t.access.role + "), in the block [" + hex(t.base + r->first) + ", +" +
-                                                std::to_string(r->second.end - r->first) +
-                                                " bytes) its allocator released (on stream " +
-                                                std::to_string(r->second.stream) +
-                                                "): a stale view of a freed buffer",
-                                            {id}});
-        }
+        for (const Target& t : scratch_targets_)
+            if (std::optional<Finding> f = stale_view(c.use, t)) return report(lock, std::move(*f));
         const VectorClock& clock = order_.clock(id);
         tick = clock.get(id) + 1;
         for (const Target& t : scratch_targets_) {

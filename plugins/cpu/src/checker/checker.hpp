@@ -156,6 +156,8 @@ private:
     [[nodiscard]] std::string describe_target(const Target& t, std::uint64_t begin, std::uint64_t end) const;
     [[nodiscard]] std::string describe_access(const AccessRecord& r, const Target& t) const;
     [[nodiscard]] Finding race(const OpRef& op, const Target& t, const AccessRecord& earlier) const;
+    // An access to a block its allocator released (annotations.hpp).
+    [[nodiscard]] std::optional<Finding> stale_view(const OpRef& op, const Target& t) const;
     // The released block [begin, end) of allocation `id` overlaps, if any.
     [[nodiscard]] const std::pair<const std::uint64_t, Released>* released_overlap(std::uint64_t id, std::uint64_t begin,
                                                                                    std::uint64_t end) const;

@@ -1,7 +1,23 @@
 # keel_add_plugin(<type> SOURCES ...): a plugin library libkeel_<type>.so that
 # exports only the entry symbol, placed in the build tree's plugin directory
 # and installed into the install's.
+#
+# A plugin builds from keel.h (keel::api), keel::base and keel::plugin_support
+# only: the runtime's headers are never on its include path, so a stray
+# #include of one fails to compile, and linking the runtime fails the
+# configuration (checked once every directory has been processed).
 set(KEEL_PLUGIN_EXPORTS_MAP ${CMAKE_CURRENT_LIST_DIR}/keel_plugin_exports.map)
+
+function(_keel_check_plugin_layering target)
+  get_target_property(libs ${target} LINK_LIBRARIES)
+  get_target_property(dirs ${target} INCLUDE_DIRECTORIES)
+  foreach(item IN LISTS libs dirs)
+    if(item MATCHES "keel(::|_)runtime" OR item MATCHES "/runtime/(include|src)")
+      message(FATAL_ERROR "${target} uses ${item}: a plugin builds from keel.h, keel::base and "
+                          "keel::plugin_support only, never from the runtime")
+    endif()
+  endforeach()
+endfunction()
 
 function(keel_add_plugin type)
   cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
@@ -26,4 +42,7 @@ function(keel_add_plugin type)
     target_link_options(${target} PRIVATE -Wl,--no-undefined)
   endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${KEEL_INSTALL_PLUGIN_DIR})
+  # (Arguments of a deferred call are expanded when it runs: pass the name literally.)
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER DIRECTORY [[${CMAKE_SOURCE_DIR}]] CALL _keel_check_plugin_layering [[${target}]])")
 endfunction()

@@ -8,7 +8,6 @@ const std::string& Device::name() const noexcept { return slot_->name; }
 const std::string& Device::type() const noexcept { return slot_->plugin->type(); }
 std::uint32_t Device::index() const noexcept { return slot_->index; }
 const DeviceProperties& Device::properties() const noexcept { return slot_->properties; }
-bool Device::supports_inline_copy() const noexcept { return slot_->api().has_memcpy_h2d_inline(); }
 keel_device Device::native() const noexcept { return slot_->handle; }
 
 Result<MemoryInfo> Device::memory_info() const {

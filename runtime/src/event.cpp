@@ -2,6 +2,7 @@
 
 #include <keel/stream.hpp>
 
+#include "access.hpp"
 #include "logging.hpp"
 #include "plugin.hpp"
 
@@ -12,7 +13,7 @@ namespace keel {
 Result<Event> Event::create(const Device& device, EventTiming timing) {
     keel_event handle = nullptr;
     const std::uint32_t flags = timing == EventTiming::on ? KEEL_EVENT_TIMING : KEEL_EVENT_DEFAULT;
-    KEEL_TRY(device.slot().api().event_create(device.native(), flags, &handle));
+    KEEL_TRY(detail::Access::slot(device).api().event_create(device.native(), flags, &handle));
     return Event(device, handle, timing);
 }
 
@@ -24,7 +25,7 @@ Event::Event(Event&& other) noexcept
 Event& Event::operator=(Event&& other) noexcept {
     if (this != &other) {
         if (handle_ != nullptr) {
-            if (auto r = device_.slot().api().event_destroy(handle_); !r)
+            if (auto r = detail::Access::slot(device_).api().event_destroy(handle_); !r)
                 detail::logger()->warn("[Event::operator=] {}", r.error().message());
         }
         device_ = other.device_;
@@ -36,7 +37,7 @@ Event& Event::operator=(Event&& other) noexcept {
 
 Event::~Event() {
     if (handle_ == nullptr) return;
-    if (auto r = device_.slot().api().event_destroy(handle_); !r)
+    if (auto r = detail::Access::slot(device_).api().event_destroy(handle_); !r)
         detail::logger()->warn("[Event::~Event] {}", r.error().message());
 }
 
@@ -56,19 +57,19 @@ Result<void> Event::record(const Stream& stream) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Event::record] the event is of " +
                                                        device_.name() + " but the stream of " +
                                                        stream.device().name());
-    return device_.slot().api().event_record(handle_, stream.native());
+    return detail::Access::slot(device_).api().event_record(handle_, stream.native());
 }
 
 Result<bool> Event::query() const {
     KEEL_TRY(check("Event::query"));
     std::int32_t done = 0;
-    KEEL_TRY(device_.slot().api().event_query(handle_, &done));
+    KEEL_TRY(detail::Access::slot(device_).api().event_query(handle_, &done));
     return done != 0;
 }
 
 Result<void> Event::synchronize() const {
     KEEL_TRY(check("Event::synchronize"));
-    return device_.slot().api().event_synchronize(handle_);
+    return detail::Access::slot(device_).api().event_synchronize(handle_);
 }
 
 Result<float> Event::elapsed_ms(const Event& start, const Event& end) {
@@ -82,7 +83,7 @@ Result<float> Event::elapsed_ms(const Event& start, const Event& end) {
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
                      "[Event::elapsed_ms] both events must be created with EventTiming::on");
     float ms = 0.0f;
-    KEEL_TRY(start.device().slot().api().event_elapsed_time(start.native(), end.native(), &ms));
+    KEEL_TRY(detail::Access::slot(start.device()).api().event_elapsed_time(start.native(), end.native(), &ms));
     return ms;
 }
 

@@ -1,21 +1,24 @@
-#include "format.hpp"
+#include <keel/format.hpp>
 
 #include <cstdio>
+#include <iterator>
 
-namespace keel::detail {
+namespace keel {
 
 std::string format_bytes(std::uint64_t bytes) {
-    static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) return std::to_string(bytes) + " bytes";
-    double v = static_cast<double>(bytes);
-    int unit = -1;
-    while (v >= 1024.0 && unit < 5) {
-        v /= 1024.0;
+    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes);
+    std::size_t unit = 0;
+    while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+        value /= 1024.0;
         ++unit;
     }
-    char text[64];
-    std::snprintf(text, sizeof text, "%.4g %s", v, kUnits[unit]);
-    return std::string(text) + " (" + std::to_string(bytes) + " bytes)";
+    char buf[32];
+    if (unit == 0)
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f %s", value, kUnits[unit]);
+    return buf;
 }
 
-}  // namespace keel::detail
+}  // namespace keel

@@ -1,5 +1,6 @@
 #include <keel/kernel.hpp>
 
+#include "access.hpp"
 #include "plugin.hpp"
 
 namespace keel {
@@ -7,7 +8,7 @@ namespace keel {
 Result<Kernel> Kernel::find(const Device& device, std::string_view name) {
     std::string n(name);
     keel_kernel handle = nullptr;
-    KEEL_TRY(device.slot().api().kernel_get(device.native(), n.c_str(), &handle));
+    KEEL_TRY(detail::Access::slot(device).api().kernel_get(device.native(), n.c_str(), &handle));
     if (handle == nullptr)
         return Error(KEEL_STATUS_INTERNAL, "[Kernel::find] " + device.name() +
                                                " kernel_get succeeded but returned no kernel '" +
@@ -27,7 +28,7 @@ KernelArgs& KernelArgs::buffer(DeviceView view, keel_dtype dtype) {
     a.c.dtype = dtype;
     a.c.value.buffer.addr = view.address();
     a.c.value.buffer.size = view.size();
-    a.device = view.slot();
+    a.device = detail::Access::slot(view);
     a.empty_view = view.empty();
     return push(std::move(a));
 }

@@ -54,4 +54,18 @@ const std::shared_ptr<spdlog::logger>& logger() {
     return log;
 }
 
+namespace {
+void log_at(spdlog::level::level_enum level, const std::string& message) noexcept {
+    try {
+        logger()->log(level, "{}", message);
+    } catch (...) {
+        // Logging must never throw out of a destructor or a release.
+    }
+}
+}  // namespace
+
+void log_error(const std::string& message) noexcept { log_at(spdlog::level::err, message); }
+void log_warn(const std::string& message) noexcept { log_at(spdlog::level::warn, message); }
+void log_debug(const std::string& message) noexcept { log_at(spdlog::level::debug, message); }
+
 }  // namespace keel::detail

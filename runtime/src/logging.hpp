@@ -1,10 +1,13 @@
-// The runtime's spdlog logger "keel" (level from KEEL_LOG_LEVEL, default warn).
+// The runtime's one logging path: the spdlog logger "keel" (to stderr, level
+// from KEEL_LOG_LEVEL, default warn), for the loader, the C++ API, the memory
+// machinery and the plugins' host services alike.
 #pragma once
 
 #include <spdlog/spdlog.h>
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace keel::detail {
@@ -15,5 +18,11 @@ namespace keel::detail {
 
 // "trace|debug|info|warn|error|off" (case-insensitive; "warning", "err" too).
 [[nodiscard]] std::optional<spdlog::level::level_enum> parse_log_level(std::string_view text);
+
+// For what cannot be returned as an error (a failure inside a destructor or
+// a background sweep): never throws.
+void log_error(const std::string& message) noexcept;
+void log_warn(const std::string& message) noexcept;
+void log_debug(const std::string& message) noexcept;
 
 }  // namespace keel::detail

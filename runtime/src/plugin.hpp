@@ -19,6 +19,8 @@
 
 namespace keel::detail {
 
+class Plugin;
+
 // One device of a plugin. Lives inside its Plugin; Device holds it through
 // a std::shared_ptr that shares the Plugin's ownership.
 struct DeviceSlot {

@@ -1,5 +1,6 @@
 #include <keel/runtime.hpp>
 
+#include "access.hpp"
 #include "discovery.hpp"
 #include "loader.hpp"
 #include "logging.hpp"
@@ -30,7 +31,7 @@ struct Runtime::State {
                            static_cast<std::uint32_t>(plugin->devices().size())});
         for (const auto& slot : plugin->devices())
             // Aliasing: the Device points at its slot and owns the plugin.
-            devices.emplace_back(std::shared_ptr<const detail::DeviceSlot>(plugin, slot.get()));
+            devices.push_back(detail::Access::device(std::shared_ptr<const detail::DeviceSlot>(plugin, slot.get())));
         detail::logger()->info("[loader] loaded plugin {} {} (ABI {}.{}) from {}: {} device(s){}{}",
                                plugin->type(), plugin->version(), api.abi_major(), api.abi_minor(),
                                plugin->path().string(), plugin->devices().size(),

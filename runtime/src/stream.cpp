@@ -1,207 +1,271 @@
 #include <keel/stream.hpp>
 
+#include <keel/device_memory.hpp>
 #include <keel/event.hpp>
 #include <keel/kernel.hpp>
-#include <keel/memory/device_memory.hpp>
 
+#include "access.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
+#include "memory/fence.hpp"
+#include "memory/hold.hpp"
+#include "memory/shared_memory.hpp"
+#include "memory/transfer.hpp"
 #include "plugin.hpp"
 
+#include <atomic>
 #include <mutex>
-#include <optional>
 #include <utility>
 
 namespace keel {
 
 namespace {
+
+constexpr const char* kCopy = "Stream::copy";
+
 Error out_of_range(const char* where, const char* what, std::uint64_t size, const char* into,
                    std::uint64_t capacity) {
     return Error(KEEL_STATUS_OUT_OF_RANGE, std::string("[") + where + "] " + what + " of " +
                                                std::to_string(size) + " bytes does not fit " +
                                                into + " of " + std::to_string(capacity) + " bytes");
 }
+
+Error cross_device(const char* where, const std::string& what, const Device& theirs, const Device& ours) {
+    return Error(KEEL_STATUS_UNIMPLEMENTED, std::string("[") + where + "] " + what + " is of " +
+                                                theirs.name() + " and the stream of " + ours.name() +
+                                                "; waits across devices are not part of ABI 1.0");
+}
+
 }  // namespace
+
+// The memory instance of a stream, bound once: at creation for
+// Stream::create(memory), else on first need to the device's shared one.
+struct Stream::Memory {
+    std::mutex mu;
+    std::atomic<bool> bound{false};
+    std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
+};
+
+Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const Stream& stream) {
+    Stream::Memory& m = *stream.memory_;
+    if (!m.bound.load(std::memory_order_acquire)) {
+        std::lock_guard lock(m.mu);
+        if (!m.bound.load(std::memory_order_relaxed)) {
+            KEEL_TRY_ASSIGN(m.core, memory::shared_core(stream.device(), nullptr));
+            m.bound.store(true, std::memory_order_release);
+        }
+    }
+    return &m.core;
+}
 
 Result<Stream> Stream::create(const Device& device) {
     keel_stream handle = nullptr;
-    KEEL_TRY(device.slot().api().stream_create(device.native(), 0, &handle));
-    return Stream(device, handle);
+    auto memory = std::make_unique<Memory>();
+    KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    return Stream(device, handle, std::move(memory));
 }
 
-struct Stream::HoldState {
-    std::mutex mu;
-    std::optional<DeviceMemory> memory;  // guarded by mu
-};
+Result<Stream> Stream::create(const DeviceMemory& memory) {
+    auto bound = std::make_unique<Memory>();
+    bound->core = detail::Access::core(memory);
+    bound->bound.store(true, std::memory_order_relaxed);
+    keel_stream handle = nullptr;
+    const Device& device = memory.device();
+    KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    return Stream(device, handle, std::move(bound));
+}
 
-Stream::Stream(Device device, keel_stream handle)
-    : device_(std::move(device)), handle_(handle), holds_(std::make_unique<HoldState>()) {}
+Stream::Stream(Device device, keel_stream handle, std::unique_ptr<Memory> memory) noexcept
+    : device_(std::move(device)), handle_(handle), memory_(std::move(memory)) {}
 
 Stream::Stream(Stream&& other) noexcept
     : device_(other.device_),
       handle_(std::exchange(other.handle_, nullptr)),
-      holds_(std::move(other.holds_)) {}
+      memory_(std::move(other.memory_)) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
     if (this != &other) {
-        if (auto r = close(); !r) detail::logger()->warn("[Stream::operator=] {}", r.error().message());
+        if (auto r = close(); !r) detail::log_warn("[Stream::operator=] " + r.error().message());
         device_ = other.device_;
         handle_ = std::exchange(other.handle_, nullptr);
-        holds_ = std::move(other.holds_);
+        memory_ = std::move(other.memory_);
     }
     return *this;
 }
 
+// The stream goes first (it waits for its work), then its reference to the
+// memory instance.
 Stream::~Stream() {
-    if (auto r = close(); !r) detail::logger()->warn("[Stream::~Stream] {}", r.error().message());
+    if (auto r = close(); !r) detail::log_warn("[Stream::~Stream] " + r.error().message());
 }
 
 Result<void> Stream::close() {
     if (handle_ == nullptr) return ok();
-    return device_.slot().api().stream_destroy(std::exchange(handle_, nullptr));
+    return detail::Access::slot(device_).api().stream_destroy(std::exchange(handle_, nullptr));
 }
 
-Result<void> Stream::check(const char* where) const {
-    if (handle_ == nullptr)
+namespace {
+
+Result<void> check_stream(const Stream& s, const char* where) {
+    if (s.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      std::string("[") + where + "] the stream is empty (moved-from or closed)");
     return ok();
 }
 
-Result<void> Stream::check_view(const char* where, const char* role, const DeviceView& view) const {
-    if (view.empty())
+Result<void> check_view(const Stream& s, const char* where, const char* role, const DeviceView& view) {
+    const detail::DeviceSlot* slot = detail::Access::slot(view);
+    if (slot == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      std::string("[") + where + "] " + role +
                          " is an empty view (a moved-from, freed or empty buffer)");
-    if (view.slot() != &device_.slot())
+    if (slot != &detail::Access::slot(s.device()))
         return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("[") + where + "] " + role +
-                                                       " is memory of " + view.slot()->name +
-                                                       ", but the stream is on " + device_.name());
+                                                       " is memory of " + slot->name +
+                                                       ", but the stream is on " + s.device().name());
     return ok();
+}
+
+}  // namespace
+
+Result<DeviceMemory> Stream::memory() const {
+    KEEL_TRY(check_stream(*this, "Stream::memory"));
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    return detail::Access::memory(device_, *core);
 }
 
 Result<void> Stream::synchronize() const {
-    KEEL_TRY(check("Stream::synchronize"));
-    return device_.slot().api().stream_synchronize(handle_);
+    KEEL_TRY(check_stream(*this, "Stream::synchronize"));
+    return detail::Access::slot(device_).api().stream_synchronize(handle_);
 }
 
 Result<bool> Stream::query() const {
-    KEEL_TRY(check("Stream::query"));
+    KEEL_TRY(check_stream(*this, "Stream::query"));
     std::int32_t done = 0;
-    KEEL_TRY(device_.slot().api().stream_query(handle_, &done));
+    KEEL_TRY(detail::Access::slot(device_).api().stream_query(handle_, &done));
     return done != 0;
 }
 
-Result<void> Stream::wait(const Event& event) const {
-    KEEL_TRY(check("Stream::wait"));
-    if (event.empty())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::wait] the event is empty (moved-from)");
-    if (event.device() != device_)
-        return Error(KEEL_STATUS_UNIMPLEMENTED,
-                     "[Stream::wait] the event is of " + event.device().name() +
-                         " and the stream of " + device_.name() +
-                         "; waits across devices are not part of ABI 1.0");
-    return device_.slot().api().stream_wait_event(handle_, event.native());
+// ---- ordering ----------------------------------------------------------------
+
+Result<Fence> Stream::fence() const {
+    KEEL_TRY(check_stream(*this, "Stream::fence"));
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    return memory::record_fence(*core, handle_);
 }
 
-Result<void> Stream::enqueue_host_func(HostFunc fn) const {
-    KEEL_TRY(check("Stream::enqueue_host_func"));
-    std::unique_ptr<detail::HostFuncBase> callable = std::move(fn).take();
-    if (!callable)
+Result<void> Stream::wait(const Fence& fence) const {
+    KEEL_TRY(check_stream(*this, "Stream::wait"));
+    if (fence.empty()) return ok();  // an empty fence orders nothing
+    const detail::DeviceSlot* theirs = detail::Access::device(fence);
+    if (theirs != &detail::Access::slot(device_))
+        return Error(KEEL_STATUS_UNIMPLEMENTED, "[Stream::wait] the fence is of " + theirs->name +
+                                                    " and the stream of " + device_.name() +
+                                                    "; waits across devices are not part of ABI 1.0");
+    return memory::wait_fence(fence, handle_);
+}
+
+Result<void> Stream::wait(const Event& event) const {
+    KEEL_TRY(check_stream(*this, "Stream::wait"));
+    if (event.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::wait] the event is empty (moved-from)");
+    if (event.device() != device_) return cross_device("Stream::wait", "the event", event.device(), device_);
+    return detail::Access::slot(device_).api().stream_wait_event(handle_, event.native());
+}
+
+Result<void> Stream::order_after(const Stream& from) const {
+    KEEL_TRY(check_stream(*this, "Stream::order_after"));
+    if (from.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::enqueue_host_func] the host function is empty (moved-from)");
-    KEEL_TRY(device_.slot().api().stream_enqueue_host_func(handle_, &detail::host_func_trampoline,
-                                                           callable.get()));
-    // Enqueued: the trampoline owns it now. On error it is destroyed here.
-    (void)callable.release();
+                     "[Stream::order_after] the stream to order after is empty (moved-from or closed)");
+    if (from.device() != device_)
+        return cross_device("Stream::order_after", "the stream to order after", from.device(), device_);
+    if (from.handle_ == handle_) return ok();  // a stream is already in order with itself
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    return memory::order_after(*core, handle_, from.handle_);
+}
+
+// ---- copies ------------------------------------------------------------------
+
+Result<void> Stream::copy_in(DeviceView dst, std::span<const std::byte> src, HostFunc keep_alive) const {
+    KEEL_TRY(check_stream(*this, kCopy));
+    KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
+    if (src.size() > dst.size()) return out_of_range(kCopy, "a copy", src.size(), "the destination", dst.size());
+    if (src.empty()) return ok();
+    if (src.data() == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the source is null with " +
+                                                       std::to_string(src.size()) + " bytes");
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    if (keep_alive) return memory::copy_to_device_owned(**core, handle_, dst.address(), src, std::move(keep_alive));
+    return memory::copy_to_device(**core, handle_, dst.address(), src);
+}
+
+Result<HostCopy> Stream::copy_out(std::span<std::byte> dst, DeviceView src) const {
+    KEEL_TRY(check_stream(*this, kCopy));
+    KEEL_TRY(check_view(*this, kCopy, "the source", src));
+    if (src.size() > dst.size()) return out_of_range(kCopy, "the source", src.size(), "the destination", dst.size());
+    if (src.size() == 0) return HostCopy();
+    if (dst.data() == nullptr)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the destination is null with " +
+                                                       std::to_string(dst.size()) + " bytes");
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    return memory::copy_from_device(*core, handle_, dst.first(static_cast<std::size_t>(src.size())),
+                                    src.address());
+}
+
+Result<void> Stream::check_elements(const DeviceView& src, std::size_t element_size) const {
+    if (src.size() % element_size != 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Stream::copy_to_vector] the source has " + std::to_string(src.size()) +
+                         " bytes, not a whole number of " + std::to_string(element_size) + "-byte elements");
     return ok();
 }
 
-Result<void> Stream::copy_h2d(DeviceView dst, const void* src, std::uint64_t size) const {
-    constexpr const char* where = "Stream::copy_h2d";
-    KEEL_TRY(check(where));
-    KEEL_TRY(check_view(where, "the destination", dst));
-    if (size == 0) return ok();
-    if (src == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy_h2d] the source pointer is null");
-    if (size > dst.size()) return out_of_range(where, "a copy", size, "the destination", dst.size());
-    return device_.slot().api().memcpy_h2d(handle_, dst.address(), src, size);
-}
-
-Result<void> Stream::copy_h2d(DeviceView dst, const PinnedBuffer& src) const {
+Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const {
+    KEEL_TRY(check_stream(*this, kCopy));
+    KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
     if (src.empty())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_h2d] the source pinned buffer is empty (moved-from)");
-    return copy_h2d(dst, src.data(), src.size());
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the source pinned buffer is empty (moved-from)");
+    if (src.size() > dst.size())
+        return out_of_range(kCopy, "the source pinned buffer", src.size(), "the destination", dst.size());
+    return detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), src.data(), src.size());
 }
 
-Result<void> Stream::copy_h2d_inline(DeviceView dst, const void* src, std::uint64_t size) const {
-    constexpr const char* where = "Stream::copy_h2d_inline";
-    KEEL_TRY(check(where));
-    KEEL_TRY(check_view(where, "the destination", dst));
-    if (size == 0) return ok();
-    if (src == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_h2d_inline] the source pointer is null");
-    if (size > KEEL_INLINE_COPY_MAX)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_h2d_inline] " + std::to_string(size) +
-                         " bytes is more than an inline copy takes (" +
-                         std::to_string(KEEL_INLINE_COPY_MAX) + "); use copy_h2d");
-    if (size > dst.size()) return out_of_range(where, "a copy", size, "the destination", dst.size());
-    return device_.slot().api().memcpy_h2d_inline(handle_, dst.address(), src, size);
-}
-
-Result<void> Stream::copy_d2h(void* dst, DeviceView src, std::uint64_t size) const {
-    constexpr const char* where = "Stream::copy_d2h";
-    KEEL_TRY(check(where));
-    KEEL_TRY(check_view(where, "the source", src));
-    if (size == 0) return ok();
-    if (dst == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_d2h] the destination pointer is null");
-    if (size > src.size()) return out_of_range(where, "a copy", size, "the source", src.size());
-    return device_.slot().api().memcpy_d2h(handle_, dst, src.address(), size);
-}
-
-Result<void> Stream::copy_d2h(PinnedBuffer& dst, DeviceView src) const {
-    constexpr const char* where = "Stream::copy_d2h";
+Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const {
+    KEEL_TRY(check_stream(*this, kCopy));
+    KEEL_TRY(check_view(*this, kCopy, "the source", src));
     if (dst.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_d2h] the destination pinned buffer is empty (moved-from)");
+                     "[Stream::copy] the destination pinned buffer is empty (moved-from)");
     if (src.size() > dst.size())
-        return out_of_range(where, "the source", src.size(), "the destination pinned buffer",
-                            dst.size());
-    return copy_d2h(dst.data(), src, src.size());
+        return out_of_range(kCopy, "the source", src.size(), "the destination pinned buffer", dst.size());
+    if (src.size() == 0) return ok();
+    return detail::Access::slot(device_).api().memcpy_d2h(handle_, dst.data(), src.address(), src.size());
 }
 
-Result<void> Stream::copy_d2d(DeviceView dst, DeviceView src) const {
-    constexpr const char* where = "Stream::copy_d2d";
-    KEEL_TRY(check(where));
-    KEEL_TRY(check_view(where, "the destination", dst));
-    KEEL_TRY(check_view(where, "the source", src));
+Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
+    KEEL_TRY(check_stream(*this, kCopy));
+    KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
+    KEEL_TRY(check_view(*this, kCopy, "the source", src));
+    if (src.size() > dst.size()) return out_of_range(kCopy, "the source", src.size(), "the destination", dst.size());
     if (src.size() == 0) return ok();
-    if (src.size() > dst.size())
-        return out_of_range(where, "the source", src.size(), "the destination", dst.size());
     const bool overlap = dst.address() < src.address() + src.size() &&
                          src.address() < dst.address() + src.size();
     if (overlap)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     "[Stream::copy_d2d] source and destination ranges overlap");
-    return device_.slot().api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] source and destination ranges overlap");
+    return detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
 }
 
 Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
     constexpr const char* where = "Stream::memset";
-    KEEL_TRY(check(where));
-    KEEL_TRY(check_view(where, "the destination", dst));
+    KEEL_TRY(check_stream(*this, where));
+    KEEL_TRY(check_view(*this, where, "the destination", dst));
     if (dst.size() == 0) return ok();
-    return device_.slot().api().memset_d8(handle_, dst.address(), value, dst.size());
+    return detail::Access::slot(device_).api().memset_d8(handle_, dst.address(), value, dst.size());
 }
 
 Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const {
-    KEEL_TRY(check("Stream::launch"));
+    KEEL_TRY(check_stream(*this, "Stream::launch"));
     // Messages are built only on error: this is a hot path.
     auto invalid = [&](const std::string& what) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::launch " + kernel.name() + "] " + what);
@@ -210,12 +274,13 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     if (kernel.device() != device_)
         return invalid("the kernel is of " + kernel.device().name() + ", but the stream is on " +
                        device_.name());
+    const detail::DeviceSlot* mine = &detail::Access::slot(device_);
     for (std::size_t i = 0; i < args.size(); ++i) {
-        const detail::DeviceSlot* slot = args.device_of(i);
-        if (slot != nullptr && slot != &device_.slot())
+        const detail::DeviceSlot* slot = detail::Access::device_of(args, i);
+        if (slot != nullptr && slot != mine)
             return invalid("argument " + std::to_string(i) + " is memory of " + slot->name +
                            ", but the stream is on " + device_.name());
-        if (args.is_empty_view(i))
+        if (detail::Access::is_empty_view(args, i))
             return invalid("argument " + std::to_string(i) +
                            " is an empty view (a moved-from, freed or empty buffer); use "
                            "KernelArgs::absent() for an absent optional buffer");
@@ -226,29 +291,36 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     launch.args = encoded.data();
     launch.arg_count = encoded.size();
     launch.arg_struct_size = sizeof(keel_kernel_arg);
-    return device_.slot().api().kernel_launch(handle_, kernel.native(), &launch);
+    return detail::Access::slot(device_).api().kernel_launch(handle_, kernel.native(), &launch);
 }
 
-Result<void> Stream::hold_task(memory::DeferredTask release) const {
-    if (auto r = check("Stream::hold"); !r) {
+// ---- lifetimes and host work ---------------------------------------------------
+
+Result<void> Stream::hold_func(HostFunc release) const {
+    if (auto r = check_stream(*this, "Stream::hold"); !r) {
         release.run();  // no stream, so no work that could still use them
         return r;
     }
-    DeviceMemory* shared = nullptr;
-    {
-        std::lock_guard lock(holds_->mu);
-        if (!holds_->memory) {
-            auto created = DeviceMemory::for_device(device_);
-            if (!created) {
-                (void)synchronize();
-                release.run();
-                return std::move(created).error().context("Stream::hold");
-            }
-            holds_->memory = std::move(*created);
-        }
-        shared = &*holds_->memory;  // set once, lives as long as the stream
+    auto core = detail::Access::core(*this);
+    if (!core.ok()) {
+        (void)synchronize();
+        release.run();
+        return std::move(core).error().context("Stream::hold");
     }
-    return memory::hold_task(shared->core(), handle_, std::move(release));
+    return memory::hold_task(***core, handle_, std::move(release));
+}
+
+Result<void> Stream::enqueue_host_func(HostFunc fn) const {
+    KEEL_TRY(check_stream(*this, "Stream::enqueue_host_func"));
+    std::unique_ptr<detail::HostFuncBase> callable = detail::Access::take(std::move(fn));
+    if (!callable)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Stream::enqueue_host_func] the host function is empty (moved-from)");
+    KEEL_TRY(detail::Access::slot(device_).api().stream_enqueue_host_func(
+        handle_, &detail::host_func_trampoline, callable.get()));
+    // Enqueued: the trampoline owns it now. On error it is destroyed here.
+    (void)callable.release();
+    return ok();
 }
 
 }  // namespace keel

@@ -1,9 +1,10 @@
 // The CUDA plugin as the benchmark uses it: dlopen'ed, initialised, and
-// called through its C table, exactly as the runtime calls it. (Once the
-// runtime's C++ API has landed, this can become keel::Runtime + Device.)
+// called through its C table, exactly as the runtime calls it, with nothing
+// of the runtime in between (keel::test_support's LoadedPlugin).
 #pragma once
 
 #include <keel/keel.h>
+#include <keel/testing/loaded_plugin.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -29,7 +30,7 @@ public:
     KeelCuda& operator=(KeelCuda&&) = delete;
     ~KeelCuda();
 
-    [[nodiscard]] const keel_plugin_api& api() const noexcept { return *api_; }
+    [[nodiscard]] const keel_plugin_api& api() const noexcept { return plugin_->api(); }
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
     [[nodiscard]] uint32_t device_count() const;
     [[nodiscard]] std::string status() const;
@@ -45,10 +46,8 @@ public:
     explicit KeelCuda(Key) {}  // through load() only
 
 private:
-    void* library_ = nullptr;
     std::string path_;
-    keel_host_services host_{};
-    const keel_plugin_api* api_ = nullptr;
+    std::unique_ptr<keel::testing::LoadedPlugin> plugin_;
 };
 
 }  // namespace keel::bench

@@ -8,7 +8,7 @@
 
 namespace keel::bench {
 
-// Goals from the CUDA plugin's issue.
+// The CUDA plugin's goals: keel within 5% of raw CUDA bandwidth, 150 ns per call.
 inline constexpr double kBandwidthGoal = 0.95;        // keel/raw, for >= kBandwidthGoalFrom bytes
 inline constexpr uint64_t kBandwidthGoalFrom = 64ull << 20;
 inline constexpr double kOverheadGoalNs = 150.0;      // added per call

@@ -42,19 +42,20 @@ int main(int argc, char** argv) {
                 device.properties().vendor.c_str());
 
     const std::uint64_t bytes = count * sizeof(float);
-    std::vector<float> x(count), y(count), result(count, 0.0f);
+    std::vector<float> x(count), y(count);
     for (std::size_t i = 0; i < count; ++i) {
         x[i] = static_cast<float>(i % 1000);
         y[i] = 1.0f;
     }
 
     keel::Stream stream = check(keel::Stream::create(device), "creating a stream");
-    keel::DeviceBuffer dx = check(keel::DeviceBuffer::allocate(device, bytes), "allocating x");
-    keel::DeviceBuffer dy = check(keel::DeviceBuffer::allocate(device, bytes), "allocating y");
+    keel::Buffer dx = check(keel::Buffer::allocate(stream, bytes), "allocating x");
+    keel::Buffer dy = check(keel::Buffer::allocate(stream, bytes), "allocating y");
     keel::Kernel axpy = check(keel::Kernel::find(device, "axpy"), "finding kernel axpy");
 
-    check(stream.copy_h2d(dx, x.data(), bytes), "copying x to the device");
-    check(stream.copy_h2d(dy, y.data(), bytes), "copying y to the device");
+    // Staged: x and y may change or go as soon as these return.
+    check(stream.copy(dx, x), "copying x to the device");
+    check(stream.copy(dy, y), "copying y to the device");
     std::printf("  copied x and y to %s: 2 x %zu floats (%llu bytes each)\n", device.name().c_str(),
                 count, static_cast<unsigned long long>(bytes));
 
@@ -65,9 +66,9 @@ int main(int argc, char** argv) {
           "launching axpy");
     std::printf("  launched axpy: y = %g * x + y\n", static_cast<double>(alpha));
 
-    check(stream.copy_d2h(result.data(), dy, bytes), "copying y back");
-    check(stream.synchronize(), "waiting for the stream");
-    std::printf("  copied y back and waited for the stream\n");
+    keel::HostFuture<float> back = check(stream.copy_to_vector<float>(dy), "copying y back");
+    const std::vector<float> result = check(std::move(back).get(), "waiting for y");
+    std::printf("  copied y back and waited for it\n");
 
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < count; ++i)

@@ -35,12 +35,12 @@ void print_device(const keel::Device& d) {
     const keel::DeviceProperties& p = d.properties();
     std::printf("  %s  %s\n", d.name().c_str(), p.name.c_str());
     std::printf("      vendor          %s\n", p.vendor.c_str());
-    std::printf("      memory          %s", keel::memory::format_bytes(p.total_memory).c_str());
+    std::printf("      memory          %s", keel::format_bytes(p.total_memory).c_str());
     if (auto info = d.memory_info(); info.ok())
-        std::printf(" (%s free)\n", keel::memory::format_bytes(info->free_bytes).c_str());
+        std::printf(" (%s free)\n", keel::format_bytes(info->free_bytes).c_str());
     else
         std::printf(" (free memory unknown: %s)\n", keel::status_name(info.error().code()));
-    std::printf("      max allocation  %s\n", keel::memory::format_bytes(p.max_allocation).c_str());
+    std::printf("      max allocation  %s\n", keel::format_bytes(p.max_allocation).c_str());
     std::printf("      alignment       %llu bytes\n", static_cast<unsigned long long>(p.alloc_alignment));
     std::printf("      compute units   %u\n", p.compute_units);
     std::printf("      capabilities    %s\n", capabilities(p).c_str());

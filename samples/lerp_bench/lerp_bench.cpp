@@ -1,5 +1,5 @@
-// lerp_bench: time the lerp and lerp_grad kernels on the workloads of
-// issue 6 and print, for each, the effective bandwidth (bytes that must move
+// lerp_bench: time the lerp and lerp_grad kernels on the workloads
+// frameworks run (image batches, long rows, broadcast weights) and print, for each, the effective bandwidth (bytes that must move
 // / time) and its fraction of a copy measured in the same run: a
 // device-to-device copy on an accelerator, a STREAM-like multi-threaded copy
 // of host memory on the CPU device (whose memory is host memory).
@@ -171,10 +171,10 @@ int main(int argc, char** argv) {
         std::printf("copy baseline: %.1f GB/s (STREAM-like memcpy of 256 MiB of host memory, best on %u thread%s, same run)\n",
                     copy_gbs, hc.threads, hc.threads == 1 ? "" : "s");
     } else {
-        const keel::DeviceBuffer src = check(keel::DeviceBuffer::allocate(device, copy_bytes), "allocating");
-        const keel::DeviceBuffer dst = check(keel::DeviceBuffer::allocate(device, copy_bytes), "allocating");
-        check(stream.memset(src.view(), 1), "memset");
-        const double us = timer.median_us([&] { check(stream.copy_d2d(dst.view(), src.view()), "copy"); });
+        const keel::Buffer src = check(keel::Buffer::allocate(stream, copy_bytes), "allocating");
+        const keel::Buffer dst = check(keel::Buffer::allocate(stream, copy_bytes), "allocating");
+        check(stream.memset(src, 1), "memset");
+        const double us = timer.median_us([&] { check(stream.copy(dst, src), "copy"); });
         copy_gbs = 2.0 * static_cast<double>(copy_bytes) / us / 1e3;
         std::printf("copy baseline: %.1f GB/s (device-to-device copy of 1024 MiB, same run)\n", copy_gbs);
     }
@@ -193,13 +193,13 @@ int main(int argc, char** argv) {
         Dims out_shape = c.y;  // every case broadcasts to y's shape
         const auto bytes_of = [&](const Dims& d) { return static_cast<std::uint64_t>(numel(d)) * es; };
         const auto alloc = [&](const Dims& d, const char* what) {
-            keel::DeviceBuffer b = check(keel::DeviceBuffer::allocate(device, bytes_of(d)), std::string("allocating ") + what);
+            keel::Buffer b = check(keel::Buffer::allocate(stream, bytes_of(d)), std::string("allocating ") + what);
             check(stream.memset(b.view(), 0x3c), "memset");  // 0x3c3c...: a normal float in every dtype
             return b;
         };
-        const keel::DeviceBuffer x = alloc(c.x, "x"), y = alloc(c.y, "y"), out = alloc(out_shape, "out");
-        const keel::DeviceBuffer dx = alloc(c.x, "dx"), dy = alloc(c.y, "dy");
-        std::optional<keel::DeviceBuffer> w;
+        const keel::Buffer x = alloc(c.x, "x"), y = alloc(c.y, "y"), out = alloc(out_shape, "out");
+        const keel::Buffer dx = alloc(c.x, "dx"), dy = alloc(c.y, "dy");
+        std::optional<keel::Buffer> w;
         if (c.w) w = alloc(*c.w, "w");
         const auto add_weight = [&](keel::KernelArgs& a) -> keel::KernelArgs& {
             return w ? a.buffer(w->view(), c.dtype) : a.scalar(0.3);

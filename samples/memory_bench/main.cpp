@@ -15,7 +15,6 @@
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/keel.hpp>
-#include <keel/memory/device_memory.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -31,8 +30,8 @@
 
 namespace {
 
-using keel::memory::KiB;
-using keel::memory::MiB;
+using keel::KiB;
+using keel::MiB;
 using Clock = std::chrono::steady_clock;
 
 double thread_cpu_seconds() {
@@ -78,7 +77,7 @@ void check(keel::Result<void> r, const char* what) {
     }
 }
 
-std::string size_name(std::uint64_t bytes) { return keel::memory::format_bytes(bytes); }
+std::string size_name(std::uint64_t bytes) { return keel::format_bytes(bytes); }
 
 // ---- 1. cached vs raw allocation --------------------------------------------
 
@@ -87,22 +86,22 @@ void bench_alloc(const keel::Device& device, bool quick) {
     std::printf("   %-10s %12s %12s %14s %14s %16s\n", "size", "cached wall", "cached cpu", "raw wall",
                 "raw cpu", "raw/cached wall");
     auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
-    auto stream = check(keel::Stream::create(device), "Stream::create");
-    keel::memory::DeviceOps& ops = memory.core().ops();
+    auto stream = check(keel::Stream::create(memory), "Stream::create");
     const int cached_n = quick ? 50'000 : 500'000;
     const int raw_n = quick ? 2'000 : 20'000;
     for (std::uint64_t size : {4 * KiB, 64 * KiB, 1 * MiB, 4 * MiB}) {
-        { auto warm = check(memory.allocate(stream, size), "allocate"); }
+        { auto warm = check(keel::Buffer::allocate(stream, size), "Buffer::allocate"); }
         const Timing cached = measure([&] {
             for (int i = 0; i < cached_n; ++i) {
-                auto b = memory.allocate(stream, size);
+                auto b = keel::Buffer::allocate(stream, size);
                 if (!b.ok()) std::exit(1);
             }
         });
+        // The plugin's device_alloc + device_free, through RawBuffer.
         const Timing raw = measure([&] {
             for (int i = 0; i < raw_n; ++i) {
-                auto addr = ops.device_alloc(size);
-                if (!addr.ok() || !ops.device_free(*addr).ok()) std::exit(1);
+                auto b = keel::RawBuffer::allocate(device, size);
+                if (!b.ok() || !b->free().ok()) std::exit(1);
             }
         });
         const double cw = cached.wall_s / cached_n * 1e9, cc = cached.cpu_s / cached_n * 1e9;
@@ -128,18 +127,18 @@ void bench_threads(const keel::Device& device, bool quick) {
             auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
             std::vector<keel::Stream> streams;
             for (int t = 0; t < (shared ? 1 : threads); ++t)
-                streams.push_back(check(keel::Stream::create(device), "Stream::create"));
+                streams.push_back(check(keel::Stream::create(memory), "Stream::create"));
             std::atomic<int> ready{0};
             std::atomic<bool> go{false};
             std::vector<std::thread> pool;
             for (int t = 0; t < threads; ++t) {
                 pool.emplace_back([&, t] {
                     const keel::Stream& s = streams[shared ? 0 : t];
-                    { auto warm = memory.allocate(s, 64 * KiB); }
+                    { auto warm = keel::Buffer::allocate(s, 64 * KiB); }
                     ++ready;
                     while (!go.load()) std::this_thread::yield();
                     for (int i = 0; i < per_thread; ++i) {
-                        auto b = memory.allocate(s, 64 * KiB);
+                        auto b = keel::Buffer::allocate(s, 64 * KiB);
                         if (!b.ok()) std::exit(1);
                     }
                 });
@@ -161,18 +160,18 @@ void bench_threads(const keel::Device& device, bool quick) {
 // and the plain one it replaced (every chunk a fresh block from the pool).
 struct StagingScheme {
     const char* name;
-    keel::memory::MemoryConfig config;
+    keel::MemoryConfig config;
 };
 
 std::vector<StagingScheme> staging_schemes() {
     std::vector<StagingScheme> schemes;
     schemes.push_back({"ring", {}});
-    keel::memory::MemoryConfig plain;
+    keel::MemoryConfig plain;
     plain.staging.chunk_bytes = 4 * MiB;
     plain.staging.ring_chunks = 0;
     schemes.push_back({"no ring", plain});
     if (const char* chunk = std::getenv("KEEL_BENCH_CHUNK_KIB")) {
-        keel::memory::MemoryConfig custom;
+        keel::MemoryConfig custom;
         custom.staging.chunk_bytes = std::strtoull(chunk, nullptr, 10) * KiB;
         if (const char* ring = std::getenv("KEEL_BENCH_RING")) custom.staging.ring_chunks = std::atoi(ring);
         schemes.push_back({"custom", custom});
@@ -193,22 +192,29 @@ void bench_copies(const keel::Device& device, bool quick) {
     std::printf("   %-10s %8s", "size", "raw");
     for (const auto& scheme : schemes) std::printf(" %9s %6s", scheme.name, "ratio");
     std::printf(" %9s %6s %13s %9s\n", "moved-in", "ratio", "pinned allocs", "give-ups");
+    // One private memory instance per scheme, and a stream that uses it.
     std::vector<keel::DeviceMemory> memories;
-    for (const auto& scheme : schemes)
+    std::vector<keel::Stream> streams;
+    for (const auto& scheme : schemes) {
         memories.push_back(check(keel::DeviceMemory::create(device, scheme.config), "DeviceMemory::create"));
-    auto stream = check(keel::Stream::create(device), "Stream::create");
+        streams.push_back(check(keel::Stream::create(memories.back()), "Stream::create"));
+    }
     for (std::uint64_t size : {64 * MiB, 256 * MiB}) {
-        auto dst = check(memories[0].allocate(stream, size), "allocate");
+        // Any view takes a staged copy; the destination is a raw allocation
+        // shared by the schemes' streams, which never overlap in time.
+        auto dst = check(keel::RawBuffer::allocate(device, size), "RawBuffer::allocate");
         auto pinned = check(keel::PinnedBuffer::allocate(device, size), "PinnedBuffer::allocate");
         std::memset(pinned.data(), 7, size);
         std::vector<std::uint8_t> pageable(size, 7);
         // Warm every path once (first touch of pages, staging blocks).
-        check(stream.copy_h2d(dst, pinned), "copy_h2d");
-        for (auto& memory : memories) check(memory.copy_from_host(stream, pageable, dst), "copy_from_host");
-        check(stream.synchronize(), "synchronize");
+        for (auto& stream : streams) {
+            check(stream.copy(dst, pinned), "copy from pinned");
+            check(stream.copy(dst, pageable), "staged copy");
+            check(stream.synchronize(), "synchronize");
+        }
         std::vector<std::uint64_t> allocs_before;
         for (auto& memory : memories) allocs_before.push_back(memory.staging_stats().host_allocations);
-        const auto timed = [&](auto&& body) {
+        const auto timed = [&](const keel::Stream& stream, auto&& body) {
             const auto t0 = Clock::now();
             body();
             check(stream.synchronize(), "synchronize");
@@ -223,19 +229,17 @@ void bench_copies(const keel::Device& device, bool quick) {
         std::vector<Contender> staged(schemes.size());
         Contender moved;
         std::vector<double> raw_times;
-        const auto pair = [&](Contender& c, auto&& body) {
-            const double raw = timed([&] { check(stream.copy_h2d(dst, pinned), "copy_h2d"); });
+        const auto pair = [&](const keel::Stream& stream, Contender& c, auto&& body) {
+            const double raw = timed(stream, [&] { check(stream.copy(dst, pinned), "copy from pinned"); });
             raw_times.push_back(raw);
-            c.times.push_back(timed(body));
+            c.times.push_back(timed(stream, body));
             c.ratios.push_back(raw / c.times.back());
         };
         for (int r = 0; r < reps; ++r) {
             for (std::size_t i = 0; i < schemes.size(); ++i)
-                pair(staged[i], [&] { check(memories[i].copy_from_host(stream, pageable, dst), "copy_from_host"); });
+                pair(streams[i], staged[i], [&] { check(streams[i].copy(dst, pageable), "staged copy"); });
             std::vector<std::uint8_t> owned(pageable);  // made (and touched) outside the timing
-            pair(moved, [&] {
-                check(memories[0].copy_from_host(stream, std::move(owned), dst), "copy_from_host(moved)");
-            });
+            pair(streams[0], moved, [&] { check(streams[0].copy(dst, std::move(owned)), "moved-in copy"); });
         }
         const auto gbs = [&](const std::vector<double>& times) {
             return static_cast<double>(size) / *std::min_element(times.begin(), times.end()) / 1e9;
@@ -276,7 +280,7 @@ struct Pipeline {
     keel::DeviceMemory memory;
     keel::Stream producer;
     keel::Stream consumer;
-    keel::CachedBuffer out;
+    keel::Buffer out;
 };
 
 // A producer stream fills a buffer; a consumer stream copies it out after a
@@ -294,10 +298,10 @@ PipelineResult run_steps(Pipeline& p, FreeMode mode, const Workload& w, int step
     const auto t0 = Clock::now();
     for (int i = 0; i < steps; ++i) {
         const std::uint64_t size = w.min_bytes + (rng() % granules) * 4 * KiB;
-        auto buf = check(memory.allocate(producer, size), "allocate");
+        auto buf = check(keel::Buffer::allocate(producer, size), "Buffer::allocate");
         check(producer.memset(buf, static_cast<std::uint8_t>(i)), "memset");
-        check(memory.order_after(consumer, producer), "order_after");
-        check(consumer.copy_d2d(check(p.out.view(0, size), "view"), buf), "copy_d2d");
+        check(consumer.order_after(producer), "order_after");
+        check(consumer.copy(check(p.out.view(0, size), "view"), buf), "copy");
         if (mode == FreeMode::sync_before_free) {
             check(consumer.synchronize(), "synchronize");
             continue;  // buf freed here: its use is done
@@ -324,9 +328,9 @@ PipelineResult run_steps(Pipeline& p, FreeMode mode, const Workload& w, int step
 
 PipelineResult run_pipeline(const keel::Device& device, FreeMode mode, const Workload& w, int steps) {
     auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
-    auto producer = check(keel::Stream::create(device), "Stream::create");
-    auto consumer = check(keel::Stream::create(device), "Stream::create");
-    auto out = check(memory.allocate(consumer, w.max_bytes), "allocate");
+    auto producer = check(keel::Stream::create(memory), "Stream::create");
+    auto consumer = check(keel::Stream::create(memory), "Stream::create");
+    auto out = check(keel::Buffer::allocate(consumer, w.max_bytes), "Buffer::allocate");
     Pipeline p{memory, std::move(producer), std::move(consumer), std::move(out)};
     // A first pass warms the cache (fresh device memory costs page faults
     // on first touch), then the measured pass.

@@ -136,7 +136,7 @@ struct Bench {
     keel::Stream a;
     keel::Stream b;
     keel::Event event;
-    keel::DeviceBuffer buffer;
+    keel::RawBuffer buffer;  // one scratch allocation every stream writes: not stream-ordered
     std::chrono::microseconds park;
     std::size_t active_iters;
     std::size_t parked_iters;
@@ -297,7 +297,7 @@ struct Bench {
 Result<double> idle_cpu_percent(const keel::Device& device, std::chrono::microseconds park,
                                 std::chrono::milliseconds window) {
     std::vector<keel::Stream> streams;
-    KEEL_TRY_ASSIGN(auto buffer, keel::DeviceBuffer::allocate(device, 256));
+    KEEL_TRY_ASSIGN(auto buffer, keel::RawBuffer::allocate(device, 256));
     KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
     for (int i = 0; i < 8; ++i) {
         KEEL_TRY_ASSIGN(auto s, keel::Stream::create(device));
@@ -338,7 +338,7 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     KEEL_TRY_ASSIGN(auto a, keel::Stream::create(device));
     KEEL_TRY_ASSIGN(auto b, keel::Stream::create(device));
     KEEL_TRY_ASSIGN(auto event, keel::Event::create(device));
-    KEEL_TRY_ASSIGN(auto buffer, keel::DeviceBuffer::allocate(device, 256));
+    KEEL_TRY_ASSIGN(auto buffer, keel::RawBuffer::allocate(device, 256));
     Bench bench{device, std::move(a), std::move(b), std::move(event), std::move(buffer), park,
                 iters, std::max<std::size_t>(iters / 100, 50)};
 

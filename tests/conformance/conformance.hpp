@@ -12,14 +12,14 @@
 #pragma once
 
 #include <keel/keel.hpp>
+#include <keel/testing/gate.hpp>
+#include <keel/testing/result.hpp>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
-#include <future>
-#include <memory>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keel::conformance {
@@ -42,38 +42,6 @@ std::string instance_name(const ::testing::TestParamInfo<std::string>& info);
 
 }  // namespace keel::conformance
 
-#define KEEL_ASSERT_OK(expr)                                                          \
-    do {                                                                              \
-        auto&& keel_r_ = (expr);                                                      \
-        ASSERT_TRUE(keel_r_.ok()) << #expr << ": " << keel_r_.error().message();      \
-    } while (0)
-
-#define KEEL_EXPECT_OK(expr)                                                          \
-    do {                                                                              \
-        auto&& keel_r_ = (expr);                                                      \
-        EXPECT_TRUE(keel_r_.ok()) << #expr << ": " << keel_r_.error().message();      \
-    } while (0)
-
-// decl = value of expr, or fail the test (in a void function).
-#define KEEL_ASSERT_OK_AND_ASSIGN(decl, expr) \
-    KEEL_ASSERT_OK_AND_ASSIGN_IMPL(KEEL_CONCAT(keel_assert_tmp_, __LINE__), decl, expr)
-#define KEEL_ASSERT_OK_AND_ASSIGN_IMPL(tmp, decl, expr)                     \
-    auto tmp = (expr);                                                      \
-    ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.error().message();        \
-    decl = std::move(tmp).value()
-
-// Fails unless `expr` is an error with `status`.
-#define KEEL_EXPECT_ERROR(expr, status)                                                    \
-    do {                                                                                   \
-        auto&& keel_r_ = (expr);                                                           \
-        EXPECT_FALSE(keel_r_.ok()) << #expr << " succeeded";                               \
-        if (!keel_r_.ok()) {                                                               \
-            EXPECT_EQ(keel_r_.error().code(), status)                                      \
-                << #expr << ": " << ::keel::status_name(keel_r_.error().code()) << ": "    \
-                << keel_r_.error().message();                                              \
-        }                                                                                  \
-    } while (0)
-
 // Declares that the device under test differs from the contract here.
 #define KEEL_KNOWN_DIFFERENCE(condition, reason)                                          \
     if (condition)                                                                         \
@@ -81,50 +49,13 @@ std::string instance_name(const ::testing::TestParamInfo<std::string>& info);
 
 namespace keel::conformance {
 
-// Holds a stream at a point until open() (or destruction): a host function
-// that waits. If a plugin ran work inline, enqueueing it would block the
-// test thread; the wait then gives up after `patience`, and timed_out()
-// reports the bug (the test fails instead of hanging).
-class Gate {
-public:
-    explicit Gate(std::chrono::milliseconds patience = std::chrono::seconds(10))
-        : state_(std::make_shared<State>()), patience_(patience) {
-        state_->released = state_->release.get_future().share();
-    }
-    Gate(const Gate&) = delete;
-    Gate& operator=(const Gate&) = delete;
-    Gate(Gate&&) = delete;
-    Gate& operator=(Gate&&) = delete;
-    ~Gate() {
-        open();
-        // Set only when hold() itself waited: the work ran inline.
-        if (timed_out()) ADD_FAILURE() << "the plugin ran a gated host function inline, at enqueue";
-    }
+using keel::testing::Gate;
+using Bytes = std::vector<std::uint8_t>;
 
-    // Enqueues the waiting host function on `stream`.
-    [[nodiscard]] Result<void> hold(const Stream& stream) {
-        return stream.enqueue_host_func(
-            [state = state_, patience = patience_] {
-                state->entered.store(true);
-                if (state->released.wait_for(patience) == std::future_status::timeout)
-                    state->timed_out.store(true);
-            });
-    }
-    void open() {
-        if (!state_->opened.exchange(true)) state_->release.set_value();
-    }
-    [[nodiscard]] bool timed_out() const { return state_->timed_out.load(); }
-
-private:
-    struct State {
-        std::promise<void> release;
-        std::shared_future<void> released;
-        std::atomic<bool> opened{false};
-        std::atomic<bool> entered{false};
-        std::atomic<bool> timed_out{false};
-    };
-    std::shared_ptr<State> state_;
-    std::chrono::milliseconds patience_;
-};
+// The bytes of `view`, read through `stream` (waits for them).
+[[nodiscard]] inline Result<Bytes> read_bytes(const Stream& stream, DeviceView view) {
+    KEEL_TRY_ASSIGN(HostFuture<std::uint8_t> future, stream.copy_to_vector<std::uint8_t>(view));
+    return std::move(future).get();
+}
 
 }  // namespace keel::conformance

@@ -1,9 +1,11 @@
 // Error paths: empty (moved-from) handles, sizes that do not fit,
-// allocations larger than the device, memory of another device.
+// allocations larger than the device, memory of another device. Every
+// refused call enqueues nothing.
 #include "conformance.hpp"
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace keel::conformance {
@@ -11,17 +13,26 @@ namespace {
 
 TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Fence f, s.fence());
     Stream moved = std::move(s);
     EXPECT_TRUE(s.empty());
     std::vector<std::uint8_t> host(64);
     KEEL_EXPECT_ERROR(s.synchronize(), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.query(), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_h2d(buf, host.data(), 64), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2h(host.data(), buf, 64), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(buf, host), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(host, buf), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy_to_vector<std::uint8_t>(buf), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.memset(buf, 1), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.wait(e), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.wait(f), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.fence(), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.order_after(moved), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(moved.order_after(s), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(Buffer::allocate(s, 64), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(buf.record_stream(s), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.memory(), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(e.record(s), KEEL_STATUS_INVALID_ARGUMENT);
     auto r = s.synchronize();
     ASSERT_FALSE(r.ok());
@@ -45,110 +56,142 @@ TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
 
 TEST_P(Conformance, AMovedFromBufferIsAnEmptyViewThatCopiesRefuse) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer other, DeviceBuffer::allocate(device(), 64));
-    DeviceBuffer moved = std::move(buf);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer other, Buffer::allocate(s, 64));
+    Buffer moved = std::move(buf);
     EXPECT_TRUE(buf.empty());
     EXPECT_EQ(buf.size(), 0u);
     EXPECT_TRUE(buf.view().empty());
     std::vector<std::uint8_t> host(64);
-    KEEL_EXPECT_ERROR(s.copy_h2d(buf, host.data(), 64), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2h(host.data(), buf, 64), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2d(other, buf), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(buf, host), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(host, buf), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(other, buf), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.memset(buf, 0), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(buf.view(0, 1), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(buf.record_stream(s), KEEL_STATUS_INVALID_ARGUMENT);
+
+    KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer raw, RawBuffer::allocate(device(), 64));
+    RawBuffer raw_moved = std::move(raw);
+    EXPECT_TRUE(raw.empty());
+    KEEL_EXPECT_ERROR(s.copy(raw, host), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(raw.view(0, 1), KEEL_STATUS_INVALID_ARGUMENT);
 
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned, PinnedBuffer::allocate(device(), 64));
     PinnedBuffer pinned_moved = std::move(pinned);
     EXPECT_TRUE(pinned.empty());
-    KEEL_EXPECT_ERROR(s.copy_h2d(moved, pinned), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2h(pinned, moved), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(moved, pinned), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(pinned, moved), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
-TEST_P(Conformance, FreeingABufferTwiceIsHarmless) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64));
+TEST_P(Conformance, FreeingARawBufferTwiceIsHarmless) {
+    KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer buf, RawBuffer::allocate(device(), 64));
     KEEL_EXPECT_OK(buf.free());
     EXPECT_TRUE(buf.empty());
     KEEL_EXPECT_OK(buf.free());
 }
 
+TEST_P(Conformance, ResettingABufferTwiceIsHarmless) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
+    buf.reset();
+    EXPECT_TRUE(buf.empty());
+    buf.reset();
+    EXPECT_EQ(buf.capacity(), 0u);
+}
+
 TEST_P(Conformance, AnAllocationLargerThanTheDeviceIsOutOfMemory) {
     const std::uint64_t total = device().properties().total_memory;
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::uint64_t size : {total + 1, std::numeric_limits<std::uint64_t>::max()}) {
-        auto buf = DeviceBuffer::allocate(device(), size);
-        ASSERT_FALSE(buf.ok()) << size;
-        EXPECT_EQ(buf.error().code(), KEEL_STATUS_OUT_OF_MEMORY) << buf.error().message();
-        EXPECT_NE(buf.error().message().find(device().name()), std::string::npos)
-            << buf.error().message();
+        auto raw = RawBuffer::allocate(device(), size);
+        ASSERT_FALSE(raw.ok()) << size;
+        EXPECT_EQ(raw.error().code(), KEEL_STATUS_OUT_OF_MEMORY) << raw.error().message();
+        EXPECT_NE(raw.error().message().find(device().name()), std::string::npos) << raw.error().message();
+        auto cached = Buffer::allocate(s, size);
+        ASSERT_FALSE(cached.ok()) << size;
+        EXPECT_EQ(cached.error().code(), KEEL_STATUS_OUT_OF_MEMORY) << cached.error().message();
+        EXPECT_NE(cached.error().message().find(device().name()), std::string::npos)
+            << cached.error().message();
     }
-    KEEL_EXPECT_OK(DeviceBuffer::allocate(device(), 1));  // the device is still usable
+    KEEL_EXPECT_OK(RawBuffer::allocate(device(), 1));  // the device is still usable
+    KEEL_EXPECT_OK(Buffer::allocate(s, 1));
 }
 
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {
-    KEEL_EXPECT_ERROR(DeviceBuffer::allocate(device(), 0), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_EXPECT_ERROR(Buffer::allocate(s, 0), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(RawBuffer::allocate(device(), 0), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(PinnedBuffer::allocate(device(), 0), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_P(Conformance, CopiesThatDoNotFitAreOutOfRangeAndEnqueueNothing) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer small, DeviceBuffer::allocate(device(), 100));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer big, DeviceBuffer::allocate(device(), 200));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer small, Buffer::allocate(s, 100));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer big, Buffer::allocate(s, 200));
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_small, PinnedBuffer::allocate(device(), 100));
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_big, PinnedBuffer::allocate(device(), 200));
     KEEL_ASSERT_OK(s.memset(small, 0));
-    std::vector<std::uint8_t> host(200, 0xff);
-    KEEL_EXPECT_ERROR(s.copy_h2d(small, host.data(), 101), KEEL_STATUS_OUT_OF_RANGE);
-    KEEL_EXPECT_ERROR(s.copy_d2h(host.data(), small, 101), KEEL_STATUS_OUT_OF_RANGE);
-    KEEL_EXPECT_ERROR(s.copy_d2d(small, big), KEEL_STATUS_OUT_OF_RANGE);
-    KEEL_EXPECT_ERROR(s.copy_h2d(small, pinned_big), KEEL_STATUS_OUT_OF_RANGE);
-    KEEL_EXPECT_ERROR(s.copy_d2h(pinned_small, big), KEEL_STATUS_OUT_OF_RANGE);
+    std::vector<std::uint8_t> host(200, 0xff), host_small(99, 0xff);
+    KEEL_EXPECT_ERROR(s.copy(small, host), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(s.copy(small, std::vector<std::uint8_t>(101, 0xff)), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(s.copy(host_small, small), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(s.copy(small, big), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(s.copy(small, pinned_big), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(s.copy(pinned_small, big), KEEL_STATUS_OUT_OF_RANGE);
     KEEL_EXPECT_ERROR(small.view(90, 20), KEEL_STATUS_OUT_OF_RANGE);
     KEEL_EXPECT_ERROR(small.view(101, 0), KEEL_STATUS_OUT_OF_RANGE);
     KEEL_EXPECT_ERROR(small.view(std::numeric_limits<std::uint64_t>::max(), 2), KEEL_STATUS_OUT_OF_RANGE);
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceView part, small.view(50, 50));
     KEEL_EXPECT_ERROR(part.sub(10, 41), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceView three, small.view(0, 3));
+    KEEL_EXPECT_ERROR(s.copy_to_vector<std::uint16_t>(three), KEEL_STATUS_INVALID_ARGUMENT);
 
-    auto r = s.copy_h2d(small, host.data(), 101);
+    auto r = s.copy(small, host);
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message().find("101 bytes does not fit the destination of 100 bytes"),
-              std::string::npos)
+    EXPECT_NE(r.error().message().find("200 bytes does not fit the destination of 100 bytes"), std::string::npos)
         << r.error().message();
 
-    std::vector<std::uint8_t> out(100, 0x77);
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), small, 100));
-    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK_AND_ASSIGN(Bytes out, read_bytes(s, small));
     EXPECT_EQ(out, std::vector<std::uint8_t>(100, 0)) << "nothing was copied";
 }
 
-TEST_P(Conformance, NullHostPointersAreInvalid) {
+TEST_P(Conformance, NullHostRangesWithASizeAreInvalid) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64));
-    KEEL_EXPECT_ERROR(s.copy_h2d(buf, nullptr, 64), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2h(nullptr, buf, 64), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
+    const std::uint8_t* src = nullptr;
+    std::uint8_t* dst = nullptr;
+    KEEL_EXPECT_ERROR(s.copy(buf, std::span(src, 64)), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(std::span(dst, 64), buf), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_P(Conformance, OverlappingDeviceToDeviceCopiesAreInvalid) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 256));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceView a, buf.view(0, 128));
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceView b, buf.view(64, 128));
-    KEEL_EXPECT_ERROR(s.copy_d2d(b, a), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.copy_d2d(a, b), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(b, a), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(a, b), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_P(Conformance, MemoryOfAnotherDeviceIsRejected) {
     const Device* other = other_device();
     if (other == nullptr) GTEST_SKIP() << "needs a second device";
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer mine, DeviceBuffer::allocate(device(), 64));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer theirs, DeviceBuffer::allocate(*other, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream theirs_stream, Stream::create(*other));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer mine, Buffer::allocate(s, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer theirs, Buffer::allocate(theirs_stream, 64));
     std::vector<std::uint8_t> host(64);
-    auto r = s.copy_h2d(theirs, host.data(), 64);
+    auto r = s.copy(theirs, host);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(r.error().message().find(other->name()), std::string::npos) << r.error().message();
-    KEEL_EXPECT_ERROR(s.copy_d2d(mine, theirs), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(host, theirs), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(s.copy(mine, theirs), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.memset(theirs, 0), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_ERROR(theirs.record_stream(s), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_ASSERT_OK_AND_ASSIGN(Fence foreign, theirs_stream.fence());
+    KEEL_EXPECT_ERROR(s.wait(foreign), KEEL_STATUS_UNIMPLEMENTED);
+    KEEL_EXPECT_ERROR(s.order_after(theirs_stream), KEEL_STATUS_UNIMPLEMENTED);
 }
 
 }  // namespace

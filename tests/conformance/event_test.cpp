@@ -2,13 +2,13 @@
 #include "conformance.hpp"
 
 #include <cstdint>
+#include <algorithm>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 namespace keel::conformance {
 namespace {
-
-using Bytes = std::vector<std::uint8_t>;
 
 TEST_P(Conformance, AnEventNeverRecordedIsComplete) {
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
@@ -52,28 +52,33 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRunsNothingBeforeTheEventCompletes) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 1024));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(b, 1024));
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 1024));
+    std::fill(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end(), 0xee);
     KEEL_ASSERT_OK(b.memset(buf, 0));
     KEEL_ASSERT_OK(b.synchronize());
 
-    Bytes pattern(1024, 0x11), out(1024, 0xee);
+    const Bytes pattern(1024, 0x11);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(a));
-    KEEL_ASSERT_OK(a.copy_h2d(buf, pattern.data(), pattern.size()));
+    KEEL_ASSERT_OK(a.copy(buf, pattern));
+    KEEL_ASSERT_OK(buf.record_stream(a));
     KEEL_ASSERT_OK(e.record(a));
     KEEL_ASSERT_OK(b.wait(e));  // returns at once: the host does not block
-    KEEL_ASSERT_OK(b.copy_d2h(out.data(), buf, out.size()));
+    KEEL_ASSERT_OK(b.copy(out, buf));  // straight into pinned memory when it runs
 
     // Give a wrong implementation time to run b's copy early.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     KEEL_ASSERT_OK_AND_ASSIGN(bool b_done, b.query());
     EXPECT_FALSE(b_done) << "b ran past its wait while the event was pending";
-    EXPECT_EQ(out, Bytes(1024, 0xee)) << "b's copy ran before the event completed";
+    EXPECT_EQ(Bytes(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end()), Bytes(1024, 0xee))
+        << "b's copy ran before the event completed";
 
     gate.open();
     KEEL_ASSERT_OK(b.synchronize());
     EXPECT_FALSE(gate.timed_out()) << "the plugin ran the host function inline, at enqueue";
-    EXPECT_EQ(out, pattern) << "b's copy must see a's copy, which precedes the event";
+    EXPECT_EQ(Bytes(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end()), pattern)
+        << "b's copy must see a's copy, which precedes the event";
 }
 
 TEST_P(Conformance, AWaitOnAnEventOfTheSameStreamIsHarmless) {
@@ -140,6 +145,62 @@ TEST_P(Conformance, EventsAndStreamsOfDifferentDevicesAreNotMixed) {
     KEEL_ASSERT_OK_AND_ASSIGN(Event foreign, Event::create(*other));
     KEEL_EXPECT_ERROR(foreign.record(s), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(s.wait(foreign), KEEL_STATUS_UNIMPLEMENTED);
+}
+
+TEST_P(Conformance, AFenceOrdersAnotherStreamWithoutBlockingTheHost) {
+    KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
+                          "its streams do not run concurrently, so a gated stream stalls the other");
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(a, 4096));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer y, Buffer::allocate(b, 4096));
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(a));
+    KEEL_ASSERT_OK(a.memset(x, 0x33));
+    KEEL_ASSERT_OK_AND_ASSIGN(Fence fence, a.fence());
+    KEEL_ASSERT_OK(b.wait(fence));
+    KEEL_ASSERT_OK(b.copy(y, x));
+    KEEL_ASSERT_OK(x.record_stream(b));
+    // The host got here while a is held: nothing waited on the host.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    KEEL_ASSERT_OK_AND_ASSIGN(bool b_done, b.query());
+    EXPECT_FALSE(b_done) << "b ran past the fence while a was held";
+    gate.open();
+    KEEL_ASSERT_OK_AND_ASSIGN(Bytes got, read_bytes(b, y));
+    EXPECT_EQ(got, Bytes(4096, 0x33));
+}
+
+TEST_P(Conformance, OrderAfterIsAOneShotFence) {
+    KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
+                          "its streams do not run concurrently, so a gated stream stalls the other");
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(a, 4096));
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(a));
+    KEEL_ASSERT_OK(a.memset(x, 0x44));
+    KEEL_ASSERT_OK(b.order_after(a));
+    KEEL_ASSERT_OK(b.order_after(b));  // a stream is in order with itself: nothing to do
+    KEEL_ASSERT_OK_AND_ASSIGN(auto future, b.copy_to_vector<std::uint8_t>(x));
+    KEEL_ASSERT_OK(x.record_stream(b));
+    KEEL_ASSERT_OK_AND_ASSIGN(bool ready, future.ready());
+    EXPECT_FALSE(ready);
+    gate.open();
+    KEEL_ASSERT_OK_AND_ASSIGN(Bytes got, std::move(future).get());
+    EXPECT_EQ(got, Bytes(4096, 0x44));
+}
+
+TEST_P(Conformance, AnEmptyFenceOrdersNothing) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    Fence none;
+    EXPECT_TRUE(none.empty());
+    KEEL_EXPECT_OK(s.wait(none));
+    KEEL_ASSERT_OK_AND_ASSIGN(Fence f, s.fence());
+    EXPECT_FALSE(f.empty());
+    Fence moved = std::move(f);
+    EXPECT_TRUE(f.empty());  // NOLINT: inspecting the moved-from state
+    KEEL_EXPECT_OK(s.wait(moved));
+    KEEL_EXPECT_OK(s.synchronize());
 }
 
 }  // namespace

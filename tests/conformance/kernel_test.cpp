@@ -11,24 +11,23 @@ TEST_P(Conformance, FillWritesItsValueToEveryElement) {
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
     EXPECT_EQ(fill.name(), "fill");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), n * sizeof(float)));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n * sizeof(float)));
     KEEL_ASSERT_OK(s.launch(fill, KernelArgs().buffer(buf, KEEL_DTYPE_F32).scalar(3.5f)));
-    std::vector<float> out(n, 0.0f);
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), buf, n * sizeof(float)));
-    KEEL_ASSERT_OK(s.synchronize());
-    EXPECT_EQ(out, std::vector<float>(n, 3.5f));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto out, s.copy_to_vector<float>(buf));
+    KEEL_ASSERT_OK_AND_ASSIGN(std::vector<float> values, std::move(out).get());
+    EXPECT_EQ(values, std::vector<float>(n, 3.5f));
 }
 
 TEST_P(Conformance, FillOnASubViewLeavesTheRestAlone) {
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64 * sizeof(float)));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64 * sizeof(float)));
     KEEL_ASSERT_OK(s.memset(buf, 0));
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceView part, buf.view(16 * sizeof(float), 8 * sizeof(float)));
     KEEL_ASSERT_OK(s.launch(fill, KernelArgs().buffer(part, KEEL_DTYPE_F32).scalar(-1.0f)));
     std::vector<float> out(64, 9.0f);
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), buf, 64 * sizeof(float)));
-    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy copy, s.copy(out, buf));
+    KEEL_ASSERT_OK(copy.wait());
     for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], (i >= 16 && i < 24) ? -1.0f : 0.0f) << i;
 }
 
@@ -36,18 +35,18 @@ TEST_P(Conformance, AxpyComputesAlphaTimesXPlusY) {
     constexpr std::size_t n = 4096 + 3;
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel axpy, Kernel::find(device(), "axpy"));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer x, DeviceBuffer::allocate(device(), n * sizeof(float)));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer y, DeviceBuffer::allocate(device(), n * sizeof(float)));
-    std::vector<float> hx(n), hy(n), out(n);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s, n * sizeof(float)));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer y, Buffer::allocate(s, n * sizeof(float)));
+    std::vector<float> hx(n), hy(n);
     for (std::size_t i = 0; i < n; ++i) {
         hx[i] = static_cast<float>(i);
         hy[i] = static_cast<float>(2 * i) + 0.25f;
     }
-    KEEL_ASSERT_OK(s.copy_h2d(x, hx.data(), n * sizeof(float)));
-    KEEL_ASSERT_OK(s.copy_h2d(y, hy.data(), n * sizeof(float)));
+    KEEL_ASSERT_OK(s.copy(x, hx));
+    KEEL_ASSERT_OK(s.copy(y, hy));
     KEEL_ASSERT_OK(s.launch(axpy, KernelArgs().scalar(0.5f).buffer(x, KEEL_DTYPE_F32).buffer(y, KEEL_DTYPE_F32)));
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), y, n * sizeof(float)));
-    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK_AND_ASSIGN(auto future, s.copy_to_vector<float>(y));
+    KEEL_ASSERT_OK_AND_ASSIGN(std::vector<float> out, std::move(future).get());
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0.5f * hx[i] + hy[i]) << i;
 }
 
@@ -63,8 +62,8 @@ TEST_P(Conformance, KernelArgumentsOfTheWrongTypeOrCountAreRejectedBeforeAnythin
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel axpy, Kernel::find(device(), "axpy"));
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer x, DeviceBuffer::allocate(device(), n * sizeof(float)));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer y, DeviceBuffer::allocate(device(), n * sizeof(float)));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s, n * sizeof(float)));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer y, Buffer::allocate(s, n * sizeof(float)));
     KEEL_ASSERT_OK(s.memset(y, 0));
 
     const KernelArgs wrong[] = {
@@ -84,17 +83,17 @@ TEST_P(Conformance, KernelArgumentsOfTheWrongTypeOrCountAreRejectedBeforeAnythin
     KEEL_EXPECT_ERROR(s.launch(fill, KernelArgs().scalar(1.0f).buffer(y, KEEL_DTYPE_F32)),
                       KEEL_STATUS_INVALID_ARGUMENT);
 
-    std::vector<float> out(n, 7.0f);
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), y, n * sizeof(float)));
     KEEL_ASSERT_OK(s.synchronize());  // a rejected launch must not put the stream in error
+    KEEL_ASSERT_OK_AND_ASSIGN(auto future, s.copy_to_vector<float>(y));
+    KEEL_ASSERT_OK_AND_ASSIGN(std::vector<float> out, std::move(future).get());
     EXPECT_EQ(out, std::vector<float>(n, 0.0f)) << "a rejected launch must enqueue nothing";
 }
 
 TEST_P(Conformance, AKernelArgumentThatIsAnEmptyBufferIsRejected) {
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 64));
-    DeviceBuffer taken = std::move(buf);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
+    Buffer taken = std::move(buf);
     KEEL_EXPECT_ERROR(s.launch(fill, KernelArgs().buffer(buf, KEEL_DTYPE_F32).scalar(1.0f)),
                       KEEL_STATUS_INVALID_ARGUMENT);
 }
@@ -103,15 +102,16 @@ TEST_P(Conformance, KernelsAndBuffersOfAnotherDeviceAreRejected) {
     const Device* other = other_device();
     if (other == nullptr) GTEST_SKIP() << "needs a second device";
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer mine, DeviceBuffer::allocate(device(), 64));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer theirs, DeviceBuffer::allocate(*other, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer mine, Buffer::allocate(s, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer theirs, RawBuffer::allocate(*other, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
     KEEL_EXPECT_ERROR(s.launch(fill, KernelArgs().buffer(theirs, KEEL_DTYPE_F32).scalar(1.0f)),
                       KEEL_STATUS_INVALID_ARGUMENT);
     auto foreign_fill = Kernel::find(*other, "fill");
-    if (foreign_fill.ok())
+    if (foreign_fill.ok()) {
         KEEL_EXPECT_ERROR(s.launch(*foreign_fill, KernelArgs().buffer(mine, KEEL_DTYPE_F32).scalar(1.0f)),
                           KEEL_STATUS_INVALID_ARGUMENT);
+    }
 }
 
 }  // namespace

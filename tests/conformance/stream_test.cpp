@@ -1,6 +1,7 @@
 // Streams: asynchronous, in order; host functions.
 #include "conformance.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -12,26 +13,26 @@
 namespace keel::conformance {
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
-
 TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer buf, DeviceBuffer::allocate(device(), 256));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
+    std::fill(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end(), 0);
     KEEL_ASSERT_OK(s.memset(buf, 0xab));
     KEEL_ASSERT_OK(s.synchronize());
+    const auto bytes = [&out] { return Bytes(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end()); };
 
     Gate gate;
-    Bytes out(256, 0);
     KEEL_ASSERT_OK(gate.hold(s));
-    KEEL_ASSERT_OK(s.copy_d2h(out.data(), buf, out.size()));
+    KEEL_ASSERT_OK(s.copy(out, buf));
     KEEL_ASSERT_OK_AND_ASSIGN(bool done, s.query());
     EXPECT_FALSE(done) << "the stream reports done while its work is held back";
-    EXPECT_EQ(out, Bytes(256, 0)) << "the copy ran before the stream reached it";
+    EXPECT_EQ(bytes(), Bytes(256, 0)) << "the copy ran before the stream reached it";
 
     gate.open();
     KEEL_ASSERT_OK(s.synchronize());
     EXPECT_FALSE(gate.timed_out()) << "the plugin ran the host function inline, at enqueue";
-    EXPECT_EQ(out, Bytes(256, 0xab));
+    EXPECT_EQ(bytes(), Bytes(256, 0xab));
     KEEL_ASSERT_OK_AND_ASSIGN(bool done_now, s.query());
     EXPECT_TRUE(done_now);
 }
@@ -59,7 +60,7 @@ TEST_P(Conformance, AHoldReleasesItsObjectOnlyAfterTheStreamPassedIt) {
     KEEL_ASSERT_OK(s.synchronize());
     // Released by a later sweep on a host thread (the reclaimer, or any call
     // into the device's memory machinery), without a host function.
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::for_device(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, s.memory());
     memory.sweep();
     EXPECT_EQ(destroyed->load(), 1);
 }
@@ -76,24 +77,27 @@ TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
 
 TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer a, DeviceBuffer::allocate(device(), 4096));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceBuffer b, DeviceBuffer::allocate(device(), 4096));
-    Bytes first(4096, 1), second(4096, 2), after_memset(4096, 0), after_d2d(4096, 0);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s, 4096));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 4096));
+    const Bytes first(4096, 1), second(4096, 2);
+    Bytes after_memset(4096, 0), after_d2d(4096, 0);
     std::vector<int> order;
 
     Gate gate;  // hold everything back so that order, not timing, decides
     KEEL_ASSERT_OK(gate.hold(s));
-    KEEL_ASSERT_OK(s.copy_h2d(a, first.data(), first.size()));
+    KEEL_ASSERT_OK(s.copy(a, first));
     KEEL_ASSERT_OK(s.enqueue_host_func([&] { order.push_back(0); }));
     KEEL_ASSERT_OK(s.memset(a, 7));
-    KEEL_ASSERT_OK(s.copy_d2h(after_memset.data(), a, after_memset.size()));
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy memset_copy, s.copy(after_memset, a));
     KEEL_ASSERT_OK(s.enqueue_host_func([&] { order.push_back(1); }));
-    KEEL_ASSERT_OK(s.copy_h2d(a, second.data(), second.size()));
-    KEEL_ASSERT_OK(s.copy_d2d(b, a));
-    KEEL_ASSERT_OK(s.copy_d2h(after_d2d.data(), b, after_d2d.size()));
+    KEEL_ASSERT_OK(s.copy(a, second));
+    KEEL_ASSERT_OK(s.copy(b, a));
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy d2d_copy, s.copy(after_d2d, b));
     for (int i = 2; i < 100; ++i) KEEL_ASSERT_OK(s.enqueue_host_func([&order, i] { order.push_back(i); }));
     gate.open();
     KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK(memset_copy.wait());
+    KEEL_ASSERT_OK(d2d_copy.wait());
 
     EXPECT_EQ(after_memset, Bytes(4096, 7));
     EXPECT_EQ(after_d2d, second);

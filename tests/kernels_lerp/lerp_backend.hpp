@@ -5,6 +5,7 @@
 #pragma once
 
 #include <keel/keel.h>
+#include <keel/testing/c_kernel_args.hpp>
 #include <keel/result.hpp>
 
 #include <cstddef>
@@ -55,49 +56,26 @@ public:
     LaunchBuilder& operator=(const LaunchBuilder&) = delete;
 
     LaunchBuilder& buffer(keel_device_addr addr, std::uint64_t size, keel_dtype dtype) {
-        keel_kernel_arg a{};
-        a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-        a.kind = KEEL_ARG_BUFFER;
-        a.dtype = dtype;
-        a.value.buffer.addr = addr;
-        a.value.buffer.size = size;
-        args_.push_back(a);
+        args_.push_back(keel::testing::buffer_arg(addr, size, dtype));
         return *this;
     }
     LaunchBuilder& absent(keel_dtype dtype) { return buffer(0, 0, dtype); }
     LaunchBuilder& scalar_f64(double v) {
-        keel_kernel_arg a{};
-        a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-        a.kind = KEEL_ARG_SCALAR;
-        a.dtype = KEEL_DTYPE_F64;
-        a.value.scalar.f64 = v;
-        args_.push_back(a);
+        args_.push_back(keel::testing::f64_arg(v));
         return *this;
     }
     LaunchBuilder& scalar_f32(float v) {
-        keel_kernel_arg a{};
-        a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-        a.kind = KEEL_ARG_SCALAR;
-        a.dtype = KEEL_DTYPE_F32;
-        a.value.scalar.f32 = v;
-        args_.push_back(a);
+        args_.push_back(keel::testing::f32_arg(v));
         return *this;
     }
     LaunchBuilder& ints(std::vector<std::int64_t> values) {
         arrays_.push_back(std::make_unique<std::vector<std::int64_t>>(std::move(values)));
-        keel_kernel_arg a{};
-        a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-        a.kind = KEEL_ARG_INT_ARRAY;
-        a.dtype = KEEL_DTYPE_I64;
-        a.value.int_array.data = arrays_.back()->data();
-        a.value.int_array.count = arrays_.back()->size();
-        args_.push_back(a);
+        args_.push_back(keel::testing::ints_arg(arrays_.back()->data(), arrays_.back()->size()));
         return *this;
     }
     // Valid while this builder lives and is not changed.
     [[nodiscard]] keel_launch_args args() const {
-        return keel_launch_args{KEEL_LAUNCH_ARGS_STRUCT_SIZE, args_.data(), args_.size(),
-                                sizeof(keel_kernel_arg)};
+        return keel::testing::launch_args(args_);
     }
     [[nodiscard]] keel_kernel_arg& at(std::size_t i) { return args_.at(i); }
 

@@ -4,7 +4,7 @@
 // One instantiation per plugin built in this tree (KEEL_LERP_TEST_PLUGINS).
 #include "lerp_fixture.hpp"
 
-#include <dlfcn.h>
+#include <keel/testing/loaded_plugin.hpp>
 
 #include <cmath>
 #include <sstream>
@@ -14,20 +14,9 @@ namespace {
 
 // Takes ownership of `e`: OK, or its code and message.
 Result<void> to_result(keel_error* e) {
-    if (e == nullptr) return ok();
-    Error error(e->code, e->message);
-    keel_error_destroy(e);
-    return error;
-}
-
-keel_host_services quiet_host_services() {
-    keel_host_services host{};
-    host.struct_size = KEEL_HOST_SERVICES_STRUCT_SIZE;
-    host.abi_major = KEEL_ABI_VERSION_MAJOR;
-    host.abi_minor = KEEL_ABI_VERSION_MINOR;
-    host.log = [](void*, keel_log_level, const char*) {};
-    host.log_enabled = [](void*, keel_log_level) -> std::int32_t { return 0; };
-    return host;
+    auto error = keel::testing::take(e);
+    if (!error) return ok();
+    return Error(error->code, error->message);
 }
 
 // What the tests expect of each plugin type: its lerp dtypes and the
@@ -47,27 +36,20 @@ PluginExpectations expectations_for(const std::string& type) {
 class PluginBackend final : public LerpBackend {
 public:
     PluginBackend(std::string type, const std::string& path)
-        : expect_(expectations_for(type)), host_(quiet_host_services()) {
-        library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!library_) {
-            why_ = "cannot load " + path + ": " + dlerror();
+        : expect_(expectations_for(type)),
+          plugin_(path, keel::testing::LoadedPlugin::Options{{}, KEEL_ABI_VERSION_MAJOR, KEEL_LOG_ERROR}) {
+        if (plugin_.init_error()) {
+            why_ = "cannot load " + path + ": " + plugin_.init_error()->message;
             return;
         }
-        const auto init = reinterpret_cast<keel_plugin_entry_fn>(dlsym(library_, KEEL_PLUGIN_ENTRY_NAME));
-        if (!init || !to_result(init(&host_, &api_)).ok() || !api_) {
-            why_ = path + " did not initialise";
+        api_ = &plugin_.api();
+        device_ = plugin_.device();
+        if (device_ == nullptr) {
+            const std::string status = plugin_.status();
+            why_ = type + " plugin has no device" + (status.empty() ? "" : ": " + status);
             return;
         }
-        std::uint32_t count = 0;
-        if (!to_result(api_->device_count(&count)).ok() || count == 0) {
-            keel_plugin_info info{};
-            info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
-            (void)to_result(api_->plugin_info(&info));
-            why_ = type + " plugin has no device" + (info.status && *info.status ? std::string(": ") + info.status : "");
-            return;
-        }
-        if (!to_result(api_->device_get(0, &device_)).ok() ||
-            !to_result(api_->stream_create(device_, 0, &stream_)).ok()) {
+        if (!to_result(api_->stream_create(device_, 0, &stream_)).ok()) {
             why_ = type + " plugin: no stream on device 0";
             stream_ = nullptr;
         }
@@ -76,9 +58,7 @@ public:
         if (api_) {
             for (keel_device_addr a : allocations_) (void)to_result(api_->device_free(device_, a));
             if (stream_) (void)to_result(api_->stream_destroy(stream_));
-            api_->plugin_shutdown();
         }
-        if (library_) dlclose(library_);
     }
 
     std::string unavailable_reason() const override { return why_; }
@@ -115,8 +95,7 @@ public:
 
 private:
     PluginExpectations expect_;
-    keel_host_services host_;
-    void* library_ = nullptr;
+    keel::testing::LoadedPlugin plugin_;
     const keel_plugin_api* api_ = nullptr;
     keel_device device_ = nullptr;
     keel_stream stream_ = nullptr;

@@ -1,8 +1,10 @@
-// Helpers for the loader tests: where the fake plugins are, scoped
-// environment variables, hermetic runtime options, captured log lines.
+// Helpers for the loader tests: where the fake plugins are, hermetic
+// runtime options, the runtime's captured log lines, the fake plugin's
+// trace. (Environment variables: keel::testing::ScopedEnv.)
 #pragma once
 
 #include <keel/runtime.hpp>
+#include <keel/testing/scoped_env.hpp>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -43,31 +45,7 @@ inline RuntimeOptions only(std::initializer_list<fs::path> entries) {
     return o;
 }
 
-// Sets (or unsets, with nullopt) an environment variable for a scope.
-class ScopedEnv {
-public:
-    ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
-        if (const char* old = std::getenv(name_.c_str())) old_ = old;
-        if (value)
-            ::setenv(name_.c_str(), value->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-    ScopedEnv(ScopedEnv&&) = delete;
-    ScopedEnv& operator=(ScopedEnv&&) = delete;
-    ~ScopedEnv() {
-        if (old_)
-            ::setenv(name_.c_str(), old_->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
+using keel::testing::ScopedEnv;
 
 // Collects what the "keel" logger writes while it lives.
 class LogCapture {

@@ -3,7 +3,7 @@
 // and any raw free of memory still in use, so reuse that is too early fails.
 #include "fake_device.hpp"
 
-#include <keel/memory/block_allocator.hpp>
+#include "memory/block_allocator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -385,7 +385,7 @@ TEST(BlockAllocator, OutOfMemoryErrorCarriesTheStatistics) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), KEEL_STATUS_OUT_OF_MEMORY);
     const std::string& msg = r.error().message();
-    EXPECT_NE(msg.find("[CachingAllocator::allocate]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[BlockAllocator::allocate]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("reserved 3.0 MiB"), std::string::npos) << msg;
     EXPECT_NE(msg.find("allocated 3.0 MiB"), std::string::npos) << msg;
     EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;  // the plugin's reason

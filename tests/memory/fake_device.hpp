@@ -10,7 +10,7 @@
 // frees a block too early. Thread-safe (one lock).
 #pragma once
 
-#include <keel/memory/device_ops.hpp>
+#include "memory/device_ops.hpp"
 
 #include <cstdint>
 #include <map>

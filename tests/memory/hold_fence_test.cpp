@@ -1,9 +1,9 @@
 // Holds, fences and the per-stream queue bound on the deterministic fake.
 #include "fake_device.hpp"
 
-#include <keel/memory/cached_buffer.hpp>
-#include <keel/memory/fence.hpp>
-#include <keel/memory/hold.hpp>
+#include "memory/buffer.hpp"
+#include "memory/fence.hpp"
+#include "memory/hold.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,10 +24,10 @@ MemoryConfig quiet_config() {
 }
 
 struct Rig {
-    explicit Rig(MemoryConfig config = quiet_config()) : core(device, config) {}
+    explicit Rig(MemoryConfig config = quiet_config()) : core(MemoryCore::create(device, config)) {}
     ~Rig() { device.complete_all(); }
     FakeDevice device;
-    MemoryCore core;
+    std::shared_ptr<MemoryCore> core;
 };
 
 // Sets a flag when destroyed; move-only like most held objects.
@@ -51,12 +51,12 @@ TEST(Hold, KeepsAnObjectAliveUntilTheStreamReachesThePoint) {
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     rig.device.enqueue_work(s);  // work before the hold point
-    ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+    ASSERT_TRUE(hold(*rig.core, s, Tracked(dead)).ok());
     rig.device.enqueue_work(s);  // work after it
-    rig.core.tracker().sweep();
+    rig.core->tracker().sweep();
     EXPECT_EQ(dead->load(), 0);
     rig.device.complete(s, 1);
-    rig.core.tracker().sweep();
+    rig.core->tracker().sweep();
     EXPECT_EQ(dead->load(), 1);  // released although later work is unfinished
     EXPECT_EQ(rig.device.counters().host_syncs, 0u);
 }
@@ -66,13 +66,13 @@ TEST(Hold, ReleasesAreBatchedAndEventsArePooled) {
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     for (int round = 0; round < 10; ++round) {
-        for (int i = 0; i < 50; ++i) ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+        for (int i = 0; i < 50; ++i) ASSERT_TRUE(hold(*rig.core, s, Tracked(dead)).ok());
         rig.device.complete(s);
-        rig.core.tracker().sweep();  // one sweep releases all fifty
+        rig.core->tracker().sweep();  // one sweep releases all fifty
         EXPECT_EQ(dead->load(), 50 * (round + 1));
     }
-    EXPECT_EQ(rig.core.tracker().stats().events_created, 50u);
-    EXPECT_EQ(rig.core.tracker().outstanding(), 0u);
+    EXPECT_EQ(rig.core->tracker().stats().events_created, 50u);
+    EXPECT_EQ(rig.core->tracker().outstanding(), 0u);
 }
 
 TEST(Hold, AcceptsSeveralObjectsAndSharedHandlesWithOneEvent) {
@@ -80,12 +80,12 @@ TEST(Hold, AcceptsSeveralObjectsAndSharedHandlesWithOneEvent) {
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     auto shared = std::make_shared<Tracked>(dead);
-    ASSERT_TRUE(hold(rig.core, s, Tracked(dead), shared).ok());
+    ASSERT_TRUE(hold(*rig.core, s, Tracked(dead), shared).ok());
     shared.reset();  // the hold keeps the last reference
     EXPECT_EQ(dead->load(), 0);
     EXPECT_EQ(rig.device.counters().event_records, 1u);
     rig.device.complete(s);
-    rig.core.tracker().sweep();
+    rig.core->tracker().sweep();
     EXPECT_EQ(dead->load(), 2);
 }
 
@@ -95,7 +95,7 @@ TEST(Hold, ReclaimerThreadReleasesWithoutFurtherCalls) {
     Rig rig(config);
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
-    ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
+    ASSERT_TRUE(hold(*rig.core, s, Tracked(dead)).ok());
     rig.device.complete(s);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (dead->load() == 0 && std::chrono::steady_clock::now() < deadline)
@@ -112,36 +112,80 @@ TEST(Hold, TwoStreamPipelinePassesBuffersWithHoldsAndNoHostSync) {
     keel_stream producer = rig.device.make_stream();
     keel_stream consumer = rig.device.make_stream();
     for (int step = 0; step < 50; ++step) {
-        auto buf = CachedBuffer::allocate(rig.core, producer, 64 * KiB);
+        auto buf = allocate(rig.core, producer, 64 * KiB);
         ASSERT_TRUE(buf.ok());
-        rig.device.enqueue_access(producer, buf->addr(), 64 * KiB);   // produce
+        rig.device.enqueue_access(producer, buf->address(), 64 * KiB);   // produce
         ASSERT_TRUE(order_after(rig.core, consumer, producer).ok());
-        rig.device.enqueue_access(consumer, buf->addr(), 64 * KiB);   // send
-        ASSERT_TRUE(buf->record_stream(consumer).ok());
-        ASSERT_TRUE(hold(rig.core, consumer, std::move(*buf)).ok());
+        rig.device.enqueue_access(consumer, buf->address(), 64 * KiB);   // send
+        ASSERT_TRUE(record_use(*buf, consumer).ok());
+        ASSERT_TRUE(hold(*rig.core, consumer, std::move(*buf)).ok());
         if (step % 3 == 0) rig.device.complete(producer);
         if (step % 4 == 0) rig.device.complete(consumer, 6);
     }
     rig.device.complete_all();
-    rig.core.tracker().sweep();
+    rig.core->tracker().sweep();
     EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
     EXPECT_EQ(rig.device.counters().host_syncs, 0u);
-    EXPECT_EQ(rig.core.allocator().stats().allocated_count, 0u);
+    EXPECT_EQ(rig.core->allocator().stats().allocated_count, 0u);
     // Memory is reused: 50 buffers of 64 KiB fit in two 2 MiB segments.
-    EXPECT_LE(rig.core.allocator().stats().raw_allocations, 2u);
+    EXPECT_LE(rig.core->allocator().stats().raw_allocations, 2u);
+}
+
+TEST(Hold, ABufferKeepsItsCoreAliveAfterEveryOtherReference) {
+    FakeDevice device;
+    keel_stream s = device.make_stream();
+    Buffer buf;
+    {
+        auto core = MemoryCore::create(device, quiet_config());
+        auto b = allocate(core, s, 4096);
+        ASSERT_TRUE(b.ok());
+        buf = std::move(b).value();
+    }  // the last reference but the buffer's
+    EXPECT_EQ(device.counters().device_frees, 0u);
+    device.enqueue_access(s, buf.address(), 4096);  // still valid memory
+    device.complete_all();
+    buf.reset();  // frees into its core, which then goes and returns its segment
+    EXPECT_EQ(device.counters().live_device_bytes, 0u);
+    EXPECT_TRUE(device.violations().empty());
+}
+
+TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
+    // The core lives only inside its own tracker's release: the reclaimer
+    // thread runs it, and the core must then be destroyed elsewhere (it
+    // cannot join its reclaimer from inside it).
+    static FakeDevice device;  // outlives the thread that destroys the core
+    keel_stream s = device.make_stream();
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{200};
+    {
+        auto core = MemoryCore::create(device, config);
+        auto b = allocate(core, s, 4096);
+        ASSERT_TRUE(b.ok());
+        device.enqueue_access(s, b->address(), 4096);
+        ASSERT_TRUE(hold(*core, s, std::move(b).value()).ok());
+    }
+    EXPECT_GT(device.counters().live_device_bytes, 0u);
+    device.complete_all();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((device.counters().live_device_bytes != 0 || device.counters().events_live != 0) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(device.counters().live_device_bytes, 0u) << "the core was never destroyed";
+    EXPECT_EQ(device.counters().events_live, 0u);
+    EXPECT_TRUE(device.violations().empty());
 }
 
 TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {
     Rig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
-    auto buf = CachedBuffer::allocate(rig.core, s1, 4096);
+    auto buf = allocate(rig.core, s1, 4096);
     ASSERT_TRUE(buf.ok());
-    rig.device.enqueue_access(s1, buf->addr(), 4096);
-    auto fence = Fence::record(rig.core, s1);
+    rig.device.enqueue_access(s1, buf->address(), 4096);
+    auto fence = record_fence(rig.core, s1);
     ASSERT_TRUE(fence.ok());
-    ASSERT_TRUE(fence->enqueue_wait(s2).ok());
-    rig.device.enqueue_access(s2, buf->addr(), 4096);
+    ASSERT_TRUE(wait_fence(*fence, s2).ok());
+    rig.device.enqueue_access(s2, buf->address(), 4096);
     EXPECT_TRUE(rig.device.violations().empty());
     EXPECT_EQ(rig.device.counters().host_syncs, 0u);
     rig.device.complete(s2);
@@ -155,10 +199,10 @@ TEST(Fence, WithoutAFenceTheCheckerSeesTheRace) {
     Rig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
-    auto buf = CachedBuffer::allocate(rig.core, s1, 4096);
+    auto buf = allocate(rig.core, s1, 4096);
     ASSERT_TRUE(buf.ok());
-    rig.device.enqueue_access(s1, buf->addr(), 4096);
-    rig.device.enqueue_access(s2, buf->addr(), 4096);
+    rig.device.enqueue_access(s1, buf->address(), 4096);
+    rig.device.enqueue_access(s2, buf->address(), 4096);
     EXPECT_FALSE(rig.device.violations().empty());
 }
 
@@ -168,18 +212,18 @@ TEST(Fence, ItsEventIsRecycledOnlyAfterThePointIsReached) {
     keel_stream s2 = rig.device.make_stream();
     rig.device.enqueue_work(s1);
     {
-        auto fence = Fence::record(rig.core, s1);
+        auto fence = record_fence(rig.core, s1);
         ASSERT_TRUE(fence.ok());
-        ASSERT_TRUE(fence->enqueue_wait(s2).ok());
+        ASSERT_TRUE(wait_fence(*fence, s2).ok());
     }
-    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::fence), 1u);
+    EXPECT_EQ(rig.core->tracker().outstanding(WorkKind::fence), 1u);
     rig.device.complete(s1);
-    rig.core.tracker().sweep();
-    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::fence), 0u);
+    rig.core->tracker().sweep();
+    EXPECT_EQ(rig.core->tracker().outstanding(WorkKind::fence), 0u);
     // The next fence reuses the event.
-    auto again = Fence::record(rig.core, s1);
+    auto again = record_fence(rig.core, s1);
     ASSERT_TRUE(again.ok());
-    EXPECT_EQ(rig.core.tracker().stats().events_created, 1u);
+    EXPECT_EQ(rig.core->tracker().stats().events_created, 1u);
 }
 
 TEST(Fence, OrderingAStreamAfterItselfIsANoOp) {
@@ -197,10 +241,10 @@ TEST(BackPressure, QueuedOperationsPerStreamAreBounded) {
     auto dead = std::make_shared<std::atomic<int>>(0);
     for (int i = 0; i < 20; ++i) {
         rig.device.enqueue_work(s);
-        ASSERT_TRUE(hold(rig.core, s, Tracked(dead)).ok());
-        EXPECT_LE(rig.core.tracker().outstanding(), 4u);
+        ASSERT_TRUE(hold(*rig.core, s, Tracked(dead)).ok());
+        EXPECT_LE(rig.core->tracker().outstanding(), 4u);
     }
-    EXPECT_GT(rig.core.tracker().stats().queue_waits, 0u);
+    EXPECT_GT(rig.core->tracker().stats().queue_waits, 0u);
     EXPECT_GE(dead->load(), 16);
 }
 

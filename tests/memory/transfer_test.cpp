@@ -4,12 +4,15 @@
 // ASan as a use after free.
 #include "fake_device.hpp"
 
-#include <keel/memory/transfer.hpp>
+#include "memory/buffer.hpp"
+#include "memory/transfer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <numeric>
+#include <span>
 
 namespace keel::memory {
 namespace {
@@ -24,23 +27,43 @@ MemoryConfig quiet_config() {
 
 struct Rig {
     explicit Rig(FakeDevice::Options options = {}, MemoryConfig config = quiet_config())
-        : device(options), core(device, config) {}
+        : device(options), core(MemoryCore::create(device, config)) {}
     ~Rig() { device.complete_all(); }
-    CachedBuffer buffer(keel_stream s, std::uint64_t size) {
-        auto r = CachedBuffer::allocate(core, s, size);
+    Buffer buffer(keel_stream s, std::uint64_t size) {
+        auto r = allocate(core, s, size);
         EXPECT_TRUE(r.ok());
-        return r.ok() ? std::move(*r) : CachedBuffer{};
+        return r.ok() ? std::move(*r) : Buffer{};
     }
     template <class T>
-    std::vector<T> device_bytes(const CachedBuffer& b, std::size_t count) {
-        auto raw = device.read(b.addr(), count * sizeof(T));
+    std::vector<T> device_bytes(const Buffer& b, std::size_t count) {
+        auto raw = device.read(b.address(), count * sizeof(T));
         std::vector<T> out(count);
         std::memcpy(out.data(), raw.data(), raw.size());
         return out;
     }
     FakeDevice device;
-    MemoryCore core;
+    std::shared_ptr<MemoryCore> core;
 };
+
+// What Stream::copy does with a host range (staged) or a moved-in vector
+// (held, no staging) once it has checked the sizes.
+template <class R>
+Result<void> upload(Rig& rig, keel_stream s, const R& src, const Buffer& dst) {
+    return copy_to_device(*rig.core, s, dst.address(), std::as_bytes(std::span(src)));
+}
+template <class T>
+Result<void> upload(Rig& rig, keel_stream s, std::vector<T>&& src, const Buffer& dst) {
+    const auto bytes = std::as_bytes(std::span(src));
+    return copy_to_device_owned(*rig.core, s, dst.address(), bytes, keel::detail::owning(std::move(src)));
+}
+// What Stream::copy_to_vector does.
+template <class T>
+Result<HostFuture<T>> download(Rig& rig, keel_stream s, const Buffer& src, std::size_t count) {
+    std::vector<T> data(count);
+    KEEL_TRY_ASSIGN(HostCopy copy, copy_from_device(rig.core, s, std::as_writable_bytes(std::span(data)),
+                                                    src.address()));
+    return HostFuture<T>(std::move(data), std::move(copy));
+}
 
 std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t start) {
     std::vector<std::uint32_t> v(n);
@@ -51,10 +74,10 @@ std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t start) {
 TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
+    Buffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
     {
         auto data = std::make_unique<std::vector<std::uint32_t>>(iota(4096, 7));
-        ASSERT_TRUE(copy_from_host(rig.core, s, *data, buf).ok());
+        ASSERT_TRUE(upload(rig, s, *data, buf).ok());
         std::fill(data->begin(), data->end(), 0u);  // changed, then destroyed
     }
     EXPECT_EQ(rig.device.unfinished(s), 1u);  // the copy has not run yet
@@ -65,30 +88,30 @@ TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
 TEST(Transfer, AMovedInVectorIsCopiedWithoutStagingAndFreedAfterTheCopyRan) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
+    Buffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
     std::vector<std::uint32_t> data = iota(4096, 3);
-    ASSERT_TRUE(copy_from_host(rig.core, s, std::move(data), buf).ok());
-    EXPECT_EQ(rig.core.staging().stats().host_allocations, 0u);
-    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // the vector, held
-    rig.core.tracker().sweep();
-    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 1u);  // copy not run yet
+    ASSERT_TRUE(upload(rig, s, std::move(data), buf).ok());
+    EXPECT_EQ(rig.core->staging().stats().host_allocations, 0u);
+    EXPECT_EQ(rig.core->tracker().outstanding(WorkKind::hold), 1u);  // the vector, held
+    rig.core->tracker().sweep();
+    EXPECT_EQ(rig.core->tracker().outstanding(WorkKind::hold), 1u);  // copy not run yet
     rig.device.complete(s);  // reads the vector's storage now (ASan: still alive)
-    rig.core.tracker().sweep();
-    EXPECT_EQ(rig.core.tracker().outstanding(WorkKind::hold), 0u);
+    rig.core->tracker().sweep();
+    EXPECT_EQ(rig.core->tracker().outstanding(WorkKind::hold), 0u);
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, 4096), iota(4096, 3));
 }
 
 TEST(Transfer, TinyCopiesTakeTheInlinePathWithoutStaging) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 64);
+    Buffer buf = rig.buffer(s, 64);
     const double scalar = 2.5;
-    ASSERT_TRUE(copy_from_host(rig.core, s, std::span(&scalar, 1), buf).ok());
+    ASSERT_TRUE(upload(rig, s, std::span(&scalar, 1), buf).ok());
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<double>(buf, 1)[0], 2.5);
     EXPECT_EQ(rig.device.counters().inline_h2d, 1u);
     EXPECT_EQ(rig.device.counters().host_allocs, 0u);
-    EXPECT_EQ(rig.core.staging().stats().inline_copies, 1u);
+    EXPECT_EQ(rig.core->staging().stats().inline_copies, 1u);
 }
 
 TEST(Transfer, TinyCopiesAreStagedWhenThePluginHasNoInlineCopy) {
@@ -96,9 +119,9 @@ TEST(Transfer, TinyCopiesAreStagedWhenThePluginHasNoInlineCopy) {
     options.inline_copy = false;
     Rig rig(options);
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 64);
+    Buffer buf = rig.buffer(s, 64);
     const std::int64_t scalar = -3;
-    ASSERT_TRUE(copy_from_host(rig.core, s, std::span(&scalar, 1), buf).ok());
+    ASSERT_TRUE(upload(rig, s, std::span(&scalar, 1), buf).ok());
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<std::int64_t>(buf, 1)[0], -3);
     EXPECT_EQ(rig.device.counters().h2d, 1u);
@@ -110,9 +133,9 @@ TEST(Transfer, LargeCopiesAreSplitIntoChunks) {
     Rig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = (2 * MiB + 12345) / sizeof(std::uint32_t);
-    CachedBuffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
+    Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
     const auto data = iota(n, 1);
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
     EXPECT_EQ(rig.device.counters().h2d, 3u);
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
@@ -121,13 +144,13 @@ TEST(Transfer, LargeCopiesAreSplitIntoChunks) {
 TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer a = rig.buffer(s, 64 * KiB);
-    CachedBuffer b = rig.buffer(s, 64 * KiB);
+    Buffer a = rig.buffer(s, 64 * KiB);
+    Buffer b = rig.buffer(s, 64 * KiB);
     const auto first = iota(16 * 1024, 100), second = iota(16 * 1024, 900);
-    ASSERT_TRUE(copy_from_host(rig.core, s, first, a).ok());
-    rig.core.tracker().sweep();
-    ASSERT_TRUE(copy_from_host(rig.core, s, second, b).ok());
-    EXPECT_EQ(rig.core.staging().stats().host_allocations, 2u);
+    ASSERT_TRUE(upload(rig, s, first, a).ok());
+    rig.core->tracker().sweep();
+    ASSERT_TRUE(upload(rig, s, second, b).ok());
+    EXPECT_EQ(rig.core->staging().stats().host_allocations, 2u);
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(a, 16 * 1024), iota(16 * 1024, 100));
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(b, 16 * 1024), iota(16 * 1024, 900));
@@ -136,21 +159,21 @@ TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
 TEST(Transfer, SteadyStateMakesNoPinnedAllocations) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 1 * MiB);
+    Buffer buf = rig.buffer(s, 1 * MiB);
     const auto data = iota(MiB / 4, 3);
     for (int i = 0; i < 3; ++i) {
-        ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+        ASSERT_TRUE(upload(rig, s, data, buf).ok());
         rig.device.complete(s);
     }
-    const std::uint64_t warm = rig.core.staging().stats().host_allocations;
+    const std::uint64_t warm = rig.core->staging().stats().host_allocations;
     for (int i = 0; i < 100; ++i) {
-        ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+        ASSERT_TRUE(upload(rig, s, data, buf).ok());
         rig.device.complete(s);
     }
-    EXPECT_EQ(rig.core.staging().stats().host_allocations, warm);
+    EXPECT_EQ(rig.core->staging().stats().host_allocations, warm);
     EXPECT_EQ(warm, 1u);
-    EXPECT_GE(rig.core.staging().stats().reuses, 100u);
-    EXPECT_EQ(rig.core.tracker().stats().events_created, 1u);
+    EXPECT_GE(rig.core->staging().stats().reuses, 100u);
+    EXPECT_EQ(rig.core->tracker().stats().events_created, 1u);
 }
 
 MemoryConfig ring_config() {
@@ -165,12 +188,12 @@ TEST(Transfer, ALargeCopyOnAnIdleStreamReusesItsOldestBlockOnceItsCopyRan) {
     Rig rig({}, ring_config());
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 256 * 1024;  // 1 MiB: 16 chunks
-    CachedBuffer buf = rig.buffer(s, n * 4);
+    Buffer buf = rig.buffer(s, n * 4);
     const auto data = iota(n, 11);
     // The fake runs a copy (and reads its block) only when the host waits
     // for its event: a block refilled before that would corrupt the data.
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
-    const StagingStats st = rig.core.staging().stats();
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
+    const StagingStats st = rig.core->staging().stats();
     EXPECT_EQ(st.host_allocations, 4u);
     EXPECT_EQ(st.ring_reuses, 12u);
     EXPECT_EQ(st.ring_give_ups, 0u);
@@ -185,10 +208,10 @@ TEST(Transfer, ALargeCopyBehindUnfinishedWorkStopsReusingAfterRingWait) {
     rig.device.set_stuck(s, true);
     rig.device.enqueue_work(s);  // the stream is busy and will not move
     const std::size_t n = 256 * 1024;
-    CachedBuffer buf = rig.buffer(s, n * 4);
+    Buffer buf = rig.buffer(s, n * 4);
     const auto data = iota(n, 12);
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());  // returns
-    const StagingStats st = rig.core.staging().stats();
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());  // returns
+    const StagingStats st = rig.core->staging().stats();
     EXPECT_EQ(st.ring_give_ups, 1u);
     EXPECT_EQ(st.ring_reuses, 0u);
     EXPECT_EQ(st.host_allocations, 16u);
@@ -205,11 +228,11 @@ TEST(Transfer, WithoutARingEveryChunkTakesABlockFromThePool) {
     Rig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 256 * 1024;
-    CachedBuffer buf = rig.buffer(s, n * 4);
+    Buffer buf = rig.buffer(s, n * 4);
     const auto data = iota(n, 13);
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
-    EXPECT_EQ(rig.core.staging().stats().host_allocations, 16u);
-    EXPECT_EQ(rig.core.staging().stats().ring_reuses, 0u);
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
+    EXPECT_EQ(rig.core->staging().stats().host_allocations, 16u);
+    EXPECT_EQ(rig.core->staging().stats().ring_reuses, 0u);
     rig.device.complete(s);
     EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), data);
 }
@@ -219,16 +242,16 @@ TEST(Transfer, AStuckStreamDoesNotBlockReuseOfOtherStagingBlocks) {
     keel_stream stuck = rig.device.make_stream();
     keel_stream moving = rig.device.make_stream();
     rig.device.set_stuck(stuck, true);
-    CachedBuffer a = rig.buffer(stuck, 64 * KiB);
-    CachedBuffer b = rig.buffer(moving, 64 * KiB);
+    Buffer a = rig.buffer(stuck, 64 * KiB);
+    Buffer b = rig.buffer(moving, 64 * KiB);
     const auto data = iota(16 * 1024, 5);
-    ASSERT_TRUE(copy_from_host(rig.core, stuck, data, a).ok());  // never completes
+    ASSERT_TRUE(upload(rig, stuck, data, a).ok());  // never completes
     for (int i = 0; i < 20; ++i) {
-        ASSERT_TRUE(copy_from_host(rig.core, moving, data, b).ok());
+        ASSERT_TRUE(upload(rig, moving, data, b).ok());
         rig.device.complete(moving);
     }
     // One block stuck with its copy, one cycling on the moving stream.
-    EXPECT_EQ(rig.core.staging().stats().host_allocations, 2u);
+    EXPECT_EQ(rig.core->staging().stats().host_allocations, 2u);
     EXPECT_TRUE(rig.device.violations().empty());
     rig.device.set_stuck(stuck, false);
 }
@@ -239,14 +262,14 @@ TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
     config.limits.max_staging_in_flight_bytes = 1 * MiB;
     Rig rig({}, config);
     keel_stream s = rig.device.make_stream();
-    std::vector<CachedBuffer> buffers;
+    std::vector<Buffer> buffers;
     for (int i = 0; i < 16; ++i) buffers.push_back(rig.buffer(s, 256 * KiB));
     for (int i = 0; i < 16; ++i) {
         // Never completed by the test: only the bound's host waits move it.
         const auto data = iota(64 * 1024, i * 1000);  // an lvalue: staged
-        ASSERT_TRUE(copy_from_host(rig.core, s, data, buffers[i]).ok());
+        ASSERT_TRUE(upload(rig, s, data, buffers[i]).ok());
     }
-    const StagingStats st = rig.core.staging().stats();
+    const StagingStats st = rig.core->staging().stats();
     EXPECT_LE(st.peak_in_flight_bytes, 1 * MiB);
     EXPECT_GT(st.in_flight_waits, 0u);
     EXPECT_LE(st.reserved_bytes, 1 * MiB + 256 * KiB);
@@ -258,10 +281,10 @@ TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
 TEST(Transfer, DeviceToHostCompletesThroughAFuture) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 1000 * sizeof(std::uint32_t));
+    Buffer buf = rig.buffer(s, 1000 * sizeof(std::uint32_t));
     const auto data = iota(1000, 42);
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
-    auto future = copy_to_host<std::uint32_t>(rig.core, s, buf, 1000);
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
+    auto future = download<std::uint32_t>(rig, s, buf, 1000);
     ASSERT_TRUE(future.ok());
     auto ready = future->ready();
     ASSERT_TRUE(ready.ok());
@@ -277,11 +300,11 @@ TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
     Rig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 100 * 1024;
-    CachedBuffer buf = rig.buffer(s, n * 4);
+    Buffer buf = rig.buffer(s, n * 4);
     const auto data = iota(n, 9);
-    ASSERT_TRUE(copy_from_host(rig.core, s, data, buf).ok());
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
     std::vector<std::uint32_t> out(n, 0);
-    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.addr());
+    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.address());
     ASSERT_TRUE(copy.ok());
     rig.device.complete(s);
     EXPECT_EQ(out[0], 0u);  // staged, not yet delivered
@@ -293,30 +316,17 @@ TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
 TEST(Transfer, DroppingAHostCopyCancelsDeliveryAndReturnsStagingLater) {
     Rig rig;
     keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 4096);
+    Buffer buf = rig.buffer(s, 4096);
     std::vector<std::uint8_t> out(4096, 0);
     {
-        auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.addr());
+        auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.address());
         ASSERT_TRUE(copy.ok());
     }  // dropped before the device ran it: must not block
-    EXPECT_EQ(rig.core.staging().stats().in_flight_bytes, 4096u);
+    EXPECT_EQ(rig.core->staging().stats().in_flight_bytes, 4096u);
     rig.device.complete(s);
-    rig.core.tracker().sweep();
-    EXPECT_EQ(rig.core.staging().stats().in_flight_bytes, 0u);
+    rig.core->tracker().sweep();
+    EXPECT_EQ(rig.core->staging().stats().in_flight_bytes, 0u);
     EXPECT_EQ(out, std::vector<std::uint8_t>(4096, 0));
-}
-
-TEST(Transfer, CopiesOutsideTheBufferAreRejected) {
-    Rig rig;
-    keel_stream s = rig.device.make_stream();
-    CachedBuffer buf = rig.buffer(s, 100);
-    const std::vector<std::uint8_t> data(64, 1);
-    auto r = copy_from_host(rig.core, s, data, buf, 40);
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), KEEL_STATUS_OUT_OF_RANGE);
-    auto back = copy_to_host<std::uint8_t>(rig.core, s, buf, 101);
-    ASSERT_FALSE(back.ok());
-    EXPECT_EQ(back.error().code(), KEEL_STATUS_OUT_OF_RANGE);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // make the C table pleasant to drive.
 #pragma once
 
-#include <keel_cpu_testing/launch_args.hpp>
-#include <keel_cpu_testing/loaded_plugin.hpp>
+#include <keel/testing/c_kernel_args.hpp>
+#include <keel/testing/gate.hpp>
+#include <keel/testing/loaded_plugin.hpp>
+#include <keel/testing/result.hpp>
+#include <keel/testing/scoped_env.hpp>
 
 #include <gtest/gtest.h>
 
@@ -19,32 +22,20 @@
 
 namespace keel::cpu::testing {
 
-// ASSERT that a keel_error* is null, printing its message otherwise.
-#define KEEL_ASSERT_OK(expr)                                                         \
-    do {                                                                             \
-        auto keel_e_ = ::keel::cpu::testing::take(expr);                             \
-        ASSERT_FALSE(keel_e_.has_value()) << #expr << " failed: " << keel_e_->message; \
-    } while (0)
-#define KEEL_EXPECT_OK(expr)                                                         \
-    do {                                                                             \
-        auto keel_e_ = ::keel::cpu::testing::take(expr);                             \
-        EXPECT_FALSE(keel_e_.has_value()) << #expr << " failed: " << keel_e_->message; \
-    } while (0)
+using keel::testing::buffer_arg;
+using keel::testing::CError;
+using keel::testing::f32_arg;
+using keel::testing::i64_arg;
+using keel::testing::launch_args;
+using keel::testing::Gate;
+using keel::testing::ScopedEnv;
+using keel::testing::take;
 
-// A host function that blocks its stream's worker until open() — the tool
-// that proves work is asynchronous (an inline implementation would
-// deadlock or observe the wrong order).
-class Gate {
+// libkeel_cpu.so loaded by its C table, with `env` set while it initialises.
+class LoadedPlugin : public keel::testing::LoadedPlugin {
 public:
-    void open() {
-        if (!opened_.exchange(true)) promise_.set_value();
-    }
-    static void wait_fn(void* self, keel_status) { static_cast<Gate*>(self)->future_.wait(); }
-
-private:
-    std::atomic<bool> opened_{false};
-    std::promise<void> promise_;
-    std::shared_future<void> future_ = promise_.get_future().share();
+    explicit LoadedPlugin(const ScopedEnv::Vars& env = {}, std::uint32_t abi_major = KEEL_ABI_VERSION_MAJOR)
+        : keel::testing::LoadedPlugin(KEEL_CPU_PLUGIN_PATH, Options{env, abi_major}) {}
 };
 
 // Collects the order in which host functions ran.
@@ -134,8 +125,7 @@ public:
     Gate* block(keel_stream s) {
         gates_.push_back(std::make_unique<Gate>());
         Gate* g = gates_.back().get();
-        auto e = take(api().stream_enqueue_host_func(s, &Gate::wait_fn, g));
-        EXPECT_FALSE(e) << e->message;
+        KEEL_EXPECT_OK(g->hold(api(), s));
         return g;
     }
 

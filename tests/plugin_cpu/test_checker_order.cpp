@@ -54,7 +54,7 @@ TEST(CheckerRaces, AConsumerThatWaitsForItsProducersEventIsClean) {
     }
 }
 
-// Kernel arguments carry the intent their signature declares: two streams
+// Kernel arguments carry the intent their kernel declares: two streams
 // reading the same x is no race; a kernel reading x before the write that
 // produced it is.
 TEST(CheckerRaces, AKernelReadingABufferAnotherStreamIsStillWritingIsRefused) {

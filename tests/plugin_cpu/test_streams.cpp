@@ -265,8 +265,12 @@ TEST_F(CpuStreamsParked, WakeParkedWorkersAndWaitersWithoutSpinning) {
         KEEL_ASSERT_OK(api().event_record(e, a));
         KEEL_ASSERT_OK(api().stream_wait_event(b, e));
         KEEL_ASSERT_OK(api().stream_enqueue_host_func(b, &Recorder::fn, r.slot(2 * i + 1)));
-        if (i % 3 == 0) KEEL_ASSERT_OK(api().stream_synchronize(b));
-        if (i % 3 == 1) KEEL_ASSERT_OK(api().event_synchronize(e));
+        if (i % 3 == 0) {
+            KEEL_ASSERT_OK(api().stream_synchronize(b));
+        }
+        if (i % 3 == 1) {
+            KEEL_ASSERT_OK(api().event_synchronize(e));
+        }
     }
     KEEL_ASSERT_OK(api().stream_synchronize(b));
     KEEL_ASSERT_OK(api().stream_synchronize(a));

@@ -1,4 +1,4 @@
-// Issue 3's stress test: several host threads drive several shared streams
+// Stress: several host threads drive several shared streams
 // with copies (pageable and pinned host memory), kernels, events and
 // cross-stream waits on random sizes, and check every byte that comes back
 // against a checksum computed on the host. Zero corruption, no error, and

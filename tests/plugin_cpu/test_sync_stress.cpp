@@ -1,4 +1,4 @@
-// Issue 7's stress test: several host threads hammer enqueue, event record,
+// Synchronisation stress: several host threads hammer enqueue, event record,
 // cross-stream waits and both kinds of synchronize on shared streams, in the
 // spinning and the parked regime. A deadlock or a lost wake-up trips the
 // watchdog; an ordering bug shows as a host function seeing the wrong

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <keel/keel.h>
+#include <keel/testing/c_kernel_args.hpp>
+#include <keel/testing/loaded_plugin.hpp>
+#include <keel/testing/result.hpp>
 
 #include <gtest/gtest.h>
 
@@ -19,85 +22,24 @@ namespace keel::cuda_test {
 [[nodiscard]] std::string plugin_library_path();
 
 // The code and message of an error, taking ownership of it (NULL -> OK, "").
-struct Outcome {
-    keel_status code = KEEL_STATUS_OK;
-    std::string message;
-};
-[[nodiscard]] Outcome outcome(keel_error* error);
+using Outcome = keel::testing::CError;
+[[nodiscard]] inline Outcome outcome(keel_error* error) {
+    return keel::testing::take(error).value_or(Outcome{});
+}
 
-// For EXPECT_TRUE(ok(api.call(...))): fails with the error's message.
-[[nodiscard]] ::testing::AssertionResult ok(keel_error* error);
+// For KEEL_EXPECT_OK(api.call(...)): fails with the error's status and message.
+[[nodiscard]] inline ::testing::AssertionResult ok(keel_error* error) {
+    return keel::testing::succeeded(error);
+}
 
-// Log lines the plugin sent through the host services. Thread-safe.
-class CapturedLog {
-public:
-    void add(keel_log_level level, std::string line);
-    [[nodiscard]] std::vector<std::string> lines() const;
+using keel::testing::CapturedLog;
+using keel::testing::succeeded;  // for a bool where an assertion cannot go (other threads)
+using keel::testing::LoadedPlugin;
+using Library = keel::testing::PluginLibrary;
 
-private:
-    mutable std::mutex mutex_;
-    std::vector<std::string> lines_;
-};
-
-// Host services whose log goes to a CapturedLog; `abi_major` can be
-// changed to test version negotiation.
-[[nodiscard]] keel_host_services make_host_services(CapturedLog* log);
-
-// The dlopen'ed library. Move-only; dlclose on destruction (the plugin is
-// linked with -z nodelete, so its code stays mapped: that is intended).
-class Library {
-public:
-    Library() = default;
-    explicit Library(void* handle) : handle_(handle) {}
-    Library(const Library&) = delete;
-    Library& operator=(const Library&) = delete;
-    Library(Library&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-    Library& operator=(Library&& other) noexcept;
-    ~Library();
-
-    // dlopen error text on failure (handle then null).
-    static Library open(std::string* error);
-    [[nodiscard]] void* handle() const noexcept { return handle_; }
-    [[nodiscard]] keel_plugin_entry_fn entry() const;
-
-private:
-    void* handle_ = nullptr;
-};
-
-// An initialised plugin: its table until destruction, which calls
-// plugin_shutdown. Move-only.
-class LoadedPlugin {
-public:
-    LoadedPlugin(const LoadedPlugin&) = delete;
-    LoadedPlugin& operator=(const LoadedPlugin&) = delete;
-    LoadedPlugin(LoadedPlugin&&) noexcept = default;
-    LoadedPlugin& operator=(LoadedPlugin&&) noexcept = default;
-    ~LoadedPlugin();
-
-    // Loads and initialises; on failure `error` says why and null is returned.
-    static std::unique_ptr<LoadedPlugin> load(std::string* error);
-
-    [[nodiscard]] const keel_plugin_api& api() const noexcept { return *api_; }
-    [[nodiscard]] void* library() const noexcept { return library_.handle(); }
-    [[nodiscard]] const CapturedLog& log() const noexcept { return *log_; }
-    [[nodiscard]] uint32_t device_count() const;
-    // plugin_info's status ("" when there is nothing to say).
-    [[nodiscard]] std::string status() const;
-
-private:
-    struct Key {
-        explicit Key() = default;
-    };
-
-public:
-    explicit LoadedPlugin(Key) {}  // through load() only
-
-private:
-    Library library_;
-    std::unique_ptr<CapturedLog> log_;
-    std::unique_ptr<keel_host_services> host_;
-    const keel_plugin_api* api_ = nullptr;
-};
+// The plugin initialised with the test kernels, its log captured; on
+// failure, init_error() says why.
+[[nodiscard]] std::unique_ptr<LoadedPlugin> load_plugin();
 
 // ---- owners of plugin objects -------------------------------------------
 
@@ -172,11 +114,10 @@ private:
 
 // ---- kernel arguments ---------------------------------------------------
 
-[[nodiscard]] keel_kernel_arg buffer_arg(keel_device_addr addr, uint64_t size,
-                                         keel_dtype dtype = KEEL_DTYPE_F32);
-[[nodiscard]] keel_kernel_arg f32_arg(float value);
-[[nodiscard]] keel_kernel_arg i64_arg(int64_t value);
-[[nodiscard]] keel_launch_args launch_args(const std::vector<keel_kernel_arg>& args);
+using keel::testing::buffer_arg;
+using keel::testing::f32_arg;
+using keel::testing::i64_arg;
+using keel::testing::launch_args;
 
 // ---- a fixture with one device, for the GPU tests ------------------------
 
@@ -198,7 +139,6 @@ protected:
     void spin(keel_stream stream, int64_t ms) const;
 
     static std::unique_ptr<LoadedPlugin> plugin_;
-    static std::string load_error_;
     keel_device device_ = nullptr;
 };
 

@@ -28,11 +28,11 @@ TEST_F(CudaCopy, DataRoundTripsThroughEveryDirection) {
     std::vector<unsigned char> pageable_out(n, 0);
     std::memcpy(pinned_in.get(), expected.data(), n);
 
-    ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), a.addr(), pinned_in.get(), n)));
-    ASSERT_TRUE(ok(api().memcpy_d2d(stream.get(), b.addr(), a.addr(), n)));
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), pinned_out.get(), b.addr(), n)));
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), pageable_out.data(), b.addr(), n)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_h2d(stream.get(), a.addr(), pinned_in.get(), n));
+    KEEL_ASSERT_OK(api().memcpy_d2d(stream.get(), b.addr(), a.addr(), n));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), pinned_out.get(), b.addr(), n));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), pageable_out.data(), b.addr(), n));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
 
     EXPECT_EQ(std::memcmp(pinned_out.get(), expected.data(), n), 0);
     EXPECT_EQ(pageable_out, expected);
@@ -44,9 +44,9 @@ TEST_F(CudaCopy, PageableSourceAndOffsetsWithinAnAllocationWork) {
     std::vector<unsigned char> back(n / 2, 0);
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), n);
-    ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), buf.addr(), src.data(), n)));
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr() + n / 2, n / 2)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_h2d(stream.get(), buf.addr(), src.data(), n));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), back.data(), buf.addr() + n / 2, n / 2));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     EXPECT_EQ(0, std::memcmp(back.data(), src.data() + n / 2, n / 2));
 }
 
@@ -55,10 +55,10 @@ TEST_F(CudaCopy, MemsetFillsExactlyTheRangeAsked) {
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), n);
     std::vector<unsigned char> host(n, 0);
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0x11, n)));
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr() + 100, 0xEE, 50)));
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), host.data(), buf.addr(), n)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr(), 0x11, n));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr() + 100, 0xEE, 50));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), host.data(), buf.addr(), n));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     for (std::size_t i = 0; i < n; ++i)
         ASSERT_EQ(host[i], (i >= 100 && i < 150) ? 0xEE : 0x11) << "at byte " << i;
 }
@@ -70,15 +70,15 @@ TEST_F(CudaCopy, APageableDestinationIsWrittenWhenTheCopyRunsWithoutBlockingTheC
     constexpr std::size_t n = 4096;
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), n);
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0xAB, n)));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr(), 0xAB, n));
     std::vector<unsigned char> out(n, 0);
     spin(stream.get(), 300);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), out.data(), buf.addr(), n)));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), out.data(), buf.addr(), n));
     int32_t done = 1;
-    ASSERT_TRUE(ok(api().stream_query(stream.get(), &done)));
+    KEEL_ASSERT_OK(api().stream_query(stream.get(), &done));
     EXPECT_EQ(done, 0) << "memcpy_d2h into pageable memory waited for the stream";
     EXPECT_EQ(out, std::vector<unsigned char>(n, 0)) << "written before the copy ran";
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     EXPECT_EQ(out, std::vector<unsigned char>(n, 0xAB));
 }
 
@@ -96,11 +96,11 @@ TEST_F(CudaCopy, APageableSourceIsReadWhenTheCopyRuns) {
     std::vector<unsigned char> src(n, 0);
     spin(stream.get(), 100);
     // Runs before the copy, on the stream: the copy must see what it wrote.
-    ASSERT_TRUE(ok(api().stream_enqueue_host_func(stream.get(), &fill_with_pattern, &src)));
-    ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), buf.addr(), src.data(), n)));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(stream.get(), &fill_with_pattern, &src));
+    KEEL_ASSERT_OK(api().memcpy_h2d(stream.get(), buf.addr(), src.data(), n));
     std::vector<unsigned char> back(n, 0);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     EXPECT_EQ(back, pattern(n, 5));
 }
 
@@ -112,9 +112,9 @@ TEST_F(CudaCopy, LargePageableCopiesRoundTripInChunks) {
     std::vector<unsigned char> back(n, 0);
     for (int round = 0; round < 3; ++round) {  // staging buffers are reused
         std::fill(back.begin(), back.end(), 0);
-        ASSERT_TRUE(ok(api().memcpy_h2d(stream.get(), buf.addr(), expected.data(), n)));
-        ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n)));
-        ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+        KEEL_ASSERT_OK(api().memcpy_h2d(stream.get(), buf.addr(), expected.data(), n));
+        KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), n));
+        KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
         ASSERT_EQ(back, expected) << "round " << round;
     }
 }
@@ -126,23 +126,23 @@ TEST_F(CudaCopy, InlineCopyCapturesTheSourceBeforeReturning) {
     const std::vector<unsigned char> expected = src;
     // The stream is busy for a while, so the copy runs long after the call.
     spin(stream.get(), 50);
-    ASSERT_TRUE(ok(api().memcpy_h2d_inline(stream.get(), buf.addr(), src.data(), src.size())));
+    KEEL_ASSERT_OK(api().memcpy_h2d_inline(stream.get(), buf.addr(), src.data(), src.size()));
     std::fill(src.begin(), src.end(), 0);  // reused at once, as the ABI allows
     std::vector<unsigned char> back(src.size(), 0);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), back.size())));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), back.size()));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     EXPECT_EQ(back, expected);
 }
 
 TEST_F(CudaCopy, InlineCopyOfOddSizesAtOddOffsets) {
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), 512);
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0, 512)));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr(), 0, 512));
     const std::vector<unsigned char> src = pattern(37, 1);
-    ASSERT_TRUE(ok(api().memcpy_h2d_inline(stream.get(), buf.addr() + 3, src.data(), src.size())));
+    KEEL_ASSERT_OK(api().memcpy_h2d_inline(stream.get(), buf.addr() + 3, src.data(), src.size()));
     std::vector<unsigned char> back(64, 0xFF);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), back.size())));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), back.data(), buf.addr(), back.size()));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     for (std::size_t i = 0; i < back.size(); ++i) {
         const unsigned char want = (i >= 3 && i < 40) ? src[i - 3] : 0;
         ASSERT_EQ(back[i], want) << "at byte " << i;
@@ -180,17 +180,17 @@ TEST_F(CudaCopy, RangesOutsideAllocationsFailAtTheCallNotOnTheDevice) {
     EXPECT_NE(overlap.message.find("overlap"), std::string::npos) << overlap.message;
 
     // None of it reached the device: the stream is healthy.
-    EXPECT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_EXPECT_OK(api().stream_synchronize(stream.get()));
 }
 
 TEST_F(CudaCopy, ZeroByteCopiesAreNoOps) {
     Stream stream(api(), device());
-    EXPECT_TRUE(ok(api().memcpy_h2d(stream.get(), 0, nullptr, 0)));
-    EXPECT_TRUE(ok(api().memcpy_d2h(stream.get(), nullptr, 0, 0)));
-    EXPECT_TRUE(ok(api().memcpy_d2d(stream.get(), 0, 0, 0)));
-    EXPECT_TRUE(ok(api().memset_d8(stream.get(), 0, 0, 0)));
-    EXPECT_TRUE(ok(api().memcpy_h2d_inline(stream.get(), 0, nullptr, 0)));
-    EXPECT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_EXPECT_OK(api().memcpy_h2d(stream.get(), 0, nullptr, 0));
+    KEEL_EXPECT_OK(api().memcpy_d2h(stream.get(), nullptr, 0, 0));
+    KEEL_EXPECT_OK(api().memcpy_d2d(stream.get(), 0, 0, 0));
+    KEEL_EXPECT_OK(api().memset_d8(stream.get(), 0, 0, 0));
+    KEEL_EXPECT_OK(api().memcpy_h2d_inline(stream.get(), 0, nullptr, 0));
+    KEEL_EXPECT_OK(api().stream_synchronize(stream.get()));
 }
 
 }  // namespace

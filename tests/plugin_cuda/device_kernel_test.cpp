@@ -11,8 +11,8 @@ using CudaKernel = CudaDeviceTest;
 
 std::vector<float> read_floats(const keel_plugin_api& api, keel_stream stream, const DeviceBuffer& buf) {
     std::vector<float> host(buf.size() / sizeof(float), -1.0f);
-    EXPECT_TRUE(ok(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size())));
-    EXPECT_TRUE(ok(api.stream_synchronize(stream)));
+    KEEL_EXPECT_OK(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size()));
+    KEEL_EXPECT_OK(api.stream_synchronize(stream));
     return host;
 }
 
@@ -33,7 +33,7 @@ TEST_F(CudaKernel, FillAndAxpyComputeOnTheDevice) {
 TEST_F(CudaKernel, FillTouchesOnlyItsBuffer) {
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), 64 * sizeof(float));
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0, buf.size())));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr(), 0, buf.size()));
     // A sub-range of an allocation is a valid buffer.
     ASSERT_EQ(launch(stream.get(), "fill", {buffer_arg(buf.addr() + 8 * sizeof(float), 16 * sizeof(float)),
                                             f32_arg(-1.5f)})
@@ -50,7 +50,7 @@ TEST_F(CudaKernel, NoopTakesNoArguments) {
     Outcome extra = launch(stream.get(), "noop", {f32_arg(1.0f)});
     EXPECT_EQ(extra.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(extra.message.find("[noop] expected 0 arguments, got 1"), std::string::npos) << extra.message;
-    EXPECT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_EXPECT_OK(api().stream_synchronize(stream.get()));
 }
 
 TEST_F(CudaKernel, AnUnknownNameIsNotFoundAndListsTheKernels) {
@@ -68,7 +68,7 @@ TEST_F(CudaKernel, BadArgumentsAreRejectedNamingTheArgument) {
     DeviceBuffer x(api(), device(), 256 * sizeof(float));
     DeviceBuffer y(api(), device(), 256 * sizeof(float));
     DeviceBuffer small(api(), device(), 128 * sizeof(float));
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), y.addr(), 0, y.size())));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), y.addr(), 0, y.size()));
 
     struct Case {
         const char* what;
@@ -116,18 +116,18 @@ TEST_F(CudaKernel, LaunchArgumentsFromANewerCallerAreReadWithItsStride) {
     l.args = &wide[0].arg;
     l.arg_count = wide.size();
     l.arg_struct_size = sizeof(WideArg);
-    ASSERT_TRUE(ok(api().kernel_launch(stream.get(), kernel("fill"), &l)));
+    KEEL_ASSERT_OK(api().kernel_launch(stream.get(), kernel("fill"), &l));
     for (float v : read_floats(api(), stream.get(), buf)) ASSERT_EQ(v, 9.0f);
 }
 
 TEST_F(CudaKernel, AKernelOfAnotherDeviceIsRejected) {
     uint32_t n = 0;
-    ASSERT_TRUE(ok(api().device_count(&n)));
+    KEEL_ASSERT_OK(api().device_count(&n));
     if (n < 2) GTEST_SKIP() << "needs two CUDA devices";
     keel_device other = nullptr;
-    ASSERT_TRUE(ok(api().device_get(1, &other)));
+    KEEL_ASSERT_OK(api().device_get(1, &other));
     keel_kernel foreign = nullptr;
-    ASSERT_TRUE(ok(api().kernel_get(other, "noop", &foreign)));
+    KEEL_ASSERT_OK(api().kernel_get(other, "noop", &foreign));
     Stream stream(api(), device());
     const keel_launch_args none = launch_args({});
     Outcome o = outcome(api().kernel_launch(stream.get(), foreign, &none));

@@ -14,7 +14,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 keel_device_properties properties_of(const keel_plugin_api& api, keel_device device) {
     keel_device_properties p{};
     p.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
-    EXPECT_TRUE(ok(api.device_properties(device, &p)));
+    KEEL_EXPECT_OK(api.device_properties(device, &p));
     return p;
 }
 
@@ -39,7 +39,7 @@ TEST_F(CudaDevice, PropertiesWriteOnlyTheFieldsAnOlderCallerHas) {
     keel_device_properties p{};
     std::memset(&p, 0xAB, sizeof p);
     p.struct_size = KEEL_STRUCT_SIZE(keel_device_properties, total_memory);
-    ASSERT_TRUE(ok(api().device_properties(device(), &p)));
+    KEEL_ASSERT_OK(api().device_properties(device(), &p));
     EXPECT_STREQ(p.vendor, "NVIDIA");
     EXPECT_GT(p.total_memory, 0u);
     EXPECT_EQ(p.capabilities, 0xABABABABu) << "a field past struct_size was written";
@@ -49,13 +49,13 @@ TEST_F(CudaDevice, PropertiesWriteOnlyTheFieldsAnOlderCallerHas) {
 TEST_F(CudaDevice, MemoryInfoReportsTheTotalAndSeesAnAllocation) {
     uint64_t free_before = 0;
     uint64_t total = 0;
-    ASSERT_TRUE(ok(api().device_memory_info(device(), &free_before, &total)));
+    KEEL_ASSERT_OK(api().device_memory_info(device(), &free_before, &total));
     EXPECT_EQ(total, properties_of(api(), device()).total_memory);
     EXPECT_LE(free_before, total);
     DeviceBuffer big(api(), device(), 512 * kMiB);
     ASSERT_NE(big.addr(), 0u);
     uint64_t free_after = 0;
-    ASSERT_TRUE(ok(api().device_memory_info(device(), &free_after, &total)));
+    KEEL_ASSERT_OK(api().device_memory_info(device(), &free_after, &total));
     EXPECT_LE(free_after + 256 * kMiB, free_before) << "a 512 MiB allocation should show in free memory";
 }
 
@@ -99,10 +99,10 @@ TEST_F(CudaDevice, AllocationLargerThanTheDeviceIsOutOfMemory) {
 
 TEST_F(CudaDevice, FreeingWhatWasNotAllocatedIsRejected) {
     keel_device_addr addr = 0;
-    ASSERT_TRUE(ok(api().device_alloc(device(), 4096, &addr)));
+    KEEL_ASSERT_OK(api().device_alloc(device(), 4096, &addr));
     Outcome inside = outcome(api().device_free(device(), addr + 256));
     EXPECT_EQ(inside.code, KEEL_STATUS_INVALID_ARGUMENT) << inside.message;
-    ASSERT_TRUE(ok(api().device_free(device(), addr)));
+    KEEL_ASSERT_OK(api().device_free(device(), addr));
     Outcome twice = outcome(api().device_free(device(), addr));
     EXPECT_EQ(twice.code, KEEL_STATUS_INVALID_ARGUMENT) << twice.message;
     EXPECT_NE(twice.message.find("not the start of a live device allocation of cuda:0"), std::string::npos)
@@ -123,8 +123,8 @@ TEST_F(CudaDevice, FreeingHostMemoryNotFromHostAllocIsRejected) {
     EXPECT_NE(o.message.find("is not the start of a live pinned host allocation of cuda:0"), std::string::npos)
         << o.message;
     void* pinned = nullptr;
-    ASSERT_TRUE(ok(api().host_alloc(device(), 64, &pinned)));
-    ASSERT_TRUE(ok(api().host_free(device(), pinned)));
+    KEEL_ASSERT_OK(api().host_alloc(device(), 64, &pinned));
+    KEEL_ASSERT_OK(api().host_free(device(), pinned));
     EXPECT_EQ(outcome(api().host_free(device(), pinned)).code, KEEL_STATUS_INVALID_ARGUMENT) << "double free";
 }
 

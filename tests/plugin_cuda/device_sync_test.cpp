@@ -17,15 +17,15 @@ using CudaSync = CudaDeviceTest;
 
 std::vector<float> read_floats(const keel_plugin_api& api, keel_stream stream, const DeviceBuffer& buf) {
     std::vector<float> host(buf.size() / sizeof(float), -1.0f);
-    EXPECT_TRUE(ok(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size())));
-    EXPECT_TRUE(ok(api.stream_synchronize(stream)));
+    KEEL_EXPECT_OK(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size()));
+    KEEL_EXPECT_OK(api.stream_synchronize(stream));
     return host;
 }
 
 TEST_F(CudaSync, ANewStreamIsIdle) {
     Stream stream(api(), device());
     int32_t done = 0;
-    ASSERT_TRUE(ok(api().stream_query(stream.get(), &done)));
+    KEEL_ASSERT_OK(api().stream_query(stream.get(), &done));
     EXPECT_EQ(done, 1);
 }
 
@@ -33,10 +33,10 @@ TEST_F(CudaSync, StreamQueryReportsPendingWorkUntilItCompletes) {
     Stream stream(api(), device());
     spin(stream.get(), 300);
     int32_t done = 1;
-    ASSERT_TRUE(ok(api().stream_query(stream.get(), &done)));
+    KEEL_ASSERT_OK(api().stream_query(stream.get(), &done));
     EXPECT_EQ(done, 0);
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
-    ASSERT_TRUE(ok(api().stream_query(stream.get(), &done)));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
+    KEEL_ASSERT_OK(api().stream_query(stream.get(), &done));
     EXPECT_EQ(done, 1);
 }
 
@@ -55,7 +55,7 @@ TEST_F(CudaSync, DestroyingAStreamWaitsForItsWork) {
         spin(stream->get(), 100);
         ASSERT_EQ(launch(stream->get(), "fill", {buffer_arg(buf.addr(), buf.size()), f32_arg(4.0f)}).code,
                   KEEL_STATUS_OK);
-        ASSERT_TRUE(ok(api().memcpy_d2h(stream->get(), host.data(), buf.addr(), buf.size())));
+        KEEL_ASSERT_OK(api().memcpy_d2h(stream->get(), host.data(), buf.addr(), buf.size()));
         Outcome destroyed = stream->destroy();
         ASSERT_EQ(destroyed.code, KEEL_STATUS_OK) << destroyed.message;
     }
@@ -74,21 +74,21 @@ TEST_F(CudaSync, AStreamRunsItsWorkInOrder) {
 TEST_F(CudaSync, ANeverRecordedEventIsComplete) {
     Event event(api(), device());
     int32_t done = 0;
-    ASSERT_TRUE(ok(api().event_query(event.get(), &done)));
+    KEEL_ASSERT_OK(api().event_query(event.get(), &done));
     EXPECT_EQ(done, 1);
-    EXPECT_TRUE(ok(api().event_synchronize(event.get())));
+    KEEL_EXPECT_OK(api().event_synchronize(event.get()));
 }
 
 TEST_F(CudaSync, AnEventCompletesWhenItsStreamReachesIt) {
     Stream stream(api(), device());
     Event event(api(), device());
     spin(stream.get(), 300);
-    ASSERT_TRUE(ok(api().event_record(event.get(), stream.get())));
+    KEEL_ASSERT_OK(api().event_record(event.get(), stream.get()));
     int32_t done = 1;
-    ASSERT_TRUE(ok(api().event_query(event.get(), &done)));
+    KEEL_ASSERT_OK(api().event_query(event.get(), &done));
     EXPECT_EQ(done, 0);
-    ASSERT_TRUE(ok(api().event_synchronize(event.get())));
-    ASSERT_TRUE(ok(api().event_query(event.get(), &done)));
+    KEEL_ASSERT_OK(api().event_synchronize(event.get()));
+    KEEL_ASSERT_OK(api().event_query(event.get(), &done));
     EXPECT_EQ(done, 1);
 }
 
@@ -97,11 +97,11 @@ TEST_F(CudaSync, ReRecordingAnEventReplacesTheCapturedPoint) {
     Stream idle(api(), device());
     Event event(api(), device());
     spin(busy.get(), 500);
-    ASSERT_TRUE(ok(api().event_record(event.get(), busy.get())));
-    ASSERT_TRUE(ok(api().event_record(event.get(), idle.get())));
-    ASSERT_TRUE(ok(api().event_synchronize(event.get())));  // the idle stream's point
+    KEEL_ASSERT_OK(api().event_record(event.get(), busy.get()));
+    KEEL_ASSERT_OK(api().event_record(event.get(), idle.get()));
+    KEEL_ASSERT_OK(api().event_synchronize(event.get()));  // the idle stream's point
     int32_t busy_done = 1;
-    ASSERT_TRUE(ok(api().stream_query(busy.get(), &busy_done)));
+    KEEL_ASSERT_OK(api().stream_query(busy.get(), &busy_done));
     EXPECT_EQ(busy_done, 0) << "event_synchronize waited for the replaced record";
 }
 
@@ -111,14 +111,14 @@ TEST_F(CudaSync, AWaitingStreamRunsOnlyAfterTheEvent) {
     Stream consumer(api(), device());
     Event ready(api(), device());
     DeviceBuffer buf(api(), device(), n * sizeof(float));
-    ASSERT_TRUE(ok(api().memset_d8(producer.get(), buf.addr(), 0, buf.size())));
-    ASSERT_TRUE(ok(api().stream_synchronize(producer.get())));
+    KEEL_ASSERT_OK(api().memset_d8(producer.get(), buf.addr(), 0, buf.size()));
+    KEEL_ASSERT_OK(api().stream_synchronize(producer.get()));
 
     spin(producer.get(), 200);
     ASSERT_EQ(launch(producer.get(), "fill", {buffer_arg(buf.addr(), buf.size()), f32_arg(7.0f)}).code,
               KEEL_STATUS_OK);
-    ASSERT_TRUE(ok(api().event_record(ready.get(), producer.get())));
-    ASSERT_TRUE(ok(api().stream_wait_event(consumer.get(), ready.get())));
+    KEEL_ASSERT_OK(api().event_record(ready.get(), producer.get()));
+    KEEL_ASSERT_OK(api().stream_wait_event(consumer.get(), ready.get()));
     // Without the wait, this copy would run at once and read zeros.
     for (float v : read_floats(api(), consumer.get(), buf)) ASSERT_EQ(v, 7.0f);
 }
@@ -126,8 +126,8 @@ TEST_F(CudaSync, AWaitingStreamRunsOnlyAfterTheEvent) {
 TEST_F(CudaSync, WaitingOnANeverRecordedEventDoesNotBlock) {
     Stream stream(api(), device());
     Event never(api(), device());
-    ASSERT_TRUE(ok(api().stream_wait_event(stream.get(), never.get())));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().stream_wait_event(stream.get(), never.get()));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
 }
 
 TEST_F(CudaSync, DestroyingAnEventWithAPendingRecordIsHarmless) {
@@ -135,20 +135,20 @@ TEST_F(CudaSync, DestroyingAnEventWithAPendingRecordIsHarmless) {
     Stream producer(api(), device());
     Stream consumer(api(), device());
     DeviceBuffer buf(api(), device(), n * sizeof(float));
-    ASSERT_TRUE(ok(api().memset_d8(producer.get(), buf.addr(), 0, buf.size())));
+    KEEL_ASSERT_OK(api().memset_d8(producer.get(), buf.addr(), 0, buf.size()));
     spin(producer.get(), 300);
     ASSERT_EQ(launch(producer.get(), "fill", {buffer_arg(buf.addr(), buf.size()), f32_arg(2.0f)}).code,
               KEEL_STATUS_OK);
     auto pending = std::make_unique<Event>(api(), device());
-    ASSERT_TRUE(ok(api().event_record(pending->get(), producer.get())));
-    ASSERT_TRUE(ok(api().stream_wait_event(consumer.get(), pending->get())));
+    KEEL_ASSERT_OK(api().event_record(pending->get(), producer.get()));
+    KEEL_ASSERT_OK(api().stream_wait_event(consumer.get(), pending->get()));
     ASSERT_EQ(pending->destroy().code, KEEL_STATUS_OK);
     pending.reset();
 
     // A new event must not inherit the pending record (events are pooled).
     Event fresh(api(), device());
     int32_t done = 0;
-    ASSERT_TRUE(ok(api().event_query(fresh.get(), &done)));
+    KEEL_ASSERT_OK(api().event_query(fresh.get(), &done));
     EXPECT_EQ(done, 1);
     // The wait enqueued before the destroy still holds.
     for (float v : read_floats(api(), consumer.get(), buf)) ASSERT_EQ(v, 2.0f);
@@ -158,12 +158,12 @@ TEST_F(CudaSync, ElapsedTimeMeasuresTheWorkBetweenTwoTimingEvents) {
     Stream stream(api(), device());
     Event start(api(), device(), KEEL_EVENT_TIMING);
     Event end(api(), device(), KEEL_EVENT_TIMING);
-    ASSERT_TRUE(ok(api().event_record(start.get(), stream.get())));
+    KEEL_ASSERT_OK(api().event_record(start.get(), stream.get()));
     spin(stream.get(), 20);
-    ASSERT_TRUE(ok(api().event_record(end.get(), stream.get())));
-    ASSERT_TRUE(ok(api().event_synchronize(end.get())));
+    KEEL_ASSERT_OK(api().event_record(end.get(), stream.get()));
+    KEEL_ASSERT_OK(api().event_synchronize(end.get()));
     float ms = 0;
-    ASSERT_TRUE(ok(api().event_elapsed_time(start.get(), end.get(), &ms)));
+    KEEL_ASSERT_OK(api().event_elapsed_time(start.get(), end.get(), &ms));
     EXPECT_GE(ms, 15.0f);
     EXPECT_LT(ms, 10000.0f);
 }
@@ -173,9 +173,9 @@ TEST_F(CudaSync, ElapsedTimeNeedsTimingEventsThatWereRecorded) {
     Event plain(api(), device());
     Event timed(api(), device(), KEEL_EVENT_TIMING);
     Event never(api(), device(), KEEL_EVENT_TIMING);
-    ASSERT_TRUE(ok(api().event_record(plain.get(), stream.get())));
-    ASSERT_TRUE(ok(api().event_record(timed.get(), stream.get())));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().event_record(plain.get(), stream.get()));
+    KEEL_ASSERT_OK(api().event_record(timed.get(), stream.get()));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     float ms = -1;
     Outcome untimed = outcome(api().event_elapsed_time(plain.get(), timed.get(), &ms));
     EXPECT_EQ(untimed.code, KEEL_STATUS_FAILED_PRECONDITION) << untimed.message;
@@ -234,9 +234,9 @@ TEST_F(CudaSync, AHostFunctionRunsAfterThePrecedingWorkWithOkStatus) {
     spin(stream.get(), 100);
     ASSERT_EQ(launch(stream.get(), "fill", {buffer_arg(buf.addr(), buf.size()), f32_arg(3.0f)}).code,
               KEEL_STATUS_OK);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), host.get(), buf.addr(), sizeof(float))));
-    ASSERT_TRUE(ok(api().stream_enqueue_host_func(stream.get(), &record_host_call, &arg)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), host.get(), buf.addr(), sizeof(float)));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(stream.get(), &record_host_call, &arg));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     ASSERT_TRUE(calls.wait_for(1));
     std::lock_guard lock(calls.mutex);
     EXPECT_EQ(calls.statuses.at(0), KEEL_STATUS_OK);
@@ -248,8 +248,8 @@ TEST_F(CudaSync, HostFunctionsRunInEnqueueOrder) {
     HostCalls calls;
     std::vector<HostCallArg> args;
     for (int i = 0; i < 50; ++i) args.push_back({&calls, i});
-    for (auto& a : args) ASSERT_TRUE(ok(api().stream_enqueue_host_func(stream.get(), &record_host_call, &a)));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    for (auto& a : args) KEEL_ASSERT_OK(api().stream_enqueue_host_func(stream.get(), &record_host_call, &a));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     ASSERT_TRUE(calls.wait_for(args.size()));
     std::lock_guard lock(calls.mutex);
     for (int i = 0; i < 50; ++i) EXPECT_EQ(calls.order[i], i);
@@ -263,10 +263,10 @@ TEST_F(CudaSync, ANullHostFunctionIsRejected) {
 
 TEST_F(CudaSync, HandlesOfAnotherDeviceAreRejected) {
     uint32_t n = 0;
-    ASSERT_TRUE(ok(api().device_count(&n)));
+    KEEL_ASSERT_OK(api().device_count(&n));
     if (n < 2) GTEST_SKIP() << "needs two CUDA devices";
     keel_device other = nullptr;
-    ASSERT_TRUE(ok(api().device_get(1, &other)));
+    KEEL_ASSERT_OK(api().device_get(1, &other));
     Stream stream(api(), device());
     Event foreign(api(), other);
     Outcome record = outcome(api().event_record(foreign.get(), stream.get()));

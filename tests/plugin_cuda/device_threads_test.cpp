@@ -26,21 +26,21 @@ TEST_F(CudaThreads, ThreadsDriveTheirOwnStreamsConcurrently) {
                 keel_device_addr buf = 0;
                 std::vector<float> host(n, 0.0f);
                 const float value = static_cast<float>(t * 1000 + round);
-                bool good = ok(a.stream_create(device(), 0, &stream)) && ok(a.event_create(device(), 0, &event)) &&
-                            ok(a.device_alloc(device(), n * sizeof(float), &buf));
+                bool good = succeeded(a.stream_create(device(), 0, &stream)) && succeeded(a.event_create(device(), 0, &event)) &&
+                            succeeded(a.device_alloc(device(), n * sizeof(float), &buf));
                 if (good) {
                     const keel_launch_args l = launch_args({buffer_arg(buf, n * sizeof(float)), f32_arg(value)});
                     keel_kernel fill = nullptr;
-                    good = ok(a.kernel_get(device(), "fill", &fill)) && ok(a.kernel_launch(stream, fill, &l)) &&
-                           ok(a.event_record(event, stream)) &&
-                           ok(a.memcpy_d2h(stream, host.data(), buf, n * sizeof(float))) &&
-                           ok(a.event_synchronize(event)) && ok(a.stream_synchronize(stream));
+                    good = succeeded(a.kernel_get(device(), "fill", &fill)) && succeeded(a.kernel_launch(stream, fill, &l)) &&
+                           succeeded(a.event_record(event, stream)) &&
+                           succeeded(a.memcpy_d2h(stream, host.data(), buf, n * sizeof(float))) &&
+                           succeeded(a.event_synchronize(event)) && succeeded(a.stream_synchronize(stream));
                 }
                 for (float v : host)
                     if (v != value) good = false;
-                if (buf != 0 && !ok(a.device_free(device(), buf))) good = false;
-                if (event != nullptr && !ok(a.event_destroy(event))) good = false;
-                if (stream != nullptr && !ok(a.stream_destroy(stream))) good = false;
+                if (buf != 0 && !succeeded(a.device_free(device(), buf))) good = false;
+                if (event != nullptr && !succeeded(a.event_destroy(event))) good = false;
+                if (stream != nullptr && !succeeded(a.stream_destroy(stream))) good = false;
                 if (!good) failures.fetch_add(1);
             }
         });
@@ -54,7 +54,7 @@ TEST_F(CudaThreads, OneStreamAcceptsWorkFromSeveralThreads) {
     constexpr int kPerThread = 200;
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), kThreads * sizeof(float));
-    ASSERT_TRUE(ok(api().memset_d8(stream.get(), buf.addr(), 0, buf.size())));
+    KEEL_ASSERT_OK(api().memset_d8(stream.get(), buf.addr(), 0, buf.size()));
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
@@ -64,15 +64,15 @@ TEST_F(CudaThreads, OneStreamAcceptsWorkFromSeveralThreads) {
                 const keel_launch_args l =
                     launch_args({buffer_arg(buf.addr() + t * sizeof(float), sizeof(float)), f32_arg(float(i))});
                 keel_kernel fill = nullptr;
-                if (!ok(api().kernel_get(device(), "fill", &fill)) || !ok(api().kernel_launch(stream.get(), fill, &l)))
+                if (!succeeded(api().kernel_get(device(), "fill", &fill)) || !succeeded(api().kernel_launch(stream.get(), fill, &l)))
                     failures.fetch_add(1);
             }
         });
     }
     for (auto& th : threads) th.join();
     std::vector<float> host(kThreads, 0.0f);
-    ASSERT_TRUE(ok(api().memcpy_d2h(stream.get(), host.data(), buf.addr(), buf.size())));
-    ASSERT_TRUE(ok(api().stream_synchronize(stream.get())));
+    KEEL_ASSERT_OK(api().memcpy_d2h(stream.get(), host.data(), buf.addr(), buf.size()));
+    KEEL_ASSERT_OK(api().stream_synchronize(stream.get()));
     EXPECT_EQ(failures.load(), 0);
     for (float v : host) EXPECT_EQ(v, float(kPerThread));
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,19 +19,19 @@ namespace {
 class CudaPluginLoad : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string error;
-        library_ = Library::open(&error);
-        ASSERT_NE(library_.handle(), nullptr) << error;
-        entry_ = library_.entry();
+        auto library = Library::open(plugin_library_path());
+        ASSERT_TRUE(library.ok()) << library.error().message();
+        library_.emplace(std::move(library).value());
+        entry_ = library_->entry();
         ASSERT_NE(entry_, nullptr);
-        host_ = make_host_services(&log_);
+        host_ = log_.services();
     }
 
     // Initialises with host_; the test shuts down what it initialised.
     Outcome init(const keel_plugin_api** api) { return outcome(entry_(&host_, api)); }
 
     CapturedLog log_;
-    Library library_;
+    std::optional<Library> library_;
     keel_plugin_entry_fn entry_ = nullptr;
     keel_host_services host_{};
 };
@@ -52,12 +53,12 @@ protected:
     std::string status() const {
         keel_plugin_info info{};
         info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
-        EXPECT_TRUE(ok(api_->plugin_info(&info)));
+        KEEL_EXPECT_OK(api_->plugin_info(&info));
         return info.status;
     }
     uint32_t count() const {
         uint32_t n = 0;
-        EXPECT_TRUE(ok(api_->device_count(&n)));
+        KEEL_EXPECT_OK(api_->device_count(&n));
         return n;
     }
 
@@ -81,9 +82,9 @@ bool loaded_object_named(const char* fragment) {
 }
 
 TEST_F(CudaPluginLoad, ExportsItsEntrySymbolAndHidesTheCudaRuntime) {
-    EXPECT_NE(dlsym(library_.handle(), KEEL_PLUGIN_ENTRY_NAME), nullptr);
-    EXPECT_EQ(dlsym(library_.handle(), "cudaGetDeviceCount"), nullptr);
-    EXPECT_EQ(dlsym(library_.handle(), "cudaMalloc"), nullptr);
+    EXPECT_NE(dlsym(library_->handle(), KEEL_PLUGIN_ENTRY_NAME), nullptr);
+    EXPECT_EQ(dlsym(library_->handle(), "cudaGetDeviceCount"), nullptr);
+    EXPECT_EQ(dlsym(library_->handle(), "cudaMalloc"), nullptr);
 }
 
 TEST_F(CudaPluginLoad, NeedsNoSharedCudaRuntimeLibrary) {
@@ -136,10 +137,10 @@ TEST_F(CudaPluginLoad, InitialisingTwiceSharesOneInstanceUntilTheLastShutdown) {
     first->plugin_shutdown();
     // Still initialised: the second load holds it.
     uint32_t count = 0;
-    EXPECT_TRUE(ok(second->device_count(&count)));
+    KEEL_EXPECT_OK(second->device_count(&count));
     keel_plugin_info info{};
     info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
-    EXPECT_TRUE(ok(second->plugin_info(&info)));
+    KEEL_EXPECT_OK(second->plugin_info(&info));
     EXPECT_STREQ(info.device_type, "cuda");
     second->plugin_shutdown();
 }
@@ -149,8 +150,9 @@ TEST_F(CudaPluginLoad, LogsWhatItFoundThroughTheHostServices) {
     ASSERT_EQ(init(&api).code, KEEL_STATUS_OK);
     api->plugin_shutdown();
     bool found = false;
-    for (const std::string& line : log_.lines())
-        if (line.find("[cuda]") != std::string::npos && line.find("device(s)") != std::string::npos) found = true;
+    for (const CapturedLog::Line& line : log_.lines())
+        if (line.message.find("[cuda]") != std::string::npos && line.message.find("device(s)") != std::string::npos)
+            found = true;
     EXPECT_TRUE(found) << "no device summary among " << log_.lines().size() << " log line(s)";
 }
 
@@ -171,7 +173,7 @@ TEST_F(CudaPluginTable, DeclaresAbiOneAndFillsEveryEntry) {
 TEST_F(CudaPluginTable, DescribesItselfAsTheCudaDeviceType) {
     keel_plugin_info info{};
     info.struct_size = KEEL_PLUGIN_INFO_STRUCT_SIZE;
-    ASSERT_TRUE(ok(api_->plugin_info(&info)));
+    KEEL_ASSERT_OK(api_->plugin_info(&info));
     EXPECT_STREQ(info.device_type, "cuda");
     ASSERT_NE(info.version, nullptr);
     EXPECT_GT(std::strlen(info.version), 0u);
@@ -184,7 +186,7 @@ TEST_F(CudaPluginTable, PluginInfoWritesOnlyTheFieldsAnOlderCallerHas) {
     info.struct_size = KEEL_STRUCT_SIZE(keel_plugin_info, device_type);
     info.version = untouched;
     info.status = untouched;
-    ASSERT_TRUE(ok(api_->plugin_info(&info)));
+    KEEL_ASSERT_OK(api_->plugin_info(&info));
     EXPECT_STREQ(info.device_type, "cuda");
     EXPECT_EQ(info.version, untouched);
     EXPECT_EQ(info.status, untouched);
@@ -276,15 +278,15 @@ TEST_F(CudaPluginLoad, TestKernelsAreServedOnlyWhenRequested) {
     const keel_plugin_api* api = nullptr;
     ASSERT_EQ(init(&api).code, KEEL_STATUS_OK);
     uint32_t n = 0;
-    ASSERT_TRUE(ok(api->device_count(&n)));
+    KEEL_ASSERT_OK(api->device_count(&n));
     if (n == 0) {
         api->plugin_shutdown();
         GTEST_SKIP() << "no CUDA device to look kernels up on";
     }
     keel_device device = nullptr;
-    ASSERT_TRUE(ok(api->device_get(0, &device)));
+    KEEL_ASSERT_OK(api->device_get(0, &device));
     keel_kernel k = nullptr;
-    EXPECT_TRUE(ok(api->kernel_get(device, "fill", &k)));
+    KEEL_EXPECT_OK(api->kernel_get(device, "fill", &k));
     Outcome hidden = outcome(api->kernel_get(device, "test_illegal_address", &k));
     EXPECT_EQ(hidden.code, KEEL_STATUS_NOT_FOUND);
     // The listing names the served kernels (more are added over time) and no test kernel.

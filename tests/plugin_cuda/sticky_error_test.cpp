@@ -37,8 +37,8 @@ TEST_F(CudaStickyError, AnIllegalAddressReachesEveryLaterCallInCudasWords) {
     spin(stream.get(), 200);
     Outcome launched = launch(stream.get(), "test_illegal_address", {});
     ASSERT_EQ(launched.code, KEEL_STATUS_OK) << launched.message;
-    ASSERT_TRUE(ok(api().event_record(after_fault.get(), stream.get())));
-    ASSERT_TRUE(ok(api().stream_enqueue_host_func(stream.get(), &note_status, &seen)));
+    KEEL_ASSERT_OK(api().event_record(after_fault.get(), stream.get()));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(stream.get(), &note_status, &seen));
 
     Outcome synced = outcome(api().stream_synchronize(stream.get()));
     EXPECT_EQ(synced.code, KEEL_STATUS_DEVICE_ERROR);

@@ -1,6 +1,7 @@
 // HostFunc and the trampoline that runs it: the callable is owned and
 // destroyed exactly once, exceptions do not escape, and calls into keel from
 // inside it are detectable.
+#include "access.hpp"
 #include "host_func_guard.hpp"
 
 #include <keel/host_func.hpp>
@@ -21,7 +22,7 @@ TEST(HostFunc, TheTrampolineRunsTheCallableWithTheStatusAndDestroysIt) {
         ++*token;
     });
     EXPECT_EQ(token.use_count(), 2);
-    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_DEVICE_ERROR);
+    host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_DEVICE_ERROR);
     EXPECT_EQ(seen, KEEL_STATUS_DEVICE_ERROR) << "the stream's error is passed on";
     EXPECT_EQ(*token, 1);
     EXPECT_EQ(token.use_count(), 1) << "destroyed after running";
@@ -30,14 +31,14 @@ TEST(HostFunc, TheTrampolineRunsTheCallableWithTheStatusAndDestroysIt) {
 TEST(HostFunc, CallablesWithoutAStatusParameterAreAccepted) {
     int ran = 0;
     HostFunc fn([&ran] { ++ran; });
-    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+    host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_OK);
     EXPECT_EQ(ran, 1);
 }
 
 TEST(HostFunc, AnExceptionFromTheCallableIsCaughtAndTheCallableStillDestroyed) {
     auto token = std::make_shared<int>(0);
     HostFunc fn([token] { throw std::runtime_error("boom"); });
-    host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+    host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_OK);
     EXPECT_EQ(token.use_count(), 1);
 }
 
@@ -49,7 +50,7 @@ TEST(HostFunc, TheThreadIsMarkedWhileTheCallableRunsAndIsDestroyed) {
     bool during = false, in_destructor = false;
     {
         HostFunc fn([&during, p = std::make_shared<Probe>(Probe{&in_destructor})] { during = in_host_func(); });
-        host_func_trampoline(std::move(fn).take().release(), KEEL_STATUS_OK);
+        host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_OK);
     }
     EXPECT_TRUE(during);
     EXPECT_TRUE(in_destructor);
@@ -59,8 +60,35 @@ TEST(HostFunc, TheThreadIsMarkedWhileTheCallableRunsAndIsDestroyed) {
 TEST(HostFunc, AMovedFromHostFuncIsEmpty) {
     HostFunc fn([] {});
     HostFunc other = std::move(fn);
-    EXPECT_EQ(std::move(fn).take(), nullptr);  // NOLINT: inspecting the moved-from state
-    EXPECT_NE(std::move(other).take(), nullptr);
+    EXPECT_FALSE(fn);  // NOLINT: inspecting the moved-from state
+    EXPECT_TRUE(other);
+    EXPECT_EQ(Access::take(std::move(fn)), nullptr);  // NOLINT
+    EXPECT_NE(Access::take(std::move(other)), nullptr);
+}
+
+TEST(HostFunc, RunCallsOnceThenDestroysWhatItCaptured) {
+    auto token = std::make_shared<int>(0);
+    int ran = 0;
+    HostFunc fn([token, &ran] { ++ran; });
+    fn.run();
+    EXPECT_EQ(ran, 1);
+    EXPECT_EQ(token.use_count(), 1) << "destroyed after running";
+    EXPECT_FALSE(fn);
+    fn.run();  // empty: nothing
+    EXPECT_EQ(ran, 1);
+}
+
+TEST(HostFunc, OwningKeepsObjectsUntilItIsRunOrDropped) {
+    auto token = std::make_shared<int>(0);
+    HostFunc held = owning(token, std::make_unique<int>(7));
+    EXPECT_EQ(token.use_count(), 2);
+    held.run();
+    EXPECT_EQ(token.use_count(), 1);
+    {
+        HostFunc dropped = owning(token);
+        EXPECT_EQ(token.use_count(), 2);
+    }
+    EXPECT_EQ(token.use_count(), 1) << "a HostFunc that never runs still releases what it owns";
 }
 
 }  // namespace

@@ -31,6 +31,10 @@
  *   - Output parameters are written only on success.
  *   - No C++ exception ever crosses this boundary; a plugin catches
  *     everything at its entry points.
+ *   - An error's message and destroy function live in the plugin that made
+ *     it: destroy every error before that plugin is shut down and its
+ *     library unloaded (the runtime destroys each one as soon as it has
+ *     copied the code and message).
  *
  * Asynchronous errors
  *   An operation that fails while executing on a stream puts that stream in
@@ -47,6 +51,31 @@
  *   destruction after last use, as with free()). Operations enqueued on one
  *   stream from several threads are ordered in the order the enqueue calls
  *   return.
+ *
+ * Enqueueing never blocks
+ *   The entries that enqueue work on a stream (stream_wait_event,
+ *   stream_enqueue_host_func, event_record, memcpy_h2d, memcpy_d2h,
+ *   memcpy_d2d, memset_d8, kernel_launch, memcpy_h2d_inline) return without
+ *   waiting for any work to execute: not for earlier work of this or any
+ *   other stream, and not for the operation they enqueue (they may take
+ *   short locks, allocate and copy their arguments). Callers rely on it: a
+ *   stream may be held back for as long as a host function on it waits for
+ *   the caller's next step (the runtime's staging of copies reuses its
+ *   blocks while later copies are enqueued behind earlier ones), so an
+ *   enqueue that waited for the device could deadlock. Only the entries
+ *   documented as blocking (stream_synchronize, event_synchronize,
+ *   stream_destroy) wait for the device.
+ *
+ * Handles
+ *   A handle is valid only with the plugin that made it, and only until it
+ *   is destroyed (streams, events) or the plugin shuts down (devices,
+ *   kernels). Passing a handle of another plugin, a destroyed handle, or a
+ *   device address outside every live allocation is a caller bug: a plugin
+ *   detects what it can cheaply (a null handle always, foreign or dead
+ *   handles where it keeps a registry) and returns
+ *   KEEL_STATUS_INVALID_ARGUMENT, otherwise the behaviour is undefined. The
+ *   runtime never passes such handles: its objects own their handles and
+ *   check that every argument belongs to the same device.
  *
  * Memory
  *   Device memory is named by keel_device_addr, an integer: it is NOT a host
@@ -416,12 +445,18 @@ typedef struct keel_plugin_api {
     keel_error* (*device_free)(keel_device device, keel_device_addr addr);
 
     /* [required] Async copy host -> device. `src` must stay valid and
-     * unchanged until the copy executes (it is read then, not at enqueue). */
+     * unchanged until the copy executes (it is read then, not at enqueue).
+     * `src` may be any host memory: from host_alloc (pinned, the fast
+     * path) or ordinary pageable memory, which the plugin must handle
+     * without blocking the enqueue (e.g. through its own pinned staging,
+     * filled when the stream reaches the copy). */
     keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size);
 
     /* [required] Async copy device -> host. `dst` is written when the copy
-     * executes; it must stay valid until then. */
+     * executes; it must stay valid until then. Pinned or pageable host
+     * memory, as for memcpy_h2d: a pageable destination must not make the
+     * enqueue wait for the copy. */
     keel_error* (*memcpy_d2h)(keel_stream stream, void* dst, keel_device_addr src,
                               uint64_t size);
 
@@ -509,18 +544,32 @@ typedef keel_error* (*keel_plugin_entry_fn)(const keel_host_services* host,
 /* Layout checks: a field added in the middle breaks these.                 */
 /* ======================================================================== */
 
+/* Every data model: enums are 32-bit, and the structs made only of
+ * size_t, 32-bit fields and pointers have these sizes (size_t and pointers
+ * are the same width on every target keel supports). */
 KEEL_STATIC_ASSERT(sizeof(keel_status) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_dtype) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_arg_kind) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(size_t) == sizeof(void*), "size_t is as wide as a pointer");
+KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 4 * sizeof(void*), "keel_error layout changed");
+KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 4 * sizeof(void*),
+                   "keel_host_services layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 4 * sizeof(void*), "keel_plugin_info layout changed");
+KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_launch_args layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 30 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+
+/* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
+ * fields, whose padding differs between 32-bit ABIs. Elsewhere they are not
+ * pinned here; struct_size still lets both sides agree on what was written. */
+#if defined(__LP64__) || defined(_LP64)
 KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 32, "keel_error layout changed");
-KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 40, "keel_host_services layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 32, "keel_plugin_info layout changed");
 KEEL_STATIC_ASSERT(KEEL_DEVICE_PROPERTIES_STRUCT_SIZE == 360,
                    "keel_device_properties layout changed");
 KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout changed");
-KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 32, "keel_launch_args layout changed");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 29 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
+#endif
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -2,7 +2,8 @@
 // fail a benchmark loudly when a call fails.
 #pragma once
 
-#include <keel_cpu_testing/loaded_plugin.hpp>
+#include <keel/testing/loaded_plugin.hpp>
+#include <keel/testing/scoped_env.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -12,8 +13,8 @@
 
 namespace keel::cpu::bench {
 
-using testing::LoadedPlugin;
-using testing::ScopedEnv;
+using keel::testing::LoadedPlugin;
+using keel::testing::ScopedEnv;
 
 inline void check(keel_error* e, const char* what) {
     if (e == nullptr) return;
@@ -23,7 +24,7 @@ inline void check(keel_error* e, const char* what) {
 #define KEEL_BENCH_OK(expr) ::keel::cpu::bench::check((expr), #expr)
 
 inline std::unique_ptr<LoadedPlugin> load(const ScopedEnv::Vars& env) {
-    auto p = std::make_unique<LoadedPlugin>(env);
+    auto p = std::make_unique<LoadedPlugin>(KEEL_CPU_PLUGIN_PATH, LoadedPlugin::Options{env});
     if (p->init_error()) {
         std::fprintf(stderr, "plugin init failed: %s\n", p->init_error()->message.c_str());
         std::abort();

@@ -5,7 +5,7 @@
 //   keel_cpu_bench --benchmark_filter=Checker
 #include "bench_util.hpp"
 
-#include <keel_cpu_testing/launch_args.hpp>
+#include <keel/testing/c_kernel_args.hpp>
 
 #include <vector>
 
@@ -81,19 +81,19 @@ void BM_Checker_KernelsTwoStreams(benchmark::State& state) {
     keel_event consumed = nullptr;
     KEEL_BENCH_OK(api.event_create(dev, KEEL_EVENT_DEFAULT, &consumed));
     const keel_kernel fill = kernel(api, dev, "fill"), axpy = kernel(api, dev, "axpy");
-    const keel_kernel_arg one = testing::f32_arg(1.0f);
+    const keel_kernel_arg one = keel::testing::f32_arg(1.0f);
     for (auto _ : state) {
         // The producer may overwrite x[i] only after the last batch's consumer read it.
         KEEL_BENCH_OK(api.stream_wait_event(producer, consumed));
         for (int i = 0; i < kSteps; ++i) {
-            const std::vector<keel_kernel_arg> fa{testing::buffer_arg(x[i], kBytes), one};
-            const keel_launch_args fl = testing::launch_args(fa);
+            const std::vector<keel_kernel_arg> fa{keel::testing::buffer_arg(x[i], kBytes), one};
+            const keel_launch_args fl = keel::testing::launch_args(fa);
             KEEL_BENCH_OK(api.kernel_launch(producer, fill, &fl));
             KEEL_BENCH_OK(api.event_record(ready[i], producer));
             KEEL_BENCH_OK(api.stream_wait_event(consumer, ready[i]));
-            const std::vector<keel_kernel_arg> aa{one, testing::buffer_arg(x[i], kBytes),
-                                                  testing::buffer_arg(y, kBytes)};
-            const keel_launch_args al = testing::launch_args(aa);
+            const std::vector<keel_kernel_arg> aa{one, keel::testing::buffer_arg(x[i], kBytes),
+                                                  keel::testing::buffer_arg(y, kBytes)};
+            const keel_launch_args al = keel::testing::launch_args(aa);
             KEEL_BENCH_OK(api.kernel_launch(consumer, axpy, &al));
         }
         KEEL_BENCH_OK(api.event_record(consumed, consumer));

@@ -1,4 +1,4 @@
-// Issue 7's figures for the CPU plugin, with baselines measured in the same
+// Synchronisation figures for the CPU plugin, with baselines measured in the same
 // run: two-thread ping-pong with a spinning atomic and with mutex+condvar.
 //
 //   keel_cpu_bench --benchmark_filter='Baseline|Enqueue|Fence|Wait|Idle'

@@ -13,7 +13,7 @@ namespace keel::cpu {
 
 enum class LateFreeMode : std::uint8_t { off, log, error };
 
-// Checker settings (issue 3). All off by default.
+// Checker settings. All off by default.
 struct CheckerConfig {
     // Guarded device memory: freed addresses are never reused and stay
     // known, so a late use is reported as "freed" instead of aliasing.

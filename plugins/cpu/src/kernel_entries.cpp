@@ -29,27 +29,6 @@ Result<void> execute_kernel(Device& device, Op& op) {
     return work.body(KernelBuffers({ptrs.data(), buffers.size()}));
 }
 
-namespace {
-
-// Checker mode: the launch's reads and writes, from the kernel's signature.
-// A body that touches a buffer the signature gives no intent is a plugin
-// bug the checker would otherwise never see.
-Result<void> derive_accesses(const KernelDef& def, const keel_launch_args& launch, KernelWork& work) {
-    work.accesses = plugin::buffer_accesses(*def.signature, launch);
-    for (const BufferUse& b : work.buffers()) {
-        if (b.addr == 0 && b.size == 0) continue;
-        const bool declared = std::any_of(work.accesses.begin(), work.accesses.end(), [&](const plugin::BufferAccess& a) {
-            return a.addr <= b.addr && b.addr + b.size <= a.addr + a.size;
-        });
-        if (!declared)
-            return Error(KEEL_STATUS_INTERNAL, std::string("[") + def.name() + "] the kernel touches '" + b.role +
-                                                   "', which its signature gives no read/write intent");
-    }
-    return ok();
-}
-
-}  // namespace
-
 namespace entries {
 
 keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel) {
@@ -61,7 +40,7 @@ keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_ke
         if (def == nullptr && d->checker() != nullptr) def = find_annotation(name);
         if (def == nullptr) {
             std::string known;
-            for (const KernelDef& k : all_kernels()) known += (known.empty() ? "" : ", ") + std::string(k.name());
+            for (const KernelDef& k : all_kernels()) known += (known.empty() ? "" : ", ") + std::string(k.name);
             return Error(KEEL_STATUS_NOT_FOUND, "no kernel named '" + std::string(name) + "' (this device has: " +
                                                     known + ")");
         }
@@ -81,11 +60,10 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
         }
         const auto* def = reinterpret_cast<const KernelDef*>(kernel);
         KEEL_TRY(s->check_usable());
-        KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name()));
+        KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
         if (annotation) return annotate(*s->device().checker(), *s, *def, args);
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
-        work.name = def->name();
-        if (s->device().checker()) [[unlikely]] KEEL_TRY(derive_accesses(*def, *launch, work));
+        work.name = def->name;
         auto owned = std::make_unique<KernelWork>(std::move(work));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::kernel;

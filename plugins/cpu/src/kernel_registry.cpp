@@ -6,7 +6,7 @@ namespace keel::cpu {
 namespace {
 
 constexpr KernelDef kKernels[] = {
-#define KEEL_CPU_KERNEL(name) KernelDef{&plugin::signatures::name, &kernels::validate_##name},
+#define KEEL_CPU_KERNEL(name) KernelDef{#name, &kernels::validate_##name},
 #include "kernels/kernel_list.inc"
 #undef KEEL_CPU_KERNEL
 };
@@ -17,7 +17,7 @@ std::span<const KernelDef> all_kernels() noexcept { return kKernels; }
 
 const KernelDef* find_kernel(std::string_view name) noexcept {
     for (const KernelDef& k : kKernels)
-        if (name == k.name()) return &k;
+        if (name == k.name) return &k;
     return nullptr;
 }
 

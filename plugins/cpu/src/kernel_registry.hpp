@@ -7,22 +7,17 @@
 //     It runs on the CALLER's thread inside kernel_launch, before anything
 //     is enqueued: check the count, kinds, dtypes and sizes with `args`
 //     (errors become KEEL_STATUS_INVALID_ARGUMENT naming the argument),
-//     declare every device buffer the body touches, in order, with
-//     work.use(buffer, "role"), and set work.body to a callable capturing
-//     only values (scalars, shapes; never the args, which die when launch
-//     returns).
+//     declare every device buffer the kernel touches, in order, with
+//     KEEL_TRY_ASSIGN(std::size_t i, work.use(buffer, Access::read | write |
+//     read_write, "role")), and set
+//     work.body to a callable capturing only values (scalars, shapes; never
+//     the args, which die when launch returns).
 //     The body runs LATER on the stream's worker as
 //        Result<void> body(const KernelBuffers& b)
 //     where b.get<float>(i) is the host pointer of the i-th declared buffer,
 //     already translated and bounds-checked (null for an absent optional
 //     buffer). Large loops should use parallel_for() (parallel_for.hpp).
-//  2. Declare its signature, with the intent (in, out, inout, none) of
-//     every parameter, ONCE, as keel::plugin::signatures::lerp in
-//     plugins/support/include/keel/plugin/kernel_signatures.hpp: the
-//     checker derives every launch's reads and writes from it (and, in
-//     checker mode, refuses a launch whose body touches a buffer the
-//     signature gives no intent).
-//  3. Add the line  KEEL_CPU_KERNEL(lerp)  to kernels/kernel_list.inc and the
+//  2. Add the line  KEEL_CPU_KERNEL(lerp)  to kernels/kernel_list.inc and the
 //     file to plugins/cpu/CMakeLists.txt. Nothing else changes.
 //
 // Thread-safety: the registry is immutable after plugin init; KernelWork is
@@ -31,23 +26,23 @@
 
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
-#include <keel/plugin/kernel_signatures.hpp>
 #include <keel/result.hpp>
 
 #include <array>
 #include <cstddef>
 #include <functional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace keel::cpu {
 
-// A buffer the body gets a host pointer to (translated on the worker).
+enum class Access : std::uint8_t { read, write, read_write };
+
 struct BufferUse {
     keel_device_addr addr = 0;
     std::uint64_t size = 0;
+    Access access = Access::read;
     const char* role = "";
 };
 
@@ -79,18 +74,19 @@ public:
 
     // Declares a buffer; returns its index for KernelBuffers::get. An
     // absent optional buffer (addr 0, size 0) is declared too (null pointer).
-    std::size_t use(const plugin::BufferArg& buffer, const char* role) {
-        // A kernel declaring more is a plugin bug: entry() turns this into INTERNAL.
-        if (count_ == kMaxBuffers) throw std::length_error("kernel declares more than 16 buffers");
-        uses_[count_] = BufferUse{buffer.addr, buffer.size, role};
+    // INTERNAL past kMaxBuffers (a bug of the kernel, not of the caller).
+    [[nodiscard]] Result<std::size_t> use(const plugin::BufferArg& buffer, Access access, const char* role) {
+        if (count_ == kMaxBuffers)
+            return Error(KEEL_STATUS_INTERNAL, std::string("the kernel declares more than ") +
+                                                   std::to_string(kMaxBuffers) + " buffers ('" + role +
+                                                   "' is one too many)");
+        uses_[count_] = BufferUse{buffer.addr, buffer.size, access, role};
         return count_++;
     }
     [[nodiscard]] std::span<const BufferUse> buffers() const noexcept { return {uses_.data(), count_}; }
 
     Body body;
     const char* name = "";  // set by the registry
-    // Checker mode only: what the launch reads and writes, from the kernel's signature.
-    std::vector<plugin::BufferAccess> accesses;
 
 private:
     std::array<BufferUse, kMaxBuffers> uses_{};
@@ -99,11 +95,10 @@ private:
 
 using ValidateKernel = Result<KernelWork> (*)(const plugin::LaunchArgsView& args);
 
-// One kernel; keel_kernel handles point at these. Its name is its signature's.
+// One kernel; keel_kernel handles point at these.
 struct KernelDef {
-    const plugin::KernelSignature* signature;
+    const char* name;
     ValidateKernel validate;
-    [[nodiscard]] const char* name() const noexcept { return signature->name; }
 };
 
 // The table of every kernel (kernels/kernel_list.inc).

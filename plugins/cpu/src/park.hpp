@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <thread>
 
-#include <keel/detail/spin_lock.hpp>
+#include <keel/base/spin_lock.hpp>
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -25,8 +25,8 @@
 
 namespace keel::cpu {
 
-using keel::detail::cpu_relax;
-using keel::detail::SpinLock;
+using keel::base::cpu_relax;
+using keel::base::SpinLock;
 
 // Blocks while *word == expected (may return spuriously: callers loop).
 inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {

@@ -3,7 +3,7 @@
 // order, translating device addresses at execution time; host memory of a
 // copy is read or written when the copy executes.
 //
-// Wake-up path (issue 7): an enqueue is a short critical section on the
+// Wake-up path: an enqueue is a short critical section on the
 // queue's spin lock (no system call) plus one load of `worker_parked_`. A
 // worker that ran out of work spins for the spin window (KEEL_CPU_SPIN_US),
 // then parks on a futex; the enqueue that finds it parked wakes it (one

@@ -1,6 +1,7 @@
 // Device: a cheap, copyable, shared reference to one device of a loaded plugin.
 #pragma once
 
+#include <keel/export.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -12,9 +13,11 @@
 namespace keel {
 
 namespace detail {
-class Plugin;       // a loaded plugin library (internal)
-struct DeviceSlot;  // one device of a plugin (internal)
+struct Access;      // the runtime's own access to internals
+struct DeviceSlot;  // one device of a loaded plugin (internal)
 }  // namespace detail
+
+class DeviceView;
 
 // Capability bits of keel_device_properties.capabilities, named for C++.
 enum class DeviceCapability : std::uint32_t {
@@ -59,7 +62,7 @@ struct MemoryInfo {
 //
 // Threads: every member is const and may be called from any thread at the
 // same time; Devices may be copied to and used on any thread.
-class Device {
+class KEEL_API Device {
 public:
     Device(const Device&) = default;
     Device& operator=(const Device&) = default;
@@ -84,22 +87,19 @@ public:
     // device_memory_info.
     [[nodiscard]] Result<MemoryInfo> memory_info() const;
 
-    // Whether Stream::copy_h2d_inline works on this device (the plugin has
-    // the optional memcpy_h2d_inline entry).
-    [[nodiscard]] bool supports_inline_copy() const noexcept;
-
     // The plugin's handle, for extensions that call the C ABI themselves.
     // Owned by the plugin; valid while this Device (or any copy) lives.
     [[nodiscard]] keel_device native() const noexcept;
 
     friend bool operator==(const Device& a, const Device& b) noexcept { return a.slot_ == b.slot_; }
 
-    // Internal: made by the runtime; holds the loaded plugin alive.
+private:
+    friend struct detail::Access;
+    friend class DeviceView;
+    // Made by the runtime; holds the loaded plugin alive.
     explicit Device(std::shared_ptr<const detail::DeviceSlot> slot) noexcept
         : slot_(std::move(slot)) {}
-    [[nodiscard]] const detail::DeviceSlot& slot() const noexcept { return *slot_; }
 
-private:
     std::shared_ptr<const detail::DeviceSlot> slot_;
 };
 
@@ -108,6 +108,6 @@ private:
 template <>
 struct std::hash<keel::Device> {
     std::size_t operator()(const keel::Device& d) const noexcept {
-        return std::hash<const void*>()(&d.slot());
+        return std::hash<const void*>()(d.native());
     }
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <keel/device.hpp>
+#include <keel/export.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -23,7 +24,7 @@ enum class EventTiming : bool { off = false, on = true };
 //
 // Threads: may be sent to another thread; record/query/synchronize are const
 // and may be called from several threads at once.
-class Event {
+class KEEL_API Event {
 public:
     // EventTiming::on makes elapsed_ms() usable (may cost more per record).
     [[nodiscard]] static Result<Event> create(const Device& device,
@@ -56,7 +57,7 @@ public:
 private:
     Event(Device device, keel_event handle, EventTiming timing) noexcept
         : device_(std::move(device)), handle_(handle), timing_(timing) {}
-    [[nodiscard]] Result<void> check(const char* where) const;
+    [[nodiscard]] KEEL_LOCAL Result<void> check(const char* where) const;
 
     Device device_;
     keel_event handle_ = nullptr;

@@ -1,17 +1,22 @@
-// HostFunc: a move-only callable that a stream runs on the host when it
-// reaches it (std::move_only_function is C++23, so keel has its own).
+// HostFunc: a move-only callable run on a host thread later: by a stream
+// when it reaches it (Stream::enqueue_host_func), or once the device is
+// done with something (what Stream::hold keeps). std::move_only_function is
+// C++23, so keel has its own.
 #pragma once
 
 #include <keel/result.hpp>
 
 #include <concepts>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 namespace keel {
 
 namespace detail {
+struct Access;
+
 struct HostFuncBase {
     HostFuncBase() = default;
     HostFuncBase(const HostFuncBase&) = delete;
@@ -24,7 +29,8 @@ struct HostFuncBase {
 
 template <class F>
 struct HostFuncImpl final : HostFuncBase {
-    explicit HostFuncImpl(F f) : fn(std::move(f)) {}
+    template <class G>
+    explicit HostFuncImpl(G&& g) : fn(std::forward<G>(g)) {}
     void invoke(Status status) override {
         if constexpr (std::invocable<F&, Status>)
             fn(status);
@@ -43,9 +49,12 @@ concept HostCallable = std::move_constructible<std::decay_t<F>> &&
                        (std::invocable<std::decay_t<F>&, Status> ||
                         std::invocable<std::decay_t<F>&>);
 
-// Owns one type-erased HostCallable. Move-only; may be sent across threads.
+// Owns one type-erased HostCallable. Move-only; Send (it may be created on
+// one thread and run or destroyed on another, so what it captures must
+// allow that too).
 class HostFunc {
 public:
+    HostFunc() = default;  // empty: runs nothing
     template <HostCallable F>
         requires(!std::same_as<std::decay_t<F>, HostFunc>)
     HostFunc(F&& f)  // NOLINT: implicit, so any callable can be passed where a HostFunc is taken
@@ -57,11 +66,29 @@ public:
     HostFunc& operator=(HostFunc&&) noexcept = default;
     ~HostFunc() = default;
 
-    // Internal: hands the callable to the stream machinery.
-    [[nodiscard]] std::unique_ptr<detail::HostFuncBase> take() && noexcept { return std::move(impl_); }
+    [[nodiscard]] explicit operator bool() const noexcept { return impl_ != nullptr; }
+
+    // Runs the callable once, then destroys it (and what it captured); the
+    // HostFunc is empty afterwards. Does nothing when empty.
+    void run(Status status = KEEL_STATUS_OK) {
+        if (!impl_) return;
+        std::unique_ptr<detail::HostFuncBase> impl = std::move(impl_);
+        impl->invoke(status);
+    }
 
 private:
+    friend struct detail::Access;
     std::unique_ptr<detail::HostFuncBase> impl_;
 };
+
+namespace detail {
+// A HostFunc that only owns `objects` (moved in; copyable ones such as a
+// std::shared_ptr are copied) and destroys them once it has run: what a
+// hold keeps alive.
+template <class... T>
+[[nodiscard]] HostFunc owning(T&&... objects) {
+    return HostFunc([held = std::tuple<std::decay_t<T>...>(std::forward<T>(objects)...)] {});
+}
+}  // namespace detail
 
 }  // namespace keel

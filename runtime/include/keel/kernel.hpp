@@ -3,6 +3,7 @@
 
 #include <keel/buffer.hpp>
 #include <keel/device.hpp>
+#include <keel/export.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -18,7 +19,7 @@ namespace keel {
 // A kernel of one device, found by name. A cheap shared reference like
 // Device (the kernel handle is owned by the plugin and lives until it shuts
 // down); copyable; may be shared across threads.
-class Kernel {
+class KEEL_API Kernel {
 public:
     // NOT_FOUND when the device has no such kernel; UNIMPLEMENTED when the
     // plugin has no kernels at all.
@@ -50,7 +51,7 @@ private:
 // Buffers carry their size; scalars their explicit type; int arrays (shapes,
 // strides) are copied in. The runtime does not interpret the list: the
 // plugin validates it at launch. A plain value: copyable, not shared.
-class KernelArgs {
+class KEEL_API KernelArgs {
 public:
     KernelArgs() = default;
     KernelArgs(const KernelArgs&) = default;
@@ -84,22 +85,15 @@ public:
     // KernelArgs: valid while it lives unchanged.
     [[nodiscard]] std::vector<keel_kernel_arg> encode() const;
 
-    // Internal: the device of buffer argument i (null for others and absent ones).
-    [[nodiscard]] const detail::DeviceSlot* device_of(std::size_t i) const noexcept {
-        return args_[i].device;
-    }
-    // Internal: whether buffer argument i was given an empty view (a mistake,
-    // unlike absent()).
-    [[nodiscard]] bool is_empty_view(std::size_t i) const noexcept { return args_[i].empty_view; }
-
 private:
+    friend struct detail::Access;
     struct Arg {
         keel_kernel_arg c{};
-        const detail::DeviceSlot* device = nullptr;
-        bool empty_view = false;
+        const detail::DeviceSlot* device = nullptr;  // of a buffer argument
+        bool empty_view = false;  // an empty view: a mistake, unlike absent()
         std::vector<std::int64_t> ints{};
     };
-    KernelArgs& push(Arg arg);
+    KEEL_LOCAL KernelArgs& push(Arg arg);
 
     std::vector<Arg> args_;
 };

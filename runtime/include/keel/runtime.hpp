@@ -2,6 +2,7 @@
 #pragma once
 
 #include <keel/device.hpp>
+#include <keel/export.hpp>
 #include <keel/result.hpp>
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 namespace keel {
 
 // Version of the keel runtime ("0.1.0").
-[[nodiscard]] const char* runtime_version() noexcept;
+[[nodiscard]] KEEL_API const char* runtime_version() noexcept;
 
 // Where Runtime::create looks for plugins.
 struct RuntimeOptions {
@@ -70,7 +71,7 @@ struct RejectedPlugin {
 //
 // Threads: immutable after create(); every const member may be called from
 // several threads at once; may be sent to another thread.
-class Runtime {
+class KEEL_API Runtime {
 public:
     // Loads every plugin found (see RuntimeOptions). A plugin that fails to
     // load is skipped with one WARN log line and kept in rejected_plugins();
@@ -98,7 +99,7 @@ public:
 
 private:
     struct State;
-    explicit Runtime(std::unique_ptr<State> state) noexcept;
+    KEEL_LOCAL explicit Runtime(std::unique_ptr<State> state) noexcept;
     std::unique_ptr<State> state_;
 };
 

@@ -1,8 +1,10 @@
-#include <keel/memory/block_allocator.hpp>
+#include "memory/block_allocator.hpp"
 
-#include "block_pool.hpp"
-#include "log.hpp"
-#include "peak.hpp"
+#include <keel/format.hpp>
+
+#include "logging.hpp"
+#include "memory/block_pool.hpp"
+#include "memory/peak.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -87,11 +89,11 @@ BlockAllocator::~BlockAllocator() {
         }
         for (const ReleasedSegment& s : segments) {
             auto r = ops_.device_free(s.addr);
-            if (!r.ok()) detail::log_warn("[CachingAllocator] " + r.error().message());
+            if (!r.ok()) detail::log_warn("[BlockAllocator] " + r.error().message());
         }
     }
     if (leaked != 0)
-        detail::log_warn("[CachingAllocator] destroyed while " + std::to_string(leaked) +
+        detail::log_warn("[BlockAllocator] destroyed while " + std::to_string(leaked) +
                          " segment(s) still hold live buffers; they are leaked");
     // Pools hold the pending-free records only while blocks are pending; a
     // live PendingFree here means the tracker was not drained (a bug).
@@ -137,8 +139,8 @@ std::vector<StreamPool*> BlockAllocator::all_pools() const {
 
 void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
     const std::uint64_t now = allocated_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    detail::update_peak(peak_allocated_, now);
-    detail::update_peak(peak_in_use_, now + pending_bytes_.load(std::memory_order_relaxed));
+    update_peak(peak_allocated_, now);
+    update_peak(peak_in_use_, now + pending_bytes_.load(std::memory_order_relaxed));
 }
 
 void BlockAllocator::maybe_sweep() noexcept {
@@ -173,11 +175,11 @@ Block* BlockAllocator::try_take(StreamPool& pool, std::uint64_t rounded, std::ui
 
 Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) {
     if (stream == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachingAllocator::allocate] stream is null");
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[BlockAllocator::allocate] stream is null");
     if (size == 0)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachingAllocator::allocate] size is 0");
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[BlockAllocator::allocate] size is 0");
     if (size > kMaxRequest)
-        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[CachingAllocator::allocate] " +
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[BlockAllocator::allocate] " +
                                                     std::to_string(size) + " bytes is too large");
     const std::uint64_t rounded = policy_->round(size);
     StreamPool& pool = pool_for(stream);
@@ -209,7 +211,7 @@ Result<keel_device_addr> BlockAllocator::raw_alloc(std::uint64_t size) {
         return std::move(addr).error();
     }
     raw_allocs_.fetch_add(1, std::memory_order_relaxed);
-    detail::update_peak(peak_reserved_, after);
+    update_peak(peak_reserved_, after);
     return *addr;
 }
 
@@ -270,7 +272,7 @@ Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rou
 
 Error BlockAllocator::out_of_memory(keel_stream stream, std::uint64_t requested,
                                     std::uint64_t rounded, const Error& cause) {
-    return Error(cause.code(), "[CachingAllocator::allocate] cannot allocate " +
+    return Error(cause.code(), "[BlockAllocator::allocate] cannot allocate " +
                                    format_bytes(requested) + " (" + std::to_string(requested) +
                                    " bytes, rounded to " + std::to_string(rounded) +
                                    ") on stream " + stream_name(stream) +
@@ -299,7 +301,7 @@ bool BlockAllocator::claim_pending_with_device_wait(StreamPool& pool, std::uint6
         if (!waited.ok()) {
             // Could not order on the device: wait on the host instead.
             auto synced = ops_.event_synchronize(use.event);
-            if (!synced.ok()) detail::log_debug("[CachingAllocator] " + synced.error().message());
+            if (!synced.ok()) detail::log_debug("[BlockAllocator] " + synced.error().message());
         }
         reuse_waits_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -357,7 +359,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     const std::uint64_t now_pending = pending_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     pending_count_.fetch_add(1, std::memory_order_relaxed);
-    detail::update_peak(peak_pending_, now_pending);
+    update_peak(peak_pending_, now_pending);
     if (pending->settled) {
         // Could not file it: settle synchronously.
         for (const RecordedUse& use : pending->uses) (void)ops_.event_synchronize(use.event);
@@ -371,7 +373,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
         try {
             tracker_.track(use.stream, use.seq, use.event, /*owns_event=*/false,
                            WorkKind::pending_free,
-                           DeferredTask([this, pending] { on_use_complete(pending); }));
+                           HostFunc([this, pending] { on_use_complete(pending); }));
         } catch (...) {
             wait_and_settle(pending);
         }
@@ -399,7 +401,7 @@ void BlockAllocator::on_use_complete(const std::shared_ptr<PendingFree>& pending
 void BlockAllocator::wait_and_settle(const std::shared_ptr<PendingFree>& pending) noexcept {
     for (const RecordedUse& use : pending->uses) {
         auto r = ops_.event_synchronize(use.event);
-        if (!r.ok()) detail::log_debug("[CachingAllocator] " + r.error().message());
+        if (!r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
     }
     StreamPool& pool = *pending->pool;
     std::lock_guard lock(pool.mu);
@@ -414,7 +416,7 @@ void BlockAllocator::wait_pending() noexcept {
             all.insert(all.end(), pool->pending.begin(), pool->pending.end());
         }
     } catch (...) {
-        detail::log_warn("[CachingAllocator::wait_pending] out of host memory");
+        detail::log_warn("[BlockAllocator::wait_pending] out of host memory");
     }
     for (const auto& p : all) wait_and_settle(p);
 }
@@ -444,27 +446,27 @@ Result<void> BlockAllocator::record_use(const Block* block, keel_stream stream,
                                         std::vector<RecordedUse>& uses) {
     if (block == nullptr) return ok();
     if (stream == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[CachedBuffer::record_stream] stream is null");
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] stream is null");
     if (stream == BlockAllocator::stream(block)) return ok();
     for (RecordedUse& use : uses) {
         if (use.stream != stream) continue;
         auto r = ops_.event_record(use.event, stream);
-        if (!r.ok()) return std::move(r).error().context("CachedBuffer::record_stream");
+        if (!r.ok()) return std::move(r).error().context("Buffer::record_stream");
         use.seq = tracker_.next_seq();
         return ok();
     }
     auto event = events_.acquire();
-    if (!event.ok()) return std::move(event).error().context("CachedBuffer::record_stream");
+    if (!event.ok()) return std::move(event).error().context("Buffer::record_stream");
     auto r = ops_.event_record(*event, stream);
     if (!r.ok()) {
         events_.release(*event);
-        return std::move(r).error().context("CachedBuffer::record_stream");
+        return std::move(r).error().context("Buffer::record_stream");
     }
     try {
         uses.push_back(RecordedUse{stream, *event, tracker_.next_seq()});
     } catch (...) {
         events_.release(*event);
-        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[CachedBuffer::record_stream] host allocation failed");
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Buffer::record_stream] host allocation failed");
     }
     return ok();
 }

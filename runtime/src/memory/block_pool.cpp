@@ -1,4 +1,4 @@
-#include "block_pool.hpp"
+#include "memory/block_pool.hpp"
 
 namespace keel::memory {
 

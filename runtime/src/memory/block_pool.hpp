@@ -4,10 +4,10 @@
 // StreamPool::mu for every function here).
 #pragma once
 
-#include <keel/memory/block_allocator.hpp>
-#include <keel/memory/stats.hpp>
+#include "memory/block_allocator.hpp"
+#include <keel/memory_stats.hpp>
 
-#include <keel/detail/spin_lock.hpp>
+#include <keel/base/spin_lock.hpp>
 
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
@@ -137,7 +137,7 @@ struct StreamPool {
     }
 
     const keel_stream stream;
-    keel::detail::SpinLock mu;  // sections are short and never call the plugin
+    keel::base::SpinLock mu;  // sections are short and never call the plugin
     // Everything below is guarded by mu.
     FreeTree small_free;
     FreeTree large_free;

@@ -1,7 +1,7 @@
-#include <keel/memory/completion_tracker.hpp>
+#include "memory/completion_tracker.hpp"
 
-#include "log.hpp"
-#include "peak.hpp"
+#include "logging.hpp"
+#include "memory/peak.hpp"
 
 #include <algorithm>
 
@@ -24,6 +24,8 @@ CompletionTracker::CompletionTracker(DeviceOps& ops, EventPool& events,
       reclaim_interval_(reclaim_interval) {
     if (reclaim_interval_.count() > 0) reclaimer_ = std::thread([this] { reclaimer_loop(); });
 }
+
+bool CompletionTracker::in_release() noexcept { return t_finish_depth > 0; }
 
 void CompletionTracker::shutdown() noexcept {
     if (reclaimer_.joinable()) {
@@ -60,7 +62,7 @@ std::vector<CompletionTracker::StreamQueue*> CompletionTracker::all_queues() {
 }
 
 void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event event,
-                              bool owns_event, WorkKind kind, DeferredTask task) {
+                              bool owns_event, WorkKind kind, HostFunc task) {
     StreamQueue& q = queue_for(stream);
     std::size_t queued = 0;
     std::uint64_t oldest = 0;
@@ -81,7 +83,7 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
     }
     by_kind_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_acq_rel);
     const std::uint64_t now = outstanding_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    detail::update_peak(peak_outstanding_, now);
+    update_peak(peak_outstanding_, now);
     if (now == 1 && reclaimer_.joinable()) {
         { std::lock_guard lock(reclaim_mu_); }
         reclaim_cv_.notify_one();
@@ -94,7 +96,7 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
 }
 
 Result<void> CompletionTracker::record_and_track(keel_stream stream, WorkKind kind,
-                                                 DeferredTask task) {
+                                                 HostFunc task) {
     KEEL_TRY_ASSIGN(keel_event event, events_.acquire());
     auto recorded = ops_.event_record(event, stream);
     if (!recorded.ok()) {

@@ -1,6 +1,6 @@
-#include <keel/memory/event_pool.hpp>
+#include "memory/event_pool.hpp"
 
-#include "log.hpp"
+#include "logging.hpp"
 
 namespace keel::memory {
 

@@ -1,53 +1,85 @@
-#include <keel/memory/fence.hpp>
+#include "memory/fence.hpp"
 
-#include "log.hpp"
+#include "access.hpp"
 
-namespace keel::memory {
+#include <utility>
 
-Result<Fence> Fence::record(MemoryCore& core, keel_stream from) {
-    if (from == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Fence::record] stream is null");
-    auto event = core.events().acquire();
-    if (!event.ok()) return std::move(event).error().context("Fence::record");
-    auto recorded = core.ops().event_record(*event, from);
+namespace keel {
+
+namespace memory {
+
+Result<Fence> record_fence(const std::shared_ptr<MemoryCore>& core, keel_stream from) {
+    if (from == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::fence] stream is null");
+    auto event = core->events().acquire();
+    if (!event.ok()) return std::move(event).error().context("Stream::fence");
+    auto recorded = core->ops().event_record(*event, from);
     if (!recorded.ok()) {
-        core.events().release(*event);
-        return std::move(recorded).error().context("Fence::record");
+        core->events().release(*event);
+        return std::move(recorded).error().context("Stream::fence");
     }
     Fence fence;
-    fence.core_ = &core;
-    fence.from_ = from;
-    fence.event_ = *event;
-    fence.seq_ = core.tracker().next_seq();
+    detail::Access::memory(fence) = core;
+    detail::Access::device(fence) = core->device();
+    detail::Access::from(fence) = from;
+    detail::Access::event(fence) = *event;
+    detail::Access::seq(fence) = core->tracker().next_seq();
     return fence;
 }
 
-Result<void> Fence::enqueue_wait(keel_stream to) const {
-    if (event_ == nullptr) return ok();
-    if (to == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Fence::enqueue_wait] stream is null");
-    auto r = core_->ops().stream_wait_event(to, event_);
-    if (!r.ok()) return std::move(r).error().context("Fence::enqueue_wait");
+Result<void> wait_fence(const Fence& fence, keel_stream to) {
+    if (fence.empty()) return ok();
+    if (to == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::wait] stream is null");
+    auto r = detail::Access::memory(fence)->ops().stream_wait_event(to, detail::Access::event(fence));
+    if (!r.ok()) return std::move(r).error().context("Stream::wait");
     return ok();
 }
+
+Result<void> order_after(const std::shared_ptr<MemoryCore>& core, keel_stream to, keel_stream from) {
+    if (to == from) return ok();  // a stream is already in order with itself
+    KEEL_TRY_ASSIGN(Fence fence, record_fence(core, from));
+    return wait_fence(fence, to);
+}
+
+}  // namespace memory
+
+Fence::Fence() noexcept = default;
+
+Fence::Fence(Fence&& other) noexcept
+    : memory_(std::move(other.memory_)),
+      device_(std::exchange(other.device_, nullptr)),
+      from_(std::exchange(other.from_, nullptr)),
+      event_(std::exchange(other.event_, nullptr)),
+      seq_(std::exchange(other.seq_, 0)) {}
+
+Fence& Fence::operator=(Fence&& other) noexcept {
+    if (this != &other) {
+        reset();
+        memory_ = std::move(other.memory_);
+        device_ = std::exchange(other.device_, nullptr);
+        from_ = std::exchange(other.from_, nullptr);
+        event_ = std::exchange(other.event_, nullptr);
+        seq_ = std::exchange(other.seq_, 0);
+    }
+    return *this;
+}
+
+Fence::~Fence() { reset(); }
 
 void Fence::reset() noexcept {
     if (event_ == nullptr) return;
     // Waits already enqueued keep the captured point, but a host query of a
     // recycled event would not: recycle only once the point is reached.
+    memory::MemoryCore& core = *memory_;
     try {
-        core_->tracker().track(from_, seq_, event_, /*owns_event=*/true, WorkKind::fence, DeferredTask{});
+        core.tracker().track(from_, seq_, event_, /*owns_event=*/true, memory::WorkKind::fence, HostFunc{});
     } catch (...) {
-        (void)core_->ops().event_synchronize(event_);
-        core_->events().release(event_);
+        (void)core.ops().event_synchronize(event_);
+        core.events().release(event_);
     }
     event_ = nullptr;
-    core_ = nullptr;
     from_ = nullptr;
+    device_ = nullptr;
+    memory_.reset();
 }
 
-Result<void> order_after(MemoryCore& core, keel_stream to, keel_stream from) {
-    if (to == from) return ok();  // a stream is already in order with itself
-    KEEL_TRY_ASSIGN(Fence fence, Fence::record(core, from));
-    return fence.enqueue_wait(to);
-}
-
-}  // namespace keel::memory
+}  // namespace keel

@@ -1,10 +1,10 @@
-#include <keel/memory/hold.hpp>
+#include "memory/hold.hpp"
 
-#include "log.hpp"
+#include "logging.hpp"
 
 namespace keel::memory {
 
-Result<void> hold_task(MemoryCore& core, keel_stream stream, DeferredTask release) {
+Result<void> hold_task(MemoryCore& core, keel_stream stream, HostFunc release) {
     if (stream == nullptr) {
         // No stream can have work on a null handle: nothing to wait for.
         release.run();

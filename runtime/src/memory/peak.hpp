@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace keel::memory::detail {
+namespace keel::memory {
 
 // Raises `peak` to `value` if it is higher (lock-free; relaxed, since a
 // statistic orders nothing).
@@ -14,4 +14,4 @@ inline void update_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) n
     }
 }
 
-}  // namespace keel::memory::detail
+}  // namespace keel::memory

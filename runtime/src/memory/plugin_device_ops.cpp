@@ -1,4 +1,6 @@
-#include <keel/memory/plugin_device_ops.hpp>
+#include "memory/plugin_device_ops.hpp"
+
+#include "access.hpp"
 
 #include "plugin.hpp"
 #include "plugin_api.hpp"
@@ -7,7 +9,7 @@ namespace keel::memory {
 
 namespace {
 
-const detail::PluginApi& api_of(const Device& device) { return device.slot().api(); }
+const detail::PluginApi& api_of(const Device& device) { return detail::Access::slot(device).api(); }
 
 }  // namespace
 

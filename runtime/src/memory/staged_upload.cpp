@@ -1,6 +1,6 @@
-#include "staged_upload.hpp"
+#include "memory/staged_upload.hpp"
 
-#include "log.hpp"
+#include "logging.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,16 +33,16 @@ Result<void> StagedUpload::run(keel_device_addr dst, std::span<const std::byte> 
         if (!copied.ok()) {
             core_.events().release(chunk.event);
             core_.staging().release(chunk.block);  // never enqueued
-            return std::move(copied).error().context("copy_from_host");
+            return std::move(copied).error().context("Stream::copy");
         }
         auto recorded = core_.ops().event_record(chunk.event, stream_);
         if (!recorded.ok()) {
             // The copy may read the block until the stream is done with it.
             core_.events().release(chunk.event);
             auto synced = core_.ops().stream_synchronize(stream_);
-            if (!synced.ok()) detail::log_debug("[copy_from_host] " + synced.error().message());
+            if (!synced.ok()) detail::log_debug("[Stream::copy] " + synced.error().message());
             core_.staging().release(chunk.block);
-            return std::move(recorded).error().context("copy_from_host");
+            return std::move(recorded).error().context("Stream::copy");
         }
         chunk.seq = core_.tracker().next_seq();
         in_flight_.push_back(chunk);
@@ -73,7 +73,7 @@ Result<StagedUpload::Chunk> StagedUpload::next_chunk(std::uint64_t size) {
     auto event = core_.events().acquire();
     if (!event.ok()) {
         core_.staging().release(block);
-        return std::move(event).error().context("copy_from_host");
+        return std::move(event).error().context("Stream::copy");
     }
     return Chunk{block, *event, 0};
 }
@@ -104,7 +104,7 @@ void StagedUpload::retire_in_flight() noexcept {
         const Chunk c = in_flight_[i];
         try {
             core_.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, WorkKind::staging,
-                                  DeferredTask([staging, block = c.block] { staging->release(block); }));
+                                  HostFunc([staging, block = c.block] { staging->release(block); }));
         } catch (...) {
             (void)core_.ops().event_synchronize(c.event);
             core_.events().release(c.event);

@@ -17,7 +17,7 @@
 // the host at most one `ring_wait` per copy.
 #pragma once
 
-#include <keel/memory/memory_core.hpp>
+#include "memory/memory_core.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
-#include <keel/memory/staging_pool.hpp>
+#include "memory/staging_pool.hpp"
 
-#include "log.hpp"
-#include "peak.hpp"
+#include "logging.hpp"
+#include "memory/peak.hpp"
 
 #include <bit>
 #include <vector>
@@ -63,7 +63,7 @@ Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size
     }
     const std::uint64_t now =
         in_flight_bytes_.fetch_add(block.capacity, std::memory_order_relaxed) + block.capacity;
-    detail::update_peak(peak_in_flight_, now);
+    update_peak(peak_in_flight_, now);
     return block;
 }
 
@@ -102,7 +102,7 @@ void StagingPool::release(StagingBlock block) noexcept {
 
 Result<void> StagingPool::release_after(keel_stream stream, StagingBlock block) {
     auto tracked = tracker_.record_and_track(stream, WorkKind::staging,
-                                             DeferredTask([this, block] { release(block); }));
+                                             HostFunc([this, block] { release(block); }));
     if (tracked.ok()) return ok();
     // No event: the copy may still read the block, so wait for the stream.
     // (An error here means the stream failed and its copy will not run.)

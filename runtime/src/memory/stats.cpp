@@ -1,24 +1,10 @@
-#include <keel/memory/stats.hpp>
+#include <keel/memory_stats.hpp>
+
+#include <keel/format.hpp>
 
 #include <cstdio>
 
-namespace keel::memory {
-
-std::string format_bytes(std::uint64_t bytes) {
-    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes);
-    std::size_t unit = 0;
-    while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-        value /= 1024.0;
-        ++unit;
-    }
-    char buf[32];
-    if (unit == 0)
-        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-    else
-        std::snprintf(buf, sizeof buf, "%.1f %s", value, kUnits[unit]);
-    return buf;
-}
+namespace keel {
 
 const char* block_state_name(BlockState state) noexcept {
     switch (state) {
@@ -83,4 +69,4 @@ std::string TrackerStats::to_string() const {
            " event(s) created";
 }
 
-}  // namespace keel::memory
+}  // namespace keel

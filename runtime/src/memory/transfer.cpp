@@ -1,13 +1,15 @@
-#include <keel/memory/transfer.hpp>
-#include <keel/memory/hold.hpp>
+#include "memory/transfer.hpp"
 
-#include "log.hpp"
-#include "staged_upload.hpp"
+#include "access.hpp"
+#include "memory/hold.hpp"
+#include "memory/staged_upload.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace keel::memory {
+namespace keel {
+
+namespace memory {
 
 namespace {
 
@@ -27,7 +29,7 @@ Result<bool> try_inline_copy(MemoryCore& core, keel_stream stream, keel_device_a
         return true;
     }
     if (r.error().code() == KEEL_STATUS_UNIMPLEMENTED) return false;  // absent after all
-    return std::move(r).error().context("copy_from_host");
+    return std::move(r).error().context("Stream::copy");
 }
 
 }  // namespace
@@ -35,35 +37,37 @@ Result<bool> try_inline_copy(MemoryCore& core, keel_stream stream, keel_device_a
 Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
                             std::span<const std::byte> src) {
     if (src.empty()) return ok();
-    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] stream is null");
     KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
     if (inlined) return ok();
     return StagedUpload(core, stream).run(dst, src);
 }
 
 Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_device_addr dst,
-                                  std::span<const std::byte> src, DeferredTask keep_alive) {
+                                  std::span<const std::byte> src, HostFunc keep_alive) {
     if (src.empty()) return ok();
-    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_from_host] stream is null");
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] stream is null");
     KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
     if (inlined) return ok();  // captured: keep_alive may go now
     auto copied = core.ops().memcpy_h2d(stream, dst, src.data(), src.size());
-    if (!copied.ok()) return std::move(copied).error().context("copy_from_host");
+    if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
     return hold_task(core, stream, std::move(keep_alive));
 }
 
-Result<HostCopy> copy_from_device(MemoryCore& core, keel_stream stream, std::span<std::byte> dst,
-                                  keel_device_addr src) {
+Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, keel_stream stream,
+                                  std::span<std::byte> dst, keel_device_addr src) {
     HostCopy copy;
     if (dst.empty()) return copy;
-    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[copy_to_host] stream is null");
-    copy.core_ = &core;
-    copy.stream_ = stream;
-    copy.dst_ = dst.data();
+    if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] stream is null");
+    MemoryCore& core = *core_ptr;
+    detail::Access::memory(copy) = core_ptr;
+    detail::Access::stream(copy) = stream;
+    detail::Access::destination(copy) = dst.data();
+    std::vector<CopyChunk>& chunks = detail::Access::chunks(copy);
     DeviceOps& ops = core.ops();
     StagingPool& staging = core.staging();
     const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
-    copy.chunks_.reserve((dst.size() + chunk - 1) / chunk);
+    chunks.reserve((dst.size() + chunk - 1) / chunk);
     for (std::uint64_t offset = 0; offset < dst.size(); offset += chunk) {
         const std::uint64_t n = std::min<std::uint64_t>(chunk, dst.size() - offset);
         // On error, `copy` is dropped: chunks already enqueued are abandoned
@@ -72,7 +76,7 @@ Result<HostCopy> copy_from_device(MemoryCore& core, keel_stream stream, std::spa
         auto event = core.events().acquire();
         if (!event.ok()) {
             staging.release(block);
-            return std::move(event).error().context("copy_to_host");
+            return std::move(event).error().context("Stream::copy");
         }
         auto copied = ops.memcpy_d2h(stream, block.ptr, src + offset, n);
         if (copied.ok()) copied = ops.event_record(*event, stream);
@@ -81,52 +85,84 @@ Result<HostCopy> copy_from_device(MemoryCore& core, keel_stream stream, std::spa
             // The copy may have been enqueued without its event: wait for it.
             (void)ops.stream_synchronize(stream);
             staging.release(block);
-            return std::move(copied).error().context("copy_to_host");
+            return std::move(copied).error().context("Stream::copy");
         }
-        copy.chunks_.push_back(
-            HostCopy::Chunk{block, *event, core.tracker().next_seq(), offset, n});
+        chunks.push_back(CopyChunk{block, *event, core.tracker().next_seq(), offset, n});
     }
     return copy;
 }
 
+}  // namespace memory
+
+HostCopy::HostCopy() noexcept = default;
+
+HostCopy::HostCopy(HostCopy&& other) noexcept
+    : memory_(std::move(other.memory_)),
+      stream_(std::exchange(other.stream_, nullptr)),
+      dst_(std::exchange(other.dst_, nullptr)),
+      chunks_(std::move(other.chunks_)) {
+    other.chunks_.clear();
+}
+
+HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
+    if (this != &other) {
+        abandon();
+        memory_ = std::move(other.memory_);
+        stream_ = std::exchange(other.stream_, nullptr);
+        dst_ = std::exchange(other.dst_, nullptr);
+        chunks_ = std::move(other.chunks_);
+        other.chunks_.clear();
+    }
+    return *this;
+}
+
+HostCopy::~HostCopy() { abandon(); }
+
 Result<bool> HostCopy::ready() {
     if (chunks_.empty()) return true;
-    auto done = core_->ops().event_query(chunks_.back().event);
+    auto done = memory_->ops().event_query(chunks_.back().event);
     if (!done.ok()) return std::move(done).error().context("HostCopy::ready");
     return *done;
 }
 
 Result<void> HostCopy::wait() {
     Result<void> result = ok();
-    for (Chunk& c : chunks_) {
+    for (memory::CopyChunk& c : chunks_) {
         // Chunk by chunk: the first is copied out while later ones transfer.
-        auto waited = core_->ops().event_synchronize(c.event);
+        auto waited = memory_->ops().event_synchronize(c.event);
         if (waited.ok()) {
             std::memcpy(dst_ + c.offset, c.block.ptr, c.size);
         } else if (result.ok()) {
             result = std::move(waited).error().context("HostCopy::wait");
         }
-        core_->events().release(c.event);
-        core_->staging().release(c.block);
+        memory_->events().release(c.event);
+        memory_->staging().release(c.block);
     }
     chunks_.clear();
+    memory_.reset();
     return result;
 }
 
 void HostCopy::abandon() noexcept {
-    for (Chunk& c : chunks_) {
-        StagingPool* staging = &core_->staging();
-        const StagingBlock block = c.block;
+    if (chunks_.empty()) {
+        memory_.reset();
+        return;
+    }
+    memory::MemoryCore& core = *memory_;
+    for (memory::CopyChunk& c : chunks_) {
+        memory::StagingPool* staging = &core.staging();
+        const memory::StagingBlock block = c.block;
         try {
-            core_->tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, WorkKind::staging,
-                                   DeferredTask([staging, block] { staging->release(block); }));
+            core.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, memory::WorkKind::staging,
+                                 HostFunc([staging, block] { staging->release(block); }));
         } catch (...) {
-            (void)core_->ops().event_synchronize(c.event);
-            core_->events().release(c.event);
+            (void)core.ops().event_synchronize(c.event);
+            core.events().release(c.event);
             staging->release(block);
         }
     }
     chunks_.clear();
+    memory_.reset();
 }
 
-}  // namespace keel::memory
+}  // namespace keel

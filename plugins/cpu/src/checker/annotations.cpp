@@ -5,25 +5,23 @@
 namespace keel::cpu {
 namespace {
 
-constexpr plugin::ParamSpec kRangeParams[] = {{"block", plugin::Intent::none}};
-constexpr plugin::KernelSignature kRelease{kReleaseRange.data(), kRangeParams};
-constexpr plugin::KernelSignature kAcquire{kAcquireRange.data(), kRangeParams};
-
 Result<KernelWork> validate_range(const plugin::LaunchArgsView& args) {
     KEEL_TRY(args.expect_count(1));
     KEEL_TRY_ASSIGN(plugin::BufferArg block, args.buffer(0, "block"));
     KernelWork work;
-    work.use(block, "block");
+    // The access is never recorded: an annotation is applied at the call.
+    KEEL_TRY(work.use(block, Access::read, "block"));
     return work;
 }
 
-constexpr KernelDef kAnnotations[] = {{&kRelease, &validate_range}, {&kAcquire, &validate_range}};
+constexpr KernelDef kAnnotations[] = {{kReleaseRange.data(), &validate_range},
+                                       {kAcquireRange.data(), &validate_range}};
 
 }  // namespace
 
 const KernelDef* find_annotation(std::string_view name) noexcept {
     for (const KernelDef& a : kAnnotations)
-        if (name == a.name()) return &a;
+        if (name == a.name) return &a;
     return nullptr;
 }
 

@@ -24,8 +24,9 @@ void accesses_of(const Op& op, std::vector<OpAccess>& out) {
         case OpKind::kernel:
             // An inout buffer is checked and remembered as a write: a write
             // conflicts with whatever a read would, and more.
-            for (const plugin::BufferAccess& a : op.kernel->accesses)
-                out.push_back({true, a.addr, a.size, plugin::writes(a.intent), a.role});
+            for (const BufferUse& b : op.kernel->buffers())
+                if (b.addr != 0 || b.size != 0)
+                    out.push_back({true, b.addr, b.size, b.access != Access::read, b.role});
             break;
         case OpKind::host_func:
         case OpKind::timestamp:

@@ -1,6 +1,6 @@
 // What one queued operation reads and writes, as the checker sees it at
-// enqueue: device ranges, and the host side of copies. Kernel buffers come
-// from the kernel's signature (KernelWork::accesses), never from the call site.
+// enqueue: device ranges, and the host side of copies. Kernel buffers carry
+// the intent the kernel declares (KernelWork::use), never the call site's.
 #pragma once
 
 #include "../op.hpp"

@@ -14,8 +14,8 @@ Result<KernelWork> validate_axpy(const plugin::LaunchArgsView& args) {
         return args.invalid("x has " + std::to_string(x.size) + " bytes but y has " + std::to_string(y.size) +
                             ": they must be equal");
     KernelWork work;
-    const std::size_t xi = work.use(x, "x");
-    const std::size_t yi = work.use(y, "y");
+    KEEL_TRY_ASSIGN(const std::size_t xi, work.use(x, Access::read, "x"));
+    KEEL_TRY_ASSIGN(const std::size_t yi, work.use(y, Access::read_write, "y"));
     const std::size_t n = x.size / sizeof(float);
     const float a = static_cast<float>(alpha);
     work.body = [xi, yi, n, a](const KernelBuffers& b) -> Result<void> {

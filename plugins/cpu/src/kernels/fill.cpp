@@ -12,7 +12,7 @@ Result<KernelWork> validate_fill(const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(plugin::BufferArg out, args.buffer(0, "out", kF32));
     KEEL_TRY_ASSIGN(double value, args.scalar_f64(1, "value"));
     KernelWork work;
-    const std::size_t o = work.use(out, "out");
+    KEEL_TRY_ASSIGN(const std::size_t o, work.use(out, Access::write, "out"));
     const std::size_t n = out.size / sizeof(float);
     const float v = static_cast<float>(value);
     work.body = [o, n, v](const KernelBuffers& b) -> Result<void> {

@@ -1,0 +1,91 @@
+// The runtime's own access to what its public types keep private: the
+// device behind a Device or a view, a stream's memory instance, the parts
+// of a Buffer, Fence or HostCopy that the memory machinery fills in. Public
+// headers only befriend detail::Access; nothing here is part of the API.
+#pragma once
+
+#include <keel/buffer.hpp>
+#include <keel/device.hpp>
+#include <keel/device_memory.hpp>
+#include <keel/fence.hpp>
+#include <keel/host_copy.hpp>
+#include <keel/host_func.hpp>
+#include <keel/kernel.hpp>
+#include <keel/stream.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace keel::detail {
+
+struct DeviceSlot;
+
+struct Access {
+    // ---- devices and views --------------------------------------------------
+    [[nodiscard]] static const DeviceSlot& slot(const Device& device) noexcept { return *device.slot_; }
+    [[nodiscard]] static const std::shared_ptr<const DeviceSlot>& slot_ptr(const Device& device) noexcept {
+        return device.slot_;
+    }
+    [[nodiscard]] static Device device(std::shared_ptr<const DeviceSlot> slot) noexcept {
+        return Device(std::move(slot));
+    }
+    [[nodiscard]] static const DeviceSlot* slot(const DeviceView& view) noexcept { return view.slot_; }
+    [[nodiscard]] static DeviceView view(const DeviceSlot* slot, keel_device_addr address,
+                                         std::uint64_t size) noexcept {
+        DeviceView v;
+        v.slot_ = slot;
+        v.address_ = address;
+        v.size_ = size;
+        return v;
+    }
+
+    // ---- host functions and kernel arguments -------------------------------
+    [[nodiscard]] static std::unique_ptr<HostFuncBase> take(HostFunc&& fn) noexcept {
+        return std::move(fn.impl_);
+    }
+    [[nodiscard]] static const DeviceSlot* device_of(const KernelArgs& args, std::size_t i) noexcept {
+        return args.args_[i].device;
+    }
+    [[nodiscard]] static bool is_empty_view(const KernelArgs& args, std::size_t i) noexcept {
+        return args.args_[i].empty_view;
+    }
+
+    // ---- memory -------------------------------------------------------------
+    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& core(const DeviceMemory& m) noexcept {
+        return m.core_;
+    }
+    [[nodiscard]] static DeviceMemory memory(Device device, std::shared_ptr<memory::MemoryCore> core) noexcept {
+        return DeviceMemory(std::move(device), std::move(core));
+    }
+    // The memory instance `stream` uses, bound now if it had none (see
+    // stream_memory.cpp). Valid while the stream lives.
+    [[nodiscard]] static Result<const std::shared_ptr<memory::MemoryCore>*> core(const Stream& stream);
+
+    [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(Buffer& b) noexcept { return b.memory_; }
+    [[nodiscard]] static memory::Block*& block(Buffer& b) noexcept { return b.block_; }
+    [[nodiscard]] static memory::Block* block(const Buffer& b) noexcept { return b.block_; }
+    [[nodiscard]] static DeviceView& view(Buffer& b) noexcept { return b.view_; }
+    [[nodiscard]] static std::vector<memory::RecordedUse>& uses(Buffer& b) noexcept { return b.uses_; }
+    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& memory(const Buffer& b) noexcept {
+        return b.memory_;
+    }
+
+    [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(Fence& f) noexcept { return f.memory_; }
+    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& memory(const Fence& f) noexcept {
+        return f.memory_;
+    }
+    [[nodiscard]] static const DeviceSlot*& device(Fence& f) noexcept { return f.device_; }
+    [[nodiscard]] static const DeviceSlot* device(const Fence& f) noexcept { return f.device_; }
+    [[nodiscard]] static keel_stream& from(Fence& f) noexcept { return f.from_; }
+    [[nodiscard]] static keel_event& event(Fence& f) noexcept { return f.event_; }
+    [[nodiscard]] static keel_event event(const Fence& f) noexcept { return f.event_; }
+    [[nodiscard]] static std::uint64_t& seq(Fence& f) noexcept { return f.seq_; }
+
+    [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(HostCopy& c) noexcept { return c.memory_; }
+    [[nodiscard]] static keel_stream& stream(HostCopy& c) noexcept { return c.stream_; }
+    [[nodiscard]] static std::byte*& destination(HostCopy& c) noexcept { return c.dst_; }
+    [[nodiscard]] static std::vector<memory::CopyChunk>& chunks(HostCopy& c) noexcept { return c.chunks_; }
+};
+
+}  // namespace keel::detail

@@ -1,0 +1,150 @@
+// The stream-safe caching allocator of one device, over DeviceOps.
+//
+// Each stream has its own pool (own lock, own segments, own free trees): a
+// block belongs to the stream it was allocated on and is reused only by that
+// stream, because the stream's in-order execution makes reuse after a free
+// safe without any event. A use on another stream must be declared with
+// record_use() (Buffer::record_stream); freeing such a block makes it
+// *pending* until those uses complete.
+//
+// Events are recorded when the use is recorded, not when the buffer is
+// freed (docs/memory.md, "record-time events", says why): the event
+// survives the using stream being destroyed first, the block comes back as
+// soon as that use is done rather than after unrelated later work, a repeated
+// record re-records the same event (one event per block and stream), and
+// free() makes no plugin call at all.
+//
+// Out of memory, in order: sweep completed work without blocking -> wait for
+// the events of pending frees -> return every entirely free segment of every
+// stream to the plugin -> retry the raw allocation once (also at the exact
+// size) -> fail with OUT_OF_MEMORY and the statistics in the message.
+#pragma once
+
+#include "memory/completion_tracker.hpp"
+#include <keel/memory_config.hpp>
+#include "memory/device_ops.hpp"
+#include "memory/event_pool.hpp"
+#include <keel/memory_stats.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace keel::memory {
+
+struct Block;       // private to the allocator
+struct StreamPool;  // private to the allocator
+struct PendingFree;
+struct SizePolicy;
+
+// A use of a block on a stream other than its own, captured by an event
+// recorded at the time the use was declared.
+struct RecordedUse {
+    keel_stream stream = nullptr;
+    keel_event event = nullptr;  // from the EventPool
+    std::uint64_t seq = 0;       // CompletionTracker::next_seq() at the record
+};
+
+// Sync: every member may be called from any thread. No lock is held across a
+// plugin call, except that wait-at-reuse enqueues device waits while the
+// block is reserved for the caller (no lock held either).
+class BlockAllocator {
+public:
+    BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTracker& tracker,
+                   const AllocatorConfig& config, const BackPressureConfig& limits);
+    BlockAllocator(const BlockAllocator&) = delete;
+    BlockAllocator& operator=(const BlockAllocator&) = delete;
+    BlockAllocator(BlockAllocator&&) = delete;
+    BlockAllocator& operator=(BlockAllocator&&) = delete;
+    // Returns every cached segment to the plugin. The tracker must have been
+    // drained first; blocks still allocated are leaked (and logged).
+    ~BlockAllocator();
+
+    // A block of at least `size` (> 0) bytes for use on `stream`.
+    [[nodiscard]] Result<Block*> allocate(keel_stream stream, std::uint64_t size);
+
+    // Frees `block`. Without uses it is at once reusable by its own stream
+    // (stream-ordered). With uses, it becomes pending until each use's event
+    // completes; this may block when pending frees are past their bounds.
+    // Takes the uses' events.
+    void free(Block* block, std::vector<RecordedUse> uses) noexcept;
+
+    // Declares that work enqueued on `stream` so far uses `block`: records
+    // (or re-records) the event for `stream` in `uses`. No-op for the
+    // block's own stream.
+    [[nodiscard]] Result<void> record_use(const Block* block, keel_stream stream,
+                                          std::vector<RecordedUse>& uses);
+
+    [[nodiscard]] static keel_device_addr address(const Block* block) noexcept;
+    [[nodiscard]] static std::uint64_t size(const Block* block) noexcept;  // rounded size
+    [[nodiscard]] static keel_stream stream(const Block* block) noexcept;
+
+    // Non-blocking: releases pending frees (and all other tracked work) that
+    // completed.
+    void sweep() noexcept { (void)tracker_.sweep(); }
+    // Blocks until every pending free completed and its block is reusable.
+    void wait_pending() noexcept;
+    // Returns every entirely free segment to the plugin.
+    [[nodiscard]] Result<void> release_cached();
+
+    [[nodiscard]] AllocatorStats stats() const;
+    void reset_peaks() noexcept;
+    [[nodiscard]] MemorySnapshot snapshot() const;
+    [[nodiscard]] std::uint64_t round_size(std::uint64_t size) const noexcept;
+
+private:
+    StreamPool& pool_for(keel_stream stream);
+    StreamPool* find_pool(keel_stream stream);
+    std::vector<StreamPool*> all_pools() const;
+    Block* try_take(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested);
+    Result<Block*> allocate_slow(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested);
+    Result<keel_device_addr> raw_alloc(std::uint64_t size);
+    Block* adopt_segment(StreamPool& pool, keel_device_addr addr, std::uint64_t seg_size,
+                         std::uint64_t rounded, std::uint64_t requested);
+    bool claim_pending_with_device_wait(StreamPool& pool, std::uint64_t rounded);
+    void on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept;
+    // Under pool.mu: the pending block goes back to the free tree.
+    void settle_locked(StreamPool& pool, PendingFree& pending);
+    void wait_and_settle(const std::shared_ptr<PendingFree>& pending) noexcept;
+    void enforce_pending_bounds() noexcept;
+    void maybe_sweep() noexcept;
+    void count_allocated(std::uint64_t bytes) noexcept;
+    Error out_of_memory(keel_stream stream, std::uint64_t requested, std::uint64_t rounded,
+                        const Error& cause);
+
+    DeviceOps& ops_;
+    EventPool& events_;
+    CompletionTracker& tracker_;
+    const AllocatorConfig config_;
+    std::unique_ptr<const SizePolicy> policy_;
+    std::uint64_t max_pending_bytes_;
+    std::uint32_t max_pending_count_;
+    const std::uint64_t id_;  // distinguishes allocators in the thread-local pool cache
+
+    mutable std::shared_mutex pools_mu_;
+    // Pools live as long as the allocator (a stream handle that is reused by
+    // a new stream finds its old pool, which is safe: the old stream's work
+    // finished before it was destroyed).
+    std::unordered_map<keel_stream, std::unique_ptr<StreamPool>> pools_;
+
+    std::atomic<std::uint64_t> allocated_bytes_{0};
+    std::atomic<std::uint64_t> reserved_bytes_{0};
+    std::atomic<std::uint64_t> pending_bytes_{0};
+    std::atomic<std::uint64_t> pending_count_{0};
+    std::atomic<std::uint64_t> peak_allocated_{0};
+    std::atomic<std::uint64_t> peak_reserved_{0};
+    std::atomic<std::uint64_t> peak_pending_{0};
+    std::atomic<std::uint64_t> peak_in_use_{0};
+    std::atomic<std::uint64_t> raw_allocs_{0};
+    std::atomic<std::uint64_t> raw_frees_{0};
+    std::atomic<std::uint64_t> oom_retries_{0};
+    std::atomic<std::uint64_t> ooms_{0};
+    std::atomic<std::uint64_t> reuse_waits_{0};
+    std::atomic<std::uint64_t> pending_free_waits_{0};
+    std::atomic<std::uint64_t> free_order_{0};
+};
+
+}  // namespace keel::memory

@@ -1,0 +1,100 @@
+#include "memory/buffer.hpp"
+
+#include <keel/stream.hpp>
+
+#include "access.hpp"
+#include "plugin.hpp"
+
+#include <utility>
+
+namespace keel {
+
+namespace memory {
+
+Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream, std::uint64_t size) {
+    KEEL_TRY_ASSIGN(Block * block, core->allocator().allocate(stream, size));
+    Buffer buffer;
+    detail::Access::memory(buffer) = core;
+    detail::Access::block(buffer) = block;
+    detail::Access::view(buffer) =
+        detail::Access::view(core->device(), BlockAllocator::address(block), size);
+    return buffer;
+}
+
+Result<void> record_use(Buffer& buffer, keel_stream stream) {
+    if (buffer.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Buffer::record_stream] the buffer is empty (moved-from or freed)");
+    return detail::Access::memory(buffer)->allocator().record_use(detail::Access::block(buffer), stream,
+                                                                 detail::Access::uses(buffer));
+}
+
+}  // namespace memory
+
+Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
+    if (stream.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Buffer::allocate] the stream is empty (moved-from or closed)");
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(stream));
+    Result<Buffer> buffer = memory::allocate(*core, stream.native(), size);
+    if (!buffer.ok()) buffer = std::move(buffer).error().context("Buffer::allocate on " + stream.device().name());
+    return buffer;
+}
+
+Buffer::Buffer() noexcept = default;
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : memory_(std::move(other.memory_)),
+      block_(std::exchange(other.block_, nullptr)),
+      view_(std::exchange(other.view_, DeviceView())),
+      uses_(std::move(other.uses_)) {
+    other.uses_.clear();
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+        reset();
+        memory_ = std::move(other.memory_);
+        block_ = std::exchange(other.block_, nullptr);
+        view_ = std::exchange(other.view_, DeviceView());
+        uses_ = std::move(other.uses_);
+        other.uses_.clear();
+    }
+    return *this;
+}
+
+Buffer::~Buffer() { reset(); }
+
+std::uint64_t Buffer::capacity() const noexcept {
+    return block_ == nullptr ? 0 : memory::BlockAllocator::size(block_);
+}
+
+Result<DeviceView> Buffer::view(std::uint64_t offset, std::uint64_t size) const {
+    if (empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::view] the buffer is empty (moved-from or freed)");
+    return view_.sub(offset, size);
+}
+
+Result<void> Buffer::record_stream(const Stream& stream) {
+    if (stream.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Buffer::record_stream] the stream is empty (moved-from or closed)");
+    const detail::DeviceSlot* mine = detail::Access::slot(view_);
+    if (mine != nullptr && mine != &detail::Access::slot(stream.device()))
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] the stream is on " +
+                                                       stream.device().name() + ", the buffer on " +
+                                                       mine->name);
+    return memory::record_use(*this, stream.native());
+}
+
+void Buffer::reset() noexcept {
+    if (block_ == nullptr) return;
+    // Freed while this buffer still holds its core: the free may run deferred
+    // releases, one of which could drop every other reference.
+    memory_->allocator().free(std::exchange(block_, nullptr), std::move(uses_));
+    uses_.clear();
+    view_ = DeviceView();
+    memory_.reset();
+}
+
+}  // namespace keel

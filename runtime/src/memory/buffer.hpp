@@ -1,0 +1,23 @@
+// Buffers of the caching allocator over a core and a plugin stream handle:
+// what Buffer::allocate and record_stream do once the Stream is checked, and
+// what the memory tests call with a fake device.
+#pragma once
+
+#include <keel/buffer.hpp>
+
+#include "memory/memory_core.hpp"
+
+#include <cstdint>
+#include <memory>
+
+namespace keel::memory {
+
+// `size` > 0 bytes for use on `stream`, which owns the block.
+[[nodiscard]] Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream,
+                                      std::uint64_t size);
+
+// Declares that the work enqueued on `stream` so far uses `buffer` (see
+// Buffer::record_stream).
+[[nodiscard]] Result<void> record_use(Buffer& buffer, keel_stream stream);
+
+}  // namespace keel::memory

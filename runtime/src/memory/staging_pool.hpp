@@ -1,0 +1,90 @@
+// A cache of pinned host blocks for staging copies between host containers
+// and the device.
+//
+// A block is in flight from acquire() until it is released; a block handed
+// to release_after() comes back when the event recorded after its copy
+// completes. Each block is tracked on its own (per stream, in record order),
+// so a stuck stream never keeps other streams' blocks from coming back.
+// Sizes are rounded to classes (4 per power of two) so that steady-state
+// traffic finds a cached block and makes no pinned allocation.
+#pragma once
+
+#include "memory/completion_tracker.hpp"
+#include <keel/memory_config.hpp>
+#include "memory/device_ops.hpp"
+#include <keel/memory_stats.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace keel::memory {
+
+// Host memory for one staged copy. Plain value; ownership is by protocol:
+// whoever got it from acquire() must release() or release_after() it once.
+struct StagingBlock {
+    void* ptr = nullptr;
+    std::uint64_t capacity = 0;
+};
+
+// Sync: every member may be called from any thread.
+class StagingPool {
+public:
+    StagingPool(DeviceOps& ops, CompletionTracker& tracker, const StagingConfig& config,
+                const BackPressureConfig& limits);
+    StagingPool(const StagingPool&) = delete;
+    StagingPool& operator=(const StagingPool&) = delete;
+    StagingPool(StagingPool&&) = delete;
+    StagingPool& operator=(StagingPool&&) = delete;
+    // Frees the cached blocks. The tracker must have been drained first.
+    ~StagingPool();
+
+    // A block of at least `size` bytes for a copy on `stream`. When the bytes
+    // in flight would pass max_staging_in_flight_bytes, first waits for the
+    // oldest staged copy (this stream's first).
+    [[nodiscard]] Result<StagingBlock> acquire(keel_stream stream, std::uint64_t size);
+    // Returns a block whose copy completed or was never enqueued.
+    void release(StagingBlock block) noexcept;
+    // Returns the block once the work enqueued on `stream` so far completes
+    // (an event is recorded now). If no event can be recorded, waits for the
+    // stream instead, so the block is never reused early.
+    [[nodiscard]] Result<void> release_after(keel_stream stream, StagingBlock block);
+    // Frees every cached block.
+    void trim() noexcept;
+
+    [[nodiscard]] StagingStats stats() const;
+    void count_inline_copy() noexcept { inline_copies_.fetch_add(1, std::memory_order_relaxed); }
+    void count_ring_reuse() noexcept { ring_reuses_.fetch_add(1, std::memory_order_relaxed); }
+    void count_ring_give_up() noexcept { ring_give_ups_.fetch_add(1, std::memory_order_relaxed); }
+    [[nodiscard]] const StagingConfig& config() const noexcept { return config_; }
+
+    // The capacity a request of `size` bytes gets.
+    [[nodiscard]] static std::uint64_t size_class(std::uint64_t size) noexcept;
+
+private:
+    // A cached block for a request of class `capacity`, or an empty one.
+    StagingBlock take_cached(std::uint64_t capacity);
+
+    DeviceOps& ops_;
+    CompletionTracker& tracker_;
+    const StagingConfig config_;
+    const std::uint64_t max_in_flight_;
+
+    mutable std::mutex mu_;
+    std::multimap<std::uint64_t, void*> free_;  // capacity -> block; guarded by mu_
+    std::uint64_t cached_bytes_ = 0;            // guarded by mu_
+
+    std::atomic<std::uint64_t> reserved_bytes_{0};
+    std::atomic<std::uint64_t> in_flight_bytes_{0};
+    std::atomic<std::uint64_t> peak_in_flight_{0};
+    std::atomic<std::uint64_t> host_allocs_{0};
+    std::atomic<std::uint64_t> host_frees_{0};
+    std::atomic<std::uint64_t> reuses_{0};
+    std::atomic<std::uint64_t> inline_copies_{0};
+    std::atomic<std::uint64_t> in_flight_waits_{0};
+    std::atomic<std::uint64_t> ring_reuses_{0};
+    std::atomic<std::uint64_t> ring_give_ups_{0};
+};
+
+}  // namespace keel::memory

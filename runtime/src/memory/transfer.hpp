@@ -1,0 +1,59 @@
+// Asynchronous copies between host memory and device memory through the
+// memory machinery: what Stream::copy does once its arguments are checked,
+// and what the memory tests call with a fake device.
+//
+// Host -> device returns as soon as the copy is enqueued and the caller may
+// destroy or change its container at once: the data is first copied into a
+// pinned staging block (or, for at most KEEL_INLINE_COPY_MAX bytes, captured
+// by the plugin's memcpy_h2d_inline), which goes back to the pool when the
+// device has read it. Large copies are split into chunks so that filling
+// one chunk overlaps with the device copying the previous one.
+//
+// Device -> host lands in pinned staging; HostCopy::wait() waits for it and
+// copies it into the destination. Dropping a HostCopy without waiting
+// cancels delivery: the destination is never touched and the staging
+// returns to the pool when the device is done.
+#pragma once
+
+#include <keel/host_copy.hpp>
+#include <keel/host_func.hpp>
+
+#include "memory/memory_core.hpp"
+#include "memory/staging_pool.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace keel::memory {
+
+// One staged chunk of a device -> host copy in flight.
+struct CopyChunk {
+    StagingBlock block;
+    keel_event event = nullptr;
+    std::uint64_t seq = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+};
+
+// Enqueues a copy of `src` to device memory [dst, dst + src.size()) on
+// `stream`. `src` may be destroyed as soon as this returns.
+[[nodiscard]] Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
+                                          std::span<const std::byte> src);
+
+// Enqueues a copy of `src` to [dst, dst + src.size()) straight from memory
+// that `keep_alive` owns, then holds `keep_alive` on `stream` until the copy
+// ran: no staging copy. (Tiny copies still take the inline path.)
+[[nodiscard]] Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream,
+                                                keel_device_addr dst, std::span<const std::byte> src,
+                                                HostFunc keep_alive);
+
+// Enqueues a copy of device memory [src, src + dst.size()) into `dst` on
+// `stream`. `dst` must stay valid until wait() returns (or the HostCopy is
+// dropped).
+[[nodiscard]] Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core,
+                                                keel_stream stream, std::span<std::byte> dst,
+                                                keel_device_addr src);
+
+}  // namespace keel::memory

@@ -1,0 +1,76 @@
+#include <keel/pinned_buffer.hpp>
+
+#include <keel/format.hpp>
+
+#include "access.hpp"
+#include "logging.hpp"
+#include "plugin.hpp"
+
+#include <cstdlib>
+#include <utility>
+
+namespace keel {
+
+namespace {
+constexpr std::uint64_t kFallbackAlignment = 4096;
+}  // namespace
+
+Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t size) {
+    if (size == 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[PinnedBuffer::allocate] size must be > 0 (for " + device.name() + ")");
+    const detail::PluginApi& api = detail::Access::slot(device).api();
+    if (api.has_host_alloc()) {
+        void* p = nullptr;
+        KEEL_TRY(api.host_alloc(device.native(), size, &p));
+        if (p == nullptr)
+            return Error(KEEL_STATUS_INTERNAL, "[PinnedBuffer::allocate] " + device.name() +
+                                                   " host_alloc succeeded but returned null");
+        return PinnedBuffer(device, p, size, true);
+    }
+    // No host_alloc: ordinary, page-aligned host memory.
+    const std::uint64_t rounded = (size + kFallbackAlignment - 1) / kFallbackAlignment * kFallbackAlignment;
+    if (rounded < size)  // overflow
+        return Error(KEEL_STATUS_OUT_OF_MEMORY,
+                     "[PinnedBuffer::allocate] " + std::to_string(size) + " bytes cannot be allocated");
+    void* p = std::aligned_alloc(kFallbackAlignment, static_cast<std::size_t>(rounded));
+    if (p == nullptr)
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[PinnedBuffer::allocate] host allocation of " +
+                                                    format_bytes(size) + " failed");
+    detail::logger()->debug("[PinnedBuffer::allocate] {} has no host_alloc; using pageable memory",
+                            device.name());
+    return PinnedBuffer(device, p, size, false);
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : device_(other.device_),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      pinned_(std::exchange(other.pinned_, false)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+    if (this != &other) {
+        reset();
+        device_ = other.device_;
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+        pinned_ = std::exchange(other.pinned_, false);
+    }
+    return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() { reset(); }
+
+void PinnedBuffer::reset() noexcept {
+    if (data_ == nullptr) return;
+    void* p = std::exchange(data_, nullptr);
+    size_ = 0;
+    if (!std::exchange(pinned_, false)) {
+        std::free(p);
+        return;
+    }
+    if (auto r = detail::Access::slot(device_).api().host_free(device_.native(), p); !r)
+        detail::logger()->error("[PinnedBuffer::~PinnedBuffer] {}", r.error().message());
+}
+
+}  // namespace keel

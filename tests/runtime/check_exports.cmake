@@ -1,0 +1,53 @@
+# Fails unless every symbol libkeel_runtime.so exports belongs to keel's
+# public API: a class or function marked KEEL_API in the public headers (no
+# internals, no spdlog, fmt, Boost or std:: code).
+#   cmake -DNM=nm -DLIBRARY=libkeel_runtime.so -DHEADERS=runtime/include/keel -P check_exports.cmake
+execute_process(COMMAND ${NM} -DC --defined-only ${LIBRARY}
+                OUTPUT_VARIABLE listing RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} failed on ${LIBRARY}: ${err}")
+endif()
+
+set(public "")
+file(GLOB headers ${HEADERS}/*.hpp)
+foreach(header IN LISTS headers)
+  file(READ ${header} text)
+  string(REGEX MATCHALL "(class|struct) KEEL_API [A-Za-z_0-9]+" types "${text}")
+  foreach(t IN LISTS types)
+    string(REGEX REPLACE ".* " "" t "${t}")
+    list(APPEND public "${t}")
+  endforeach()
+  string(REGEX MATCHALL "KEEL_API [^;{(]*[ *&]([a-z_0-9]+)\\(" functions "${text}")
+  foreach(f IN LISTS functions)
+    string(REGEX REPLACE ".*[ *&]([a-z_0-9]+)\\($" "\\1" f "${f}")
+    list(APPEND public "${f}")
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES public)
+list(JOIN public "|" alternatives)
+set(allowed "^((typeinfo|typeinfo name|vtable) for )?keel::(${alternatives})(::|\\(|\\[abi)")
+
+string(REPLACE "\n" ";" lines "${listing}")
+set(count 0)
+set(bad "")
+foreach(line IN LISTS lines)
+  if(line STREQUAL "")
+    continue()
+  endif()
+  # "<address> <type> <demangled name>"
+  string(REGEX REPLACE "^[0-9a-fA-F]+ [A-Za-z] " "" name "${line}")
+  math(EXPR count "${count} + 1")
+  if(NOT name MATCHES "${allowed}" OR name MATCHES "spdlog|fmt::|boost|keel::detail|keel::memory|^std::")
+    list(APPEND bad "${name}")
+  endif()
+endforeach()
+if(count LESS 50)
+  message(FATAL_ERROR "only ${count} exported symbols in ${LIBRARY}: is it the runtime?")
+endif()
+if(bad)
+  list(LENGTH bad n)
+  list(JOIN bad "\n  " shown)
+  message(FATAL_ERROR "${LIBRARY} exports ${n} symbol(s) outside keel's public API "
+                      "(KEEL_API in ${HEADERS}):\n  ${shown}")
+endif()
+message(STATUS "${LIBRARY}: ${count} exported symbols, all of keel's public API (${alternatives})")

@@ -76,7 +76,14 @@ Result<Config> read_config_from_environment() {
     if (const char* v = env("KEEL_CPU_MLOCK")) { KEEL_TRY_ASSIGN(c.mlock_pinned, parse_bool("KEEL_CPU_MLOCK", v)); }
 
     CheckerConfig& k = c.check;
+    // KEEL_CHECK=1 (the runtime's checked memory) turns the checker on too;
+    // KEEL_CPU_CHECK, when set, decides.
     bool check = false;
+    if (const char* v = env("KEEL_CHECK")) {
+        auto b = parse_bool("KEEL_CHECK", v);
+        if (!b.ok()) return bad("KEEL_CHECK", v, "1|0|on|off");
+        check = *b;
+    }
     if (const char* v = env("KEEL_CPU_CHECK")) {
         if (std::string_view(v) == "abort") {
             check = k.abort_on_finding = true;

@@ -25,8 +25,8 @@ using testing::Gate;
 const Runtime& runtime() {
     static Runtime rt = [] {
         ::setenv("KEEL_CHECK", "1", 1);
-        ::setenv("KEEL_CPU_DELAY", "random:100", 1);
-        ::setenv("KEEL_CPU_SEED", "7", 1);
+        ::setenv("KEEL_CPU_DELAY", "random:200", 1);
+        ::setenv("KEEL_CPU_SEED", "7", 0);  // KEEL_CPU_SEED=N picks another schedule
         return Runtime::create().expect("loading the plugins");
     }();
     return rt;

@@ -60,6 +60,25 @@ protected:
     std::unique_ptr<DeviceMemory> memory_;
 };
 
+enum class Record { never, before_use, after_use };
+
+// The framework pattern every cross-stream test plants its bug in: on s1,
+// `a` = 64 KiB of 0x11; s2, ordered after that write (and held at `gate`,
+// if any, so the read is still queued), copies `a` into its own `b`.
+// record_stream(s2) on `a` is called as `record` says.
+Result<void> read_on_other_stream(const Stream& s1, const Stream& s2, Gate* gate, Record record, Buffer& a,
+                                  Buffer& b) {
+    KEEL_TRY_ASSIGN(a, Buffer::allocate(s1, 64 * KiB));
+    KEEL_TRY_ASSIGN(b, Buffer::allocate(s2, 64 * KiB));
+    KEEL_TRY(s1.memset(a, 0x11));
+    KEEL_TRY(s2.order_after(s1));
+    if (gate != nullptr) KEEL_TRY(gate->hold(s2));
+    if (record == Record::before_use) KEEL_TRY(a.record_stream(s2));  // as code ported from PyTorch does
+    KEEL_TRY(s2.copy(b, a));
+    if (record == Record::after_use) KEEL_TRY(a.record_stream(s2));
+    return ok();
+}
+
 // ---- a range past its buffer -------------------------------------------------
 
 TEST_F(CheckedMemory, ACopyOneBytePastACachedBlockIsRefusedAndTheNeighbourIsIntact) {
@@ -142,12 +161,8 @@ TEST_F(CheckedMemory, AConsumerStreamOrderedAfterItsProducerPasses) {
 TEST_F(CheckedMemory, UseOnAnotherStreamWithoutRecordStreamFailsTheProgram) {
     Stream s1 = stream(), s2 = stream();
     Gate gate;
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 64 * KiB));
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s2, 64 * KiB));
-    KEEL_ASSERT_OK(s1.memset(a, 0x11));
-    KEEL_ASSERT_OK(s2.order_after(s1));
-    KEEL_ASSERT_OK(gate.hold(s2));
-    KEEL_ASSERT_OK(s2.copy(b, a));
+    Buffer a, b;
+    KEEL_ASSERT_OK(read_on_other_stream(s1, s2, &gate, Record::never, a, b));
     a.reset();  // the bug: s2 still reads a, and nobody said so
     gate.open();
     const Result<void> r1 = s1.synchronize();
@@ -155,16 +170,10 @@ TEST_F(CheckedMemory, UseOnAnotherStreamWithoutRecordStreamFailsTheProgram) {
     (void)s2.synchronize();
 }
 
-void use_on_another_stream(const Stream& s1, const Stream& s2, bool record_before_use) {
+void use_on_another_stream(const Stream& s1, const Stream& s2, Record record) {
     Gate gate;
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 64 * KiB));
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s2, 64 * KiB));
-    KEEL_ASSERT_OK(s1.memset(a, 0x11));
-    KEEL_ASSERT_OK(s2.order_after(s1));
-    KEEL_ASSERT_OK(gate.hold(s2));
-    if (record_before_use) KEEL_ASSERT_OK(a.record_stream(s2));  // as code ported from PyTorch does
-    KEEL_ASSERT_OK(s2.copy(b, a));
-    if (!record_before_use) KEEL_ASSERT_OK(a.record_stream(s2));
+    Buffer a, b;
+    KEEL_ASSERT_OK(read_on_other_stream(s1, s2, &gate, record, a, b));
     a.reset();
     // Reuse on s1 at once: a different block or one ordered after s2's read.
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer c, Buffer::allocate(s1, 64 * KiB));
@@ -178,14 +187,14 @@ void use_on_another_stream(const Stream& s1, const Stream& s2, bool record_befor
 
 TEST_F(CheckedMemory, RecordStreamAfterTheUsePasses) {
     Stream s1 = stream(), s2 = stream();
-    use_on_another_stream(s1, s2, false);
+    use_on_another_stream(s1, s2, Record::after_use);
 }
 
 // PyTorch records the event when the buffer is freed, so record_stream
 // before the use is enqueued is correct; so it is here.
 TEST_F(CheckedMemory, RecordStreamBeforeTheUseIsEnqueuedPasses) {
     Stream s1 = stream(), s2 = stream();
-    use_on_another_stream(s1, s2, true);
+    use_on_another_stream(s1, s2, Record::before_use);
 }
 
 // ---- guard bytes -----------------------------------------------------------------
@@ -255,12 +264,8 @@ TEST_F(UncachedMemory, EveryBufferIsAPluginAllocation) {
 TEST_F(UncachedMemory, AFreeWhileAnotherStreamReadsIsRefusedByThePlugin) {
     Stream s1 = stream(), s2 = stream();
     Gate gate;
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 64 * KiB));
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s2, 64 * KiB));
-    KEEL_ASSERT_OK(s1.memset(a, 0x11));
-    KEEL_ASSERT_OK(s2.order_after(s1));
-    KEEL_ASSERT_OK(gate.hold(s2));
-    KEEL_ASSERT_OK(s2.copy(b, a));
+    Buffer a, b;
+    KEEL_ASSERT_OK(read_on_other_stream(s1, s2, &gate, Record::never, a, b));
     a.reset();  // the bug
     gate.open();
     const Result<void> r = s2.synchronize();
@@ -269,12 +274,8 @@ TEST_F(UncachedMemory, AFreeWhileAnotherStreamReadsIsRefusedByThePlugin) {
 
 TEST_F(UncachedMemory, AFreeAfterRecordStreamWaitsForTheOtherStream) {
     Stream s1 = stream(), s2 = stream();
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 64 * KiB));
-    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s2, 64 * KiB));
-    KEEL_ASSERT_OK(s1.memset(a, 0x11));
-    KEEL_ASSERT_OK(s2.order_after(s1));
-    KEEL_ASSERT_OK(s2.copy(b, a));
-    KEEL_ASSERT_OK(a.record_stream(s2));
+    Buffer a, b;
+    KEEL_ASSERT_OK(read_on_other_stream(s1, s2, nullptr, Record::after_use, a, b));
     a.reset();  // waits for s2's copy, then frees
     KEEL_ASSERT_OK(s2.synchronize());
     EXPECT_EQ(read(s2, b), std::vector<std::uint8_t>(64 * KiB, 0x11));

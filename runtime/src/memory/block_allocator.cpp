@@ -2,6 +2,7 @@
 
 #include <keel/format.hpp>
 
+#include "host_func_guard.hpp"
 #include "logging.hpp"
 #include "memory/block_pool.hpp"
 #include "memory/peak.hpp"
@@ -428,6 +429,14 @@ void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) 
 
 void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (block == nullptr) return;
+    if (!uses.empty() && detail::in_host_func()) [[unlikely]] {
+        // No plugin call is allowed here, so no event: keeping the block is
+        // the only safe choice.
+        detail::log_error("[Buffer] a buffer declared with record_stream was freed inside a host function, "
+                          "where no event can be recorded: its " + std::to_string(block->size) +
+                          " bytes are kept out of the cache (leaked); drop such buffers outside host functions");
+        return;
+    }
     record_at_free(uses);
     if (!caching_) [[unlikely]]
         return free_uncached(block, std::move(uses));

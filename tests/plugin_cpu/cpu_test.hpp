@@ -3,8 +3,8 @@
 // make the C table pleasant to drive.
 #pragma once
 
-#include <keel/testing/c_kernel_args.hpp>
 #include <keel/testing/gate.hpp>
+#include <keel/testing/launch_args.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 #include <keel/testing/result.hpp>
 #include <keel/testing/scoped_env.hpp>
@@ -26,7 +26,7 @@ using keel::testing::buffer_arg;
 using keel::testing::CError;
 using keel::testing::f32_arg;
 using keel::testing::i64_arg;
-using keel::testing::launch_args;
+using keel::testing::LaunchArgs;
 using keel::testing::Gate;
 using keel::testing::ScopedEnv;
 using keel::testing::take;
@@ -137,15 +137,13 @@ public:
     }
     // fill(out, value)
     std::optional<CError> fill(keel_stream s, keel_device_addr out, uint64_t bytes, float value) {
-        std::vector<keel_kernel_arg> args{buffer_arg(out, bytes), f32_arg(value)};
-        keel_launch_args l = launch_args(args);
-        return take(api().kernel_launch(s, kernel("fill"), &l));
+        const LaunchArgs l({buffer_arg(out, bytes), f32_arg(value)});
+        return take(api().kernel_launch(s, kernel("fill"), l.get()));
     }
     // y = alpha * x + y
     std::optional<CError> axpy(keel_stream s, float alpha, keel_device_addr x, keel_device_addr y, uint64_t bytes) {
-        std::vector<keel_kernel_arg> args{f32_arg(alpha), buffer_arg(x, bytes), buffer_arg(y, bytes)};
-        keel_launch_args l = launch_args(args);
-        return take(api().kernel_launch(s, kernel("axpy"), &l));
+        const LaunchArgs l({f32_arg(alpha), buffer_arg(x, bytes), buffer_arg(y, bytes)});
+        return take(api().kernel_launch(s, kernel("axpy"), l.get()));
     }
 
     std::vector<float> read_f32(keel_stream s, keel_device_addr a, size_t n) {

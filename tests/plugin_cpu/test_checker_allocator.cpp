@@ -24,9 +24,8 @@ public:
 
 private:
     std::optional<CError> annotate(keel_stream s, keel_kernel k, keel_device_addr b) {
-        std::vector<keel_kernel_arg> args{buffer_arg(b, kBlock, KEEL_DTYPE_U8)};
-        keel_launch_args l = launch_args(args);
-        return take(t_.api().kernel_launch(s, k, &l));
+        const LaunchArgs l({buffer_arg(b, kBlock, KEEL_DTYPE_U8)});
+        return take(t_.api().kernel_launch(s, k, l.get()));
     }
     CheckedSession& t_;
     keel_device_addr segment_;

@@ -5,7 +5,7 @@
 //   keel_cpu_bench --benchmark_filter=Checker
 #include "bench_util.hpp"
 
-#include <keel/testing/c_kernel_args.hpp>
+#include <keel/testing/launch_args.hpp>
 
 #include <vector>
 
@@ -86,15 +86,13 @@ void BM_Checker_KernelsTwoStreams(benchmark::State& state) {
         // The producer may overwrite x[i] only after the last batch's consumer read it.
         KEEL_BENCH_OK(api.stream_wait_event(producer, consumed));
         for (int i = 0; i < kSteps; ++i) {
-            const std::vector<keel_kernel_arg> fa{keel::testing::buffer_arg(x[i], kBytes), one};
-            const keel_launch_args fl = keel::testing::launch_args(fa);
-            KEEL_BENCH_OK(api.kernel_launch(producer, fill, &fl));
+            const keel::testing::LaunchArgs fl({keel::testing::buffer_arg(x[i], kBytes), one});
+            KEEL_BENCH_OK(api.kernel_launch(producer, fill, fl.get()));
             KEEL_BENCH_OK(api.event_record(ready[i], producer));
             KEEL_BENCH_OK(api.stream_wait_event(consumer, ready[i]));
-            const std::vector<keel_kernel_arg> aa{one, keel::testing::buffer_arg(x[i], kBytes),
-                                                  keel::testing::buffer_arg(y, kBytes)};
-            const keel_launch_args al = keel::testing::launch_args(aa);
-            KEEL_BENCH_OK(api.kernel_launch(consumer, axpy, &al));
+            const keel::testing::LaunchArgs al(
+                {one, keel::testing::buffer_arg(x[i], kBytes), keel::testing::buffer_arg(y, kBytes)});
+            KEEL_BENCH_OK(api.kernel_launch(consumer, axpy, al.get()));
         }
         KEEL_BENCH_OK(api.event_record(consumed, consumer));
     }

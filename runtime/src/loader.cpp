@@ -75,8 +75,11 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
 class Registry {
 public:
     static Registry& instance() {
-        static Registry registry;
-        return registry;
+        // Never destroyed: Runtimes and devices kept in a host's globals
+        // (constructed before it) release their plugins after exit-time
+        // destructors ran.
+        static Registry* registry = new Registry;
+        return *registry;
     }
 
     Result<std::shared_ptr<Plugin>> acquire(const std::filesystem::path& path,

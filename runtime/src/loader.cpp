@@ -3,6 +3,8 @@
 #include "c_error.hpp"
 #include "logging.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
@@ -75,10 +77,7 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
 class Registry {
 public:
     static Registry& instance() {
-        // Never destroyed: Runtimes and devices kept in a host's globals
-        // (constructed before it) release their plugins after exit-time
-        // destructors ran.
-        static Registry* registry = new Registry;
+        static base::NoDestructor<Registry> registry;  // plugins are released at exit too
         return *registry;
     }
 

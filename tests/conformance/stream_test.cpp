@@ -14,9 +14,9 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
     std::fill(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end(), 0);
     KEEL_ASSERT_OK(s.memset(buf, 0xab));
     KEEL_ASSERT_OK(s.synchronize());

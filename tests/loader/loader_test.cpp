@@ -235,17 +235,18 @@ TEST(Loader, TheSameFileListedTwiceLoadsOnceAndIsNotADuplicate) {
     EXPECT_TRUE(rt->rejected_plugins().empty());
 }
 
-TEST(Loader, DefaultDirectoriesAreTheBuildTreeAndTheInstall) {
+TEST(Loader, TheDefaultDirectoryIsKeelPluginsBesideTheRuntimeLibrary) {
+    // Found from where libkeel_runtime.so is at run time (here the build
+    // tree's <libdir>, which mirrors the install), never compiled in.
     auto dirs = Runtime::default_plugin_dirs();
-    ASSERT_EQ(dirs.size(), 2u);
-    EXPECT_EQ(dirs[0].origin, "build tree");
-    EXPECT_EQ(dirs[1].origin, "install");
-    EXPECT_TRUE(dirs[1].path.string().ends_with("keel/plugins")) << dirs[1].path;
+    ASSERT_EQ(dirs.size(), 1u);
+    EXPECT_EQ(dirs[0].origin, "beside the runtime");
+    EXPECT_EQ(dirs[0].path, std::filesystem::canonical(KEEL_BUILD_PLUGIN_DIR)) << dirs[0].path;
     RuntimeOptions o;
     o.use_env_plugin_path = false;
     auto rt = Runtime::create(o);
     ASSERT_TRUE(rt.ok());
-    ASSERT_EQ(rt->search_path().size(), 2u);
+    ASSERT_EQ(rt->search_path().size(), 1u);
     EXPECT_EQ(rt->search_path()[0].path, dirs[0].path);
 }
 

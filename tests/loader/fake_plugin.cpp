@@ -19,6 +19,7 @@
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/kernel_args.hpp>
+#include <keel/plugin/native_handle.hpp>
 
 #include <algorithm>
 #include <array>
@@ -672,21 +673,12 @@ keel_error* kernel_launch(keel_stream s, keel_kernel k, const keel_launch_args* 
 constexpr keel_native_handle_kind kFakeHandleKind =
     static_cast<keel_native_handle_kind>(KEEL_NATIVE_HANDLE_PLUGIN_DEFINED + 7);
 
-Result<void> write_native(keel_native_handle* out, std::uint64_t value) {
-    KEEL_TRY(keel::plugin::require_non_null(out, "out"));
-    keel_native_handle h{};
-    h.struct_size = out->struct_size;
-    h.kind = kFakeHandleKind;
-    h.value = value;
-    std::memcpy(out, &h, std::min<std::size_t>(out->struct_size, sizeof h));
-    return ok();
-}
 
 keel_error* device_native_handle(keel_device d, keel_native_handle* out) {
     return entry(KEEL_FAKE_TYPE " device_native_handle", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_native_handle"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
-        return write_native(out, 1000 + d->index);
+        return keel::plugin::write_native_handle(out, kFakeHandleKind, 1000 + d->index);
     });
 }
 
@@ -694,7 +686,8 @@ keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
     return entry(KEEL_FAKE_TYPE " stream_native_handle", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_native_handle"));
         KEEL_TRY(require_stream(s));
-        return write_native(out, reinterpret_cast<std::uintptr_t>(s->worker.get()));
+        return keel::plugin::write_native_handle(out, kFakeHandleKind,
+                                                 reinterpret_cast<std::uintptr_t>(s->worker.get()));
     });
 }
 

@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -28,7 +31,8 @@ constexpr const char* kUsage =
     "  PLUGIN  a plugin file (libkeel_<type>.so) or a directory of them; without one,\n"
     "          every plugin on the search path (KEEL_PLUGIN_PATH, then keel/plugins\n"
     "          beside libkeel_runtime.so)\n"
-    "  --verbose  also print GoogleTest's own output\n";
+    "  --verbose  also print GoogleTest's own output\n"
+    "  --timeout=SECONDS  a test running longer fails the run with a report (default 120)\n";
 
 // The plugin files `paths` name: files as given, directories' libkeel_*.so.
 std::vector<fs::path> plugin_files(const std::vector<fs::path>& paths) {
@@ -65,16 +69,28 @@ std::vector<fs::path> default_search_path() {
     return out;
 }
 
+void print_device_tables(const std::vector<keel::cts::DeviceTableListener::Group>& groups, std::size_t& failed) {
+    for (const auto& group : groups) {
+        std::string title = group.device == "setup" ? std::string("suite setup") : "device " + group.device;
+        if (auto d = keel::conformance::runtime().device(group.device); d.ok())
+            title += " (" + d->properties().name + ")";
+        failed += keel::cts::print_table(std::cout, title, group.rows);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     bool verbose = false;
+    std::chrono::seconds timeout{120};
     std::vector<fs::path> paths;
     for (int i = 1; i < argc; ++i) {
         if (std::strncmp(argv[i], "--gtest_", 8) == 0) {
             continue;  // GoogleTest's, read below
         } else if (std::strcmp(argv[i], "--verbose") == 0) {
             verbose = true;
+        } else if (std::strncmp(argv[i], "--timeout=", 10) == 0) {
+            timeout = std::chrono::seconds(std::atoi(argv[i] + 10));
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
             std::cout << kUsage;
             return 0;
@@ -118,15 +134,25 @@ int main(int argc, char** argv) {
     if (!verbose) delete listeners.Release(listeners.default_result_printer());
     auto* table = new keel::cts::DeviceTableListener;  // owned by GoogleTest once appended
     listeners.Append(table);
+    // A plugin call that never returns must still end in a report: the
+    // watchdog prints the tables so far and ends the process.
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+        while (!finished.load()) {
+            if (table->running_for() > timeout) {
+                print_device_tables(table->groups(timeout), failed);
+                std::cout << "\nkeel-cts: FAILED (a test did not finish; the run was stopped)" << std::endl;
+                std::_Exit(1);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    });
     (void)RUN_ALL_TESTS();
+    finished.store(true);
+    watchdog.join();
 
-    for (const auto& group : table->groups()) {
-        std::string title = group.device == "setup" ? std::string("suite setup") : "device " + group.device;
-        if (auto d = keel::conformance::runtime().device(group.device); d.ok())
-            title += " (" + d->properties().name + ")";
-        failed += keel::cts::print_table(std::cout, title, group.rows);
-    }
+    print_device_tables(table->groups(), failed);
     std::cout << "\nkeel-cts: " << (failed == 0 ? "PASSED" : "FAILED") << " (" << failed
-              << " failure(s))\n";
+              << " failure(s))" << std::endl;
     return failed == 0 ? 0 : 1;
 }

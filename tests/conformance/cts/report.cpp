@@ -5,7 +5,9 @@
 namespace keel::cts {
 
 namespace {
-std::string first_line(const std::string& text) {
+std::string first_line(std::string text) {
+    // ADD_FAILURE() and FAIL() start with a bare "Failed" line.
+    if (text.starts_with("Failed\n")) text = text.substr(7);
     std::string line = text.substr(0, text.find('\n'));
     if (line.size() > 160) line = line.substr(0, 157) + "...";
     return line;
@@ -25,12 +27,44 @@ DeviceTableListener::Group& DeviceTableListener::group(const std::string& device
     return groups_.back();
 }
 
-void DeviceTableListener::OnTestStart(const ::testing::TestInfo&) {
+namespace {
+std::pair<std::string, std::string> device_and_test(const ::testing::TestInfo& info) {
+    std::string name = info.name();
+    name = name.substr(0, name.find('/'));
+    return {info.value_param() ? unquote(info.value_param()) : "setup", name};
+}
+}  // namespace
+
+void DeviceTableListener::OnTestStart(const ::testing::TestInfo& info) {
+    std::lock_guard lock(mutex_);
     failure_.clear();
     skip_.clear();
+    running_ = device_and_test(info);
+    started_ = std::chrono::steady_clock::now();
+}
+
+std::chrono::steady_clock::duration DeviceTableListener::running_for() const {
+    std::lock_guard lock(mutex_);
+    return running_ ? std::chrono::steady_clock::now() - started_ : std::chrono::steady_clock::duration{};
+}
+
+std::vector<DeviceTableListener::Group> DeviceTableListener::groups(
+    std::optional<std::chrono::seconds> running_too_long) const {
+    std::lock_guard lock(mutex_);
+    std::vector<Group> out = groups_;
+    if (running_too_long && running_) {
+        Check hung{running_->second, Outcome::failed,
+                   "did not finish within " + std::to_string(running_too_long->count()) +
+                       " s (a plugin call that never returns?)"};
+        auto it = std::find_if(out.begin(), out.end(), [&](const Group& g) { return g.device == running_->first; });
+        if (it == out.end()) it = out.insert(out.end(), Group{running_->first, {}});
+        it->rows.push_back(std::move(hung));
+    }
+    return out;
 }
 
 void DeviceTableListener::OnTestPartResult(const ::testing::TestPartResult& result) {
+    std::lock_guard lock(mutex_);
     if (result.failed() && failure_.empty()) {
         // "file:line: message": the message says what; the line says where.
         std::string where = result.file_name() ? std::string(result.file_name()) : "";
@@ -42,9 +76,9 @@ void DeviceTableListener::OnTestPartResult(const ::testing::TestPartResult& resu
 }
 
 void DeviceTableListener::OnTestEnd(const ::testing::TestInfo& info) {
-    std::string name = info.name();
-    name = name.substr(0, name.find('/'));
-    const std::string device = info.value_param() ? unquote(info.value_param()) : "setup";
+    std::lock_guard lock(mutex_);
+    running_.reset();
+    const auto [device, name] = device_and_test(info);
     const ::testing::TestResult& r = *info.result();
     Check row{name, Outcome::passed, ""};
     if (r.Failed()) {

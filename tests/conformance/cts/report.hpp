@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -14,7 +17,8 @@
 
 namespace keel::cts {
 
-// Collects the outcome of every test as GoogleTest runs them.
+// Collects the outcome of every test as GoogleTest runs them. Thread-safe:
+// a watchdog may read it while a test hangs inside a plugin.
 class DeviceTableListener : public ::testing::EmptyTestEventListener {
 public:
     struct Group {
@@ -26,10 +30,18 @@ public:
     void OnTestPartResult(const ::testing::TestPartResult& result) override;
     void OnTestEnd(const ::testing::TestInfo& info) override;
 
-    [[nodiscard]] const std::vector<Group>& groups() const noexcept { return groups_; }
+    // The groups so far; with `running_too_long`, the test running for
+    // longer than that is added as failed ("did not finish").
+    [[nodiscard]] std::vector<Group> groups(
+        std::optional<std::chrono::seconds> running_too_long = std::nullopt) const;
+    // How long the current test has run (zero between tests).
+    [[nodiscard]] std::chrono::steady_clock::duration running_for() const;
 
 private:
     Group& group(const std::string& device);
+    mutable std::mutex mutex_;
+    std::optional<std::pair<std::string, std::string>> running_;  // device, test
+    std::chrono::steady_clock::time_point started_;
     std::string failure_;
     std::string skip_;
     std::vector<Group> groups_;

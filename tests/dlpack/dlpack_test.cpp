@@ -31,16 +31,28 @@ protected:
     static keel::Device device(const char* name) { return runtime().device(name).expect("device"); }
 };
 
-// A tensor "of another framework": its own bytes and a counting deleter.
+// A 4x5 f32 tensor "of another framework" at `data` on `device`, whose
+// deleter counts its calls.
 struct ForeignTensor {
+    ForeignTensor(void* data, DLDevice device) {
+        managed.manager_ctx = this;
+        managed.deleter = [](DLManagedTensor* self) {
+            static_cast<ForeignTensor*>(self->manager_ctx)->deleted.fetch_add(1);
+        };
+        DLTensor& t = managed.dl_tensor;
+        t.data = data;
+        t.device = device;
+        t.ndim = 2;
+        t.shape = shape.data();
+        t.dtype = kF32;
+    }
+    ForeignTensor(const ForeignTensor&) = delete;
+    ForeignTensor& operator=(const ForeignTensor&) = delete;
+
     DLManagedTensor managed{};
-    std::vector<std::int64_t> shape;
-    std::atomic<int>* deleted = nullptr;
+    std::vector<std::int64_t> shape{4, 5};
+    std::atomic<int> deleted{0};
 };
-void delete_foreign(DLManagedTensor* self) {
-    auto* foreign = static_cast<ForeignTensor*>(self->manager_ctx);
-    foreign->deleted->fetch_add(1);
-}
 
 TEST_F(DlpackTest, DevicesMapToTheirDlpackTypes) {
     EXPECT_EQ(keel::dlpack::device_of(device("cpu:0")).device_type, kDLExtDev) << "not host-addressable";
@@ -96,19 +108,9 @@ TEST_F(DlpackTest, AnImportedTensorIsAViewWithoutACopyAndItsDeleterRunsOnce) {
     std::iota(values.begin(), values.end(), 0.0f);
     KEEL_ASSERT_OK(s.copy(raw, values));
 
-    std::atomic<int> deleted{0};
-    ForeignTensor foreign;
-    foreign.shape = {4, 5};
-    foreign.deleted = &deleted;
-    foreign.managed.manager_ctx = &foreign;
-    foreign.managed.deleter = &delete_foreign;
-    DLTensor& t = foreign.managed.dl_tensor;
-    t.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(raw.address()));
-    t.byte_offset = 20 * sizeof(float);  // the second half
-    t.device = {kDLExtDev, 0};
-    t.ndim = 2;
-    t.shape = foreign.shape.data();
-    t.dtype = kF32;
+    ForeignTensor foreign(reinterpret_cast<void*>(static_cast<std::uintptr_t>(raw.address())), {kDLExtDev, 0});
+    foreign.managed.dl_tensor.byte_offset = 20 * sizeof(float);  // the second half
+    std::atomic<int>& deleted = foreign.deleted;
 
     {
         KEEL_ASSERT_OK_AND_ASSIGN(keel::dlpack::ImportedTensor imported,
@@ -127,19 +129,11 @@ TEST_F(DlpackTest, AnImportedTensorIsAViewWithoutACopyAndItsDeleterRunsOnce) {
 
 TEST_F(DlpackTest, ATensorOfAnotherDeviceOrStridedIsRefusedAndNotTaken) {
     keel::Device cpu = device("cpu:0");
-    std::atomic<int> deleted{0};
-    ForeignTensor foreign;
-    foreign.shape = {4, 5};
-    foreign.deleted = &deleted;
-    foreign.managed.manager_ctx = &foreign;
-    foreign.managed.deleter = &delete_foreign;
     std::vector<float> host(20);
+    // Host memory of another framework: not cpu:0's device memory.
+    ForeignTensor foreign(host.data(), {kDLCPU, 0});
     DLTensor& t = foreign.managed.dl_tensor;
-    t.data = host.data();
-    t.device = {kDLCPU, 0};  // host memory of another framework: not cpu:0's device memory
-    t.ndim = 2;
-    t.shape = foreign.shape.data();
-    t.dtype = kF32;
+    std::atomic<int>& deleted = foreign.deleted;
     KEEL_EXPECT_ERROR(keel::dlpack::import_tensor(cpu, &foreign.managed), KEEL_STATUS_INVALID_ARGUMENT);
     t.device = {kDLExtDev, 0};
     std::int64_t strides[2] = {1, 4};  // column-major

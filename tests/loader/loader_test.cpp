@@ -115,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BrokenCase{"no_entry", "noentry", KEEL_STATUS_NOT_FOUND, "no entry symbol 'keel_plugin_init'"},
         BrokenCase{"wrong_major", "wrongmajor", KEEL_STATUS_VERSION_MISMATCH,
-                   "plugin implements ABI 2.0, this runtime implements ABI 1.0"},
+                   "plugin implements ABI " + std::to_string(KEEL_ABI_VERSION_MAJOR + 1) + "." +
+                       std::to_string(KEEL_ABI_VERSION_MINOR) + ", this runtime implements ABI " +
+                       std::to_string(KEEL_ABI_VERSION_MAJOR) + "." + std::to_string(KEEL_ABI_VERSION_MINOR)},
         BrokenCase{"init_fails", "initfail", KEEL_STATUS_UNAVAILABLE,
                    "keel_plugin_init failed: [initfail keel_plugin_init] simulated initialisation failure"},
         BrokenCase{"missing_required", "norequired", KEEL_STATUS_UNIMPLEMENTED,

@@ -17,25 +17,8 @@ using keel::testing::CapturedLog;
 using keel::testing::PluginLibrary;
 using keel::testing::take;
 
-const char* status_name(keel_status s) {
-    switch (s) {
-        case KEEL_STATUS_OK: return "OK";
-        case KEEL_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-        case KEEL_STATUS_NOT_FOUND: return "NOT_FOUND";
-        case KEEL_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-        case KEEL_STATUS_UNIMPLEMENTED: return "UNIMPLEMENTED";
-        case KEEL_STATUS_UNAVAILABLE: return "UNAVAILABLE";
-        case KEEL_STATUS_VERSION_MISMATCH: return "VERSION_MISMATCH";
-        case KEEL_STATUS_DEVICE_ERROR: return "DEVICE_ERROR";
-        case KEEL_STATUS_OUT_OF_RANGE: return "OUT_OF_RANGE";
-        case KEEL_STATUS_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-        case KEEL_STATUS_INTERNAL: return "INTERNAL";
-        default: return "unknown status";
-    }
-}
-
 std::string describe(const keel::testing::CError& e) {
-    return std::string(status_name(e.code)) + ": " + e.message;
+    return std::string(keel::status_name(e.code)) + ": " + e.message;
 }
 
 // The table size a plugin of `minor` writes at most (0: a minor newer than

@@ -11,7 +11,8 @@
 // per init, stream destroy and shutdown, so tests can check lifetimes.
 // KEEL_FAKE_FAIL=<entry> at init makes that entry (e.g. memcpy_d2h, or
 // keel_plugin_init) fail every call with DEVICE_ERROR: keel-cts must still
-// finish with a report (tests/cts).
+// finish with a report (tests/cts). stream_destroy and event_destroy still
+// release their handle, as the ABI requires, and then report the failure.
 // KEEL_FAKE_INLINE=1 at init makes it run all work inline at enqueue, like a
 // naive synchronous fake: the conformance suite must then fail (a check of
 // the suite itself, run by hand).
@@ -369,12 +370,12 @@ keel_error* stream_create(keel_device d, std::uint32_t flags, keel_stream* out) 
 
 keel_error* stream_destroy(keel_stream s) {
     return entry(KEEL_FAKE_TYPE " stream_destroy", [&]() -> Result<void> {
-        KEEL_TRY(injected_failure("stream_destroy"));
         KEEL_TRY(require_stream(s));
         std::unique_ptr<keel_stream_t> owned(s);
         owned->worker->stop();
         trace("stream_destroy");
-        return ok();
+        // Released either way, as the ABI says: the failure is reported after.
+        return injected_failure("stream_destroy");
     });
 }
 
@@ -441,10 +442,9 @@ keel_error* event_create(keel_device d, std::uint32_t flags, keel_event* out) {
 
 keel_error* event_destroy(keel_event e) {
     return entry(KEEL_FAKE_TYPE " event_destroy", [&]() -> Result<void> {
-        KEEL_TRY(injected_failure("event_destroy"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         std::unique_ptr<keel_event_t> owned(e);
-        return ok();
+        return injected_failure("event_destroy");  // released either way
     });
 }
 

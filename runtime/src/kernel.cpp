@@ -22,7 +22,7 @@ KernelArgs& KernelArgs::push(Arg arg) {
     return *this;
 }
 
-KernelArgs& KernelArgs::buffer(DeviceView view, keel_dtype dtype) {
+KernelArgs& KernelArgs::buffer(DeviceView view, keel_dtype dtype) & {
     Arg a;
     a.c.kind = KEEL_ARG_BUFFER;
     a.c.dtype = dtype;
@@ -33,7 +33,7 @@ KernelArgs& KernelArgs::buffer(DeviceView view, keel_dtype dtype) {
     return push(std::move(a));
 }
 
-KernelArgs& KernelArgs::absent(keel_dtype dtype) {
+KernelArgs& KernelArgs::absent(keel_dtype dtype) & {
     Arg a;
     a.c.kind = KEEL_ARG_BUFFER;
     a.c.dtype = dtype;
@@ -52,34 +52,34 @@ keel_kernel_arg scalar_arg(keel_dtype dtype, Set set) {
 }
 }  // namespace
 
-KernelArgs& KernelArgs::scalar(float v) {
+KernelArgs& KernelArgs::scalar(float v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_F32, [v](auto& s) { s.f32 = v; })});
 }
-KernelArgs& KernelArgs::scalar(double v) {
+KernelArgs& KernelArgs::scalar(double v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_F64, [v](auto& s) { s.f64 = v; })});
 }
 // Integers are widened into the 64-bit member, as keel.h reads them.
-KernelArgs& KernelArgs::scalar(std::int32_t v) {
+KernelArgs& KernelArgs::scalar(std::int32_t v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_I32, [v](auto& s) { s.i64 = v; })});
 }
-KernelArgs& KernelArgs::scalar(std::int64_t v) {
+KernelArgs& KernelArgs::scalar(std::int64_t v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_I64, [v](auto& s) { s.i64 = v; })});
 }
-KernelArgs& KernelArgs::scalar(std::uint32_t v) {
+KernelArgs& KernelArgs::scalar(std::uint32_t v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_U32, [v](auto& s) { s.u64 = v; })});
 }
-KernelArgs& KernelArgs::scalar(std::uint64_t v) {
+KernelArgs& KernelArgs::scalar(std::uint64_t v) & {
     return push(Arg{scalar_arg(KEEL_DTYPE_U64, [v](auto& s) { s.u64 = v; })});
 }
-KernelArgs& KernelArgs::scalar_bits16(keel_dtype dtype, std::uint16_t bits) {
+KernelArgs& KernelArgs::scalar_bits16(keel_dtype dtype, std::uint16_t bits) & {
     return push(Arg{scalar_arg(dtype, [bits](auto& s) { s.u64 = bits; })});
 }
 
-KernelArgs& KernelArgs::ints(std::initializer_list<std::int64_t> values) {
+KernelArgs& KernelArgs::ints(std::initializer_list<std::int64_t> values) & {
     return ints(std::span<const std::int64_t>(values.begin(), values.size()));
 }
 
-KernelArgs& KernelArgs::ints(std::span<const std::int64_t> values) {
+KernelArgs& KernelArgs::ints(std::span<const std::int64_t> values) & {
     Arg a;
     a.c.kind = KEEL_ARG_INT_ARRAY;
     a.c.dtype = KEEL_DTYPE_I64;
@@ -87,7 +87,7 @@ KernelArgs& KernelArgs::ints(std::span<const std::int64_t> values) {
     return push(std::move(a));
 }
 
-std::vector<keel_kernel_arg> KernelArgs::encode() const {
+std::vector<keel_kernel_arg> KernelArgs::encode() const& {
     std::vector<keel_kernel_arg> out;
     out.reserve(args_.size());
     for (const Arg& a : args_) {

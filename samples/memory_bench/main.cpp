@@ -9,7 +9,8 @@
 //      when the last use completes, and throughput vs synchronising before
 //      every cross-stream free
 //
-// Usage: keel-memory-bench [--device NAME] [--quick]
+// Usage: keel-memory-bench [--device NAME] [--quick] [--sections 1234]
+// (--sections: which of the four tables to print, e.g. 24).
 // KEEL_BENCH_CHUNK_KIB=N (and KEEL_BENCH_RING=M) add a staging scheme with
 // N KiB chunks and M reused blocks to table 3, for tuning StagingConfig.
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
@@ -118,11 +119,15 @@ void bench_alloc(const keel::Device& device, bool quick) {
 // ---- 2. threads ---------------------------------------------------------------
 
 void bench_threads(const keel::Device& device, bool quick) {
-    std::printf("\n2. Allocation throughput with threads: 64 KiB alloc+free pairs (millions of pairs/s, wall)\n");
-    std::printf("   %-8s %22s %22s\n", "threads", "one stream per thread", "all on one stream");
+    std::printf("\n2. Allocation throughput with threads: 64 KiB alloc+free pairs (millions of pairs/s, wall; goal: on\n"
+                "   one stream, the aggregate with more threads >= with one). cpu ns = CPU time of all threads per\n"
+                "   pair: what contention costs, also where threads outnumber cores and share them.\n");
+    std::printf("   %-8s %22s %22s %14s %14s\n", "threads", "one stream per thread", "all on one stream",
+                "cpu ns (own)", "cpu ns (one)");
     const int per_thread = quick ? 50'000 : 300'000;
     for (int threads : {1, 2, 4}) {
         double rates[2] = {0, 0};
+        double cpu_ns[2] = {0, 0};
         for (int shared = 0; shared < 2; ++shared) {
             auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
             std::vector<keel::Stream> streams;
@@ -130,6 +135,7 @@ void bench_threads(const keel::Device& device, bool quick) {
                 streams.push_back(check(keel::Stream::create(memory), "Stream::create"));
             std::atomic<int> ready{0};
             std::atomic<bool> go{false};
+            std::vector<double> cpu(static_cast<std::size_t>(threads), 0.0);
             std::vector<std::thread> pool;
             for (int t = 0; t < threads; ++t) {
                 pool.emplace_back([&, t] {
@@ -137,10 +143,12 @@ void bench_threads(const keel::Device& device, bool quick) {
                     { auto warm = keel::Buffer::allocate(s, 64 * KiB); }
                     ++ready;
                     while (!go.load()) std::this_thread::yield();
+                    const double c0 = thread_cpu_seconds();
                     for (int i = 0; i < per_thread; ++i) {
                         auto b = keel::Buffer::allocate(s, 64 * KiB);
                         if (!b.ok()) std::exit(1);
                     }
+                    cpu[static_cast<std::size_t>(t)] = thread_cpu_seconds() - c0;
                 });
             }
             while (ready.load() != threads) std::this_thread::yield();
@@ -149,8 +157,11 @@ void bench_threads(const keel::Device& device, bool quick) {
             for (auto& th : pool) th.join();
             const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
             rates[shared] = threads * static_cast<double>(per_thread) / secs / 1e6;
+            double cpu_total = 0;
+            for (double c : cpu) cpu_total += c;
+            cpu_ns[shared] = cpu_total / (threads * static_cast<double>(per_thread)) * 1e9;
         }
-        std::printf("   %-8d %22.2f %22.2f\n", threads, rates[0], rates[1]);
+        std::printf("   %-8d %22.2f %22.2f %14.1f %14.1f\n", threads, rates[0], rates[1], cpu_ns[0], cpu_ns[1]);
     }
 }
 
@@ -373,24 +384,27 @@ void bench_deferred(const keel::Device& device, bool quick) {
 int main(int argc, char** argv) {
     std::string name = "cpu:0";
     bool quick = false;
+    std::string sections = "1234";
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
         else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (std::strcmp(argv[i], "--sections") == 0 && i + 1 < argc) sections = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--device NAME] [--quick]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 1234]\n", argv[0]);
             return 2;
         }
     }
+    const auto wanted = [&](char section) { return sections.find(section) != std::string::npos; };
     auto runtime = check(keel::Runtime::create(), "Runtime::create");
     auto device = check(runtime.device(name), "Runtime::device");
     const double load0 = load_average();
     std::printf("keel-memory-bench on %s (%s), %u hardware threads, load average %.1f at start\n",
                 device.name().c_str(), device.properties().name.c_str(), std::thread::hardware_concurrency(),
                 load0);
-    bench_alloc(device, quick);
-    bench_threads(device, quick);
-    bench_copies(device, quick);
-    bench_deferred(device, quick);
+    if (wanted('1')) bench_alloc(device, quick);
+    if (wanted('2')) bench_threads(device, quick);
+    if (wanted('3')) bench_copies(device, quick);
+    if (wanted('4')) bench_deferred(device, quick);
     std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
     return 0;
 }

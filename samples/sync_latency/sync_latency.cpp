@@ -5,6 +5,12 @@
 // Two regimes: "active" repeats each operation back to back, so workers are
 // awake; "parked" sleeps --park-us before each repetition, longer than any
 // spin window, so every hand-off has to wake a parked thread.
+//
+// Rows that time what happens between two streams take their stamps on the
+// streams' own clock: timing events recorded on them (on the CPU device the
+// worker stamps them as it reaches the record; on a GPU the GPU does). A
+// host function's stamp is not that: on CUDA it runs on a driver thread,
+// not on the stream. A device without event timing prints n/a for them.
 #include "baselines.hpp"
 
 #include <keel/keel.hpp>
@@ -18,7 +24,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,9 +33,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using keel::Result;
 
+// A measured time, or why this device cannot measure it.
+struct Figure {
+    double ns = 0;
+    std::string unavailable;  // non-empty: n/a, and why
+
+    static Figure none(std::string why) { return Figure{0, std::move(why)}; }
+    [[nodiscard]] bool measured() const noexcept { return unavailable.empty(); }
+};
+
 struct Row {
     std::string what;
-    double keel_ns;
+    Figure keel;
     std::string baseline;
     double baseline_ns;  // 0 = no baseline
     double goal_ratio;   // 0 = no ratio goal
@@ -39,9 +53,10 @@ struct Row {
 
 // Times `keel` and `baseline` alternately in `slices` slices, so that both
 // see the same phases of a shared machine; returns the medians and the
-// median of the per-slice ratios.
+// median of the per-slice ratios (keel n/a in any slice: n/a).
 struct Paired {
-    double keel_ns = 0, baseline_ns = 0, ratio = 0;
+    Figure keel;
+    double baseline_ns = 0, ratio = 0;
 };
 template <class Keel, class Baseline>
 Result<Paired> paired(int slices, Keel&& keel, Baseline&& baseline) {
@@ -52,15 +67,16 @@ Result<Paired> paired(int slices, Keel&& keel, Baseline&& baseline) {
         settle();
         b.push_back(baseline());
         settle();
-        KEEL_TRY_ASSIGN(double ns, keel());
-        k.push_back(ns);
+        KEEL_TRY_ASSIGN(Figure f, keel());
+        if (!f.measured()) return Paired{std::move(f), b.back(), 0};
+        k.push_back(f.ns);
         r.push_back(k.back() / b.back());
     }
     auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    return Paired{median(k), median(b), median(r)};
+    return Paired{Figure{median(k), {}}, median(b), median(r)};
 }
 
 double ns_since(Clock::time_point start, std::size_t n) {
@@ -178,42 +194,47 @@ struct Bench {
         return time_each(parked ? parked_iters : active_iters, parked ? park : std::chrono::microseconds(0), once);
     }
 
-    // The device-side part of a fence alone: from A's last operation to B's
-    // next one, time-stamped on the stream threads, so the host's own
-    // wake-up is not counted.
-    Result<double> fence_hand_off_ns(bool parked) {
-        std::atomic<std::int64_t> sent{0};
-        std::atomic<std::int64_t> received{0};
-        std::atomic<std::uint64_t> reached{0};
-        std::uint64_t round = 0;
+    // Why rows stamped on the streams' clock cannot be measured here ("" when they can).
+    [[nodiscard]] std::string no_stream_clock() const {
+        return device.has(keel::DeviceCapability::event_timing) ? "" : "n/a: the device has no event timing";
+    }
+
+    // The device-side part of a fence alone: from A's record (after a real
+    // operation) to B's next operation past its wait, stamped by timing
+    // events on the streams, so the host's own wake-up is not counted.
+    Result<Figure> fence_hand_off_ns(bool parked) {
+        if (std::string why = no_stream_clock(); !why.empty()) return Figure::none(why);
+        KEEL_TRY_ASSIGN(auto tiny, buffer.view(0, 4));
+        KEEL_TRY_ASSIGN(keel::Event sent, keel::Event::create(device, keel::EventTiming::on));
+        KEEL_TRY_ASSIGN(keel::Event received, keel::Event::create(device, keel::EventTiming::on));
         double total = 0;
         const std::size_t n = parked ? parked_iters : active_iters;
         for (std::size_t i = 0; i < n; ++i) {
             if (parked) std::this_thread::sleep_for(park);
-            std::uint64_t mine = ++round;
-            KEEL_TRY(a.enqueue_host_func([&] { sent.store(now_ns(), std::memory_order_relaxed); }));
-            KEEL_TRY(event.record(a));
-            KEEL_TRY(b.wait(event));
-            KEEL_TRY(b.enqueue_host_func([&, mine] {
-                received.store(now_ns(), std::memory_order_relaxed);
-                reached.store(mine, std::memory_order_release);
-            }));
-            wait_until([&] { return reached.load(std::memory_order_acquire) == mine; });
-            total += static_cast<double>(received.load() - sent.load());
+            KEEL_TRY(a.memset(tiny, 3));
+            KEEL_TRY(sent.record(a));
+            KEEL_TRY(b.wait(sent));
+            KEEL_TRY(received.record(b));
+            KEEL_TRY(received.synchronize());
+            KEEL_TRY_ASSIGN(float ms, keel::Event::elapsed_ms(sent, received));
+            total += 1e6 * static_cast<double>(ms);
         }
-        return total / static_cast<double>(n);
+        return Figure{total / static_cast<double>(n), {}};
     }
 
     // The bare fence ping-pong: A waits for B's record, B for A's, nothing
     // else on either stream, so each hand-off is one cross-stream wait. The
-    // host enqueues `rounds` behind a gate and opens it; A stamps the time
-    // before the first round and after the last.
-    Result<double> fence_ping_pong_ns(std::size_t rounds, keel::Event& back) {
-        Clock::time_point start, end;
-        std::promise<void> finished;
+    // host enqueues `rounds` behind a gate and opens it; timing events on A
+    // stamp the start of the first round and the end of the last. If A ran
+    // past its gate before it opened, the streams went at the host's
+    // enqueue pace, not their own: n/a rather than a wrong figure.
+    Result<Figure> fence_ping_pong_ns(std::size_t rounds, keel::Event& back) {
+        if (std::string why = no_stream_clock(); !why.empty()) return Figure::none(why);
+        KEEL_TRY_ASSIGN(keel::Event start, keel::Event::create(device, keel::EventTiming::on));
+        KEEL_TRY_ASSIGN(keel::Event end, keel::Event::create(device, keel::EventTiming::on));
         StreamGate gate(a, b);
         KEEL_TRY(gate.hold());
-        KEEL_TRY(a.enqueue_host_func([&start] { start = Clock::now(); }));
+        KEEL_TRY(start.record(a));
         KEEL_TRY(event.record(a));
         for (std::size_t i = 0; i < rounds; ++i) {
             KEEL_TRY(b.wait(event));
@@ -221,17 +242,18 @@ struct Bench {
             KEEL_TRY(a.wait(back));
             KEEL_TRY(event.record(a));
         }
-        KEEL_TRY(a.enqueue_host_func([&end, &finished] {
-            end = Clock::now();
-            finished.set_value();
-        }));
+        KEEL_TRY(end.record(a));
+        KEEL_TRY_ASSIGN(const bool ran_ahead, start.query());
         gate.open();
-        // Block at once (a future parks without spinning): a spinning host
-        // would take a core from the two streams on a small machine.
-        finished.get_future().wait();
-        KEEL_TRY(a.synchronize());
+        // Block at once (an event wait parks without spinning past the spin
+        // window): a spinning host would take a core from the two streams.
+        KEEL_TRY(end.synchronize());
         KEEL_TRY(b.synchronize());
-        return std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(rounds);
+        if (ran_ahead)
+            return Figure::none("n/a: the stream ran past its host-function gate, so the rounds went at the "
+                                "host's enqueue pace");
+        KEEL_TRY_ASSIGN(float ms, keel::Event::elapsed_ms(start, end));
+        return Figure{1e6 * static_cast<double>(ms) / static_cast<double>(rounds), {}};
     }
 
     // Streams ping-ponging through fences with no host in the loop, as the
@@ -242,7 +264,7 @@ struct Bench {
     // `park` in between, so the other side has parked by the time the fence
     // arrives and must be woken. Returns the mean round trip A -> B -> A
     // (the sleeps are outside the stamps).
-    Result<double> stream_ping_pong_ns(std::size_t rounds, std::chrono::microseconds pause, keel::Event& back) {
+    Result<Figure> stream_ping_pong_ns(std::size_t rounds, std::chrono::microseconds pause, keel::Event& back) {
         struct Stamps {
             std::int64_t resumed = 0, sent = 0;
         };
@@ -268,7 +290,7 @@ struct Bench {
         double total = 0;
         for (std::size_t i = 0; i + 1 < rounds; ++i)
             total += static_cast<double>((on_b[i].resumed - on_a[i].sent) + (on_a[i + 1].resumed - on_b[i].sent));
-        return total / static_cast<double>(rounds - 1);
+        return Figure{total / static_cast<double>(rounds - 1), {}};
     }
 
     // One tiny operation, then the host blocks on an event recorded after it.
@@ -314,21 +336,31 @@ Result<double> idle_cpu_percent(const keel::Device& device, std::chrono::microse
 }
 
 void print_table(const std::string& device, const std::vector<Row>& rows) {
-    std::printf("\nsync_latency on %s (times per operation; ratio = keel / baseline)\n\n", device.c_str());
+    std::printf("\nsync_latency on %s (times per operation; ratio = keel / baseline; the ratio goals are\n"
+                "the CPU device's, whose streams are host threads: elsewhere the ratios are for information)\n\n",
+                device.c_str());
     std::printf("| %-44s | %12s | %-26s | %12s | %7s | %-8s |\n", "measurement", "keel (ns)",
                 "baseline", "baseline (ns)", "ratio", "goal");
     std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(14, '-').c_str(),
                 std::string(28, '-').c_str(), std::string(14, '-').c_str(),
                 std::string(9, '-').c_str(), std::string(10, '-').c_str());
+    std::vector<std::string> notes;
     for (const Row& r : rows) {
+        char keel[32] = "n/a";
         char ratio[32] = "-";
         char goal[32] = "-";
-        if (r.baseline_ns > 0)
-            std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio > 0 ? r.ratio : r.keel_ns / r.baseline_ns);
+        if (r.keel.measured()) {
+            std::snprintf(keel, sizeof keel, "%.1f", r.keel.ns);
+            if (r.baseline_ns > 0)
+                std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio > 0 ? r.ratio : r.keel.ns / r.baseline_ns);
+        } else {
+            notes.push_back(r.what + ": " + r.keel.unavailable);
+        }
         if (r.goal_ratio > 0) std::snprintf(goal, sizeof goal, "<= %.1fx", r.goal_ratio);
-        std::printf("| %-44s | %12.1f | %-26s | %12.1f | %7s | %-8s |\n", r.what.c_str(), r.keel_ns,
+        std::printf("| %-44s | %12s | %-26s | %12.1f | %7s | %-8s |\n", r.what.c_str(), keel,
                     r.baseline.c_str(), r.baseline_ns, ratio, goal);
     }
+    for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
 }
 
 Result<void> run(const std::string& name, std::size_t iters, std::chrono::microseconds park,
@@ -345,21 +377,23 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     const double spin = keel::samples::spin_ping_pong_ns(iters);
     const double condvar = keel::samples::condvar_ping_pong_ns(std::max<std::size_t>(iters / 10, 1000));
 
+    // A host-clock figure (always measurable).
+    const auto host = [](double ns) { return Figure{ns, {}}; };
     std::vector<Row> rows;
-    rows.push_back({"baseline: spinning atomic ping-pong", spin, "-", 0, 0});
-    rows.push_back({"baseline: mutex+condvar ping-pong", condvar, "-", 0, 0});
+    rows.push_back({"baseline: spinning atomic ping-pong", host(spin), "-", 0, 0});
+    rows.push_back({"baseline: mutex+condvar ping-pong", host(condvar), "-", 0, 0});
     KEEL_TRY_ASSIGN(double enqueue, bench.enqueue_ns(iters * 10));
     char enqueue_label[64];
     std::snprintf(enqueue_label, sizeof enqueue_label, "enqueue one op, one thread (%.1f M ops/s)",
                   1e3 / enqueue);
-    rows.push_back({enqueue_label, enqueue, "goal <= 100 ns", 0, 0});
+    rows.push_back({enqueue_label, host(enqueue), "goal <= 100 ns", 0, 0});
     KEEL_TRY_ASSIGN(double fence_active, bench.fence_round_trip_ns(false));
-    rows.push_back({"fence round trip via host, workers active", fence_active, "spinning ping-pong", spin, 0});
+    rows.push_back({"fence round trip via host, workers active", host(fence_active), "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double fence_parked, bench.fence_round_trip_ns(true));
-    rows.push_back({"fence round trip via host, workers parked", fence_parked, "condvar ping-pong", condvar, 0});
-    KEEL_TRY_ASSIGN(double hand_off_active, bench.fence_hand_off_ns(false));
+    rows.push_back({"fence round trip via host, workers parked", host(fence_parked), "condvar ping-pong", condvar, 0});
+    KEEL_TRY_ASSIGN(Figure hand_off_active, bench.fence_hand_off_ns(false));
     rows.push_back({"fence hand-off A -> B (device side), active", hand_off_active, "spinning ping-pong", spin, 0});
-    KEEL_TRY_ASSIGN(double hand_off_parked, bench.fence_hand_off_ns(true));
+    KEEL_TRY_ASSIGN(Figure hand_off_parked, bench.fence_hand_off_ns(true));
     rows.push_back({"fence hand-off A -> B (device side), parked", hand_off_parked, "condvar ping-pong", condvar, 0});
     // The goal rows: stream ping-pong and its baseline, alternating.
     KEEL_TRY_ASSIGN(auto back, keel::Event::create(device));
@@ -367,12 +401,12 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     KEEL_TRY_ASSIGN(Paired fences_active,
                     paired(11, [&] { return bench.fence_ping_pong_ns(pong_rounds * 20, back); },
                            [&] { return keel::samples::spin_ping_pong_ns(pong_rounds * 20); }));
-    rows.push_back({"stream ping-pong A <-> B, fences only, active", fences_active.keel_ns,
+    rows.push_back({"stream ping-pong A <-> B, fences only, active", fences_active.keel,
                     "spinning ping-pong (paired)", fences_active.baseline_ns, 2.0, fences_active.ratio});
     KEEL_TRY_ASSIGN(Paired pong_active,
                     paired(11, [&] { return bench.stream_ping_pong_ns(pong_rounds, std::chrono::microseconds(0), back); },
                            [&] { return keel::samples::spin_ping_pong_ns(pong_rounds); }));
-    rows.push_back({"  the same with a host function per hand-off", pong_active.keel_ns, "spinning ping-pong (paired)",
+    rows.push_back({"  the same with a host function per hand-off", pong_active.keel, "spinning ping-pong (paired)",
                     pong_active.baseline_ns, 0, pong_active.ratio});
     // Sleeping 1 ms (20x the spin window) before each fence, so the other
     // side has parked; the baseline's threads sleep as long before each pass.
@@ -380,16 +414,16 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
     KEEL_TRY_ASSIGN(Paired pong_parked,
                     paired(11, [&] { return bench.stream_ping_pong_ns(21, pong_pause, back); },
                            [&] { return keel::samples::condvar_ping_pong_after_pause_ns(20, pong_pause); }));
-    rows.push_back({"stream ping-pong A <-> B by fences, parked", pong_parked.keel_ns, "condvar, same pauses (paired)",
+    rows.push_back({"stream ping-pong A <-> B by fences, parked", pong_parked.keel, "condvar, same pauses (paired)",
                     pong_parked.baseline_ns, 1.2, pong_parked.ratio});
     KEEL_TRY_ASSIGN(double event_active, bench.event_wait_ns(false));
-    rows.push_back({"host event wait after an op, active", event_active, "spinning ping-pong", spin, 0});
+    rows.push_back({"host event wait after an op, active", host(event_active), "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double event_parked, bench.event_wait_ns(true));
-    rows.push_back({"host event wait after an op, parked", event_parked, "condvar ping-pong", condvar, 0});
+    rows.push_back({"host event wait after an op, parked", host(event_parked), "condvar ping-pong", condvar, 0});
     KEEL_TRY_ASSIGN(double sync_active, bench.stream_sync_ns(false));
-    rows.push_back({"stream synchronize after an op, active", sync_active, "spinning ping-pong", spin, 0});
+    rows.push_back({"stream synchronize after an op, active", host(sync_active), "spinning ping-pong", spin, 0});
     KEEL_TRY_ASSIGN(double sync_parked, bench.stream_sync_ns(true));
-    rows.push_back({"stream synchronize after an op, parked", sync_parked, "condvar ping-pong", condvar, 0});
+    rows.push_back({"stream synchronize after an op, parked", host(sync_parked), "condvar ping-pong", condvar, 0});
     print_table(name, rows);
 
     KEEL_TRY_ASSIGN(double idle, idle_cpu_percent(device, park, idle_window));

@@ -6,7 +6,6 @@
 
 #include <keel/plugin/kernel_args.hpp>
 
-#include <cmath>
 #include <cstring>
 #include <deque>
 
@@ -24,9 +23,7 @@ public:
         return {cpu::kLerpCpuDtypes.begin(), cpu::kLerpCpuDtypes.end()};
     }
     // Terms are computed in the dtype, then summed in f64.
-    double accumulation_roundoff(keel_dtype d) const override {
-        return std::ldexp(1.0, d == KEEL_DTYPE_F64 ? -53 : -24);
-    }
+    keel_dtype compute_dtype(keel_dtype d) const override { return d; }
 
     keel_device_addr upload(std::span<const std::byte> bytes) override {
         if (bytes.empty()) return 0;
@@ -38,9 +35,9 @@ public:
         if (bytes) std::memcpy(out.data(), reinterpret_cast<const void*>(addr), bytes);
         return out;
     }
-    Result<void> launch(std::string_view kernel, const keel_launch_args& args) override {
+    Result<void> launch(std::string_view kernel, const LaunchArgs& args) override {
         KEEL_TRY_ASSIGN(const plugin::LaunchArgsView view,
-                        plugin::LaunchArgsView::make(&args, std::string(kernel)));
+                        plugin::LaunchArgsView::make(args.get(), std::string(kernel)));
         if (kernel == "lerp") {
             KEEL_TRY_ASSIGN(const plugin::LerpPlan plan, plugin::plan_lerp(view, cpu::kLerpCpuDtypes));
             return cpu::run_lerp(plan, {host(plan.x.addr), host(plan.y.addr),

@@ -1,27 +1,19 @@
 #include "lerp_fixture.hpp"
 
+#include "lerp_tolerance.hpp"
+
+#include <keel/testing/tolerance.hpp>
+
 #include <algorithm>
-#include <cmath>
 
 namespace keel::test {
 namespace {
 
 // Expects |got - ref| <= bound(i) everywhere; reports the first few misses.
-template <class Bound>
-void expect_close(const std::string& what, const std::vector<double>& got,
-                  const std::vector<double>& ref, Bound bound) {
-    ASSERT_EQ(got.size(), ref.size()) << what;
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double b = bound(i);
-        if (!(std::fabs(got[i] - ref[i]) <= b)) {
-            if (bad < 5)
-                ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", expected " << ref[i]
-                              << " within " << b;
-            ++bad;
-        }
-    }
-    EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << ref.size() << " elements off";
+void expect_close(const std::string& what, const std::vector<double>& got, const std::vector<double>& ref,
+                  const std::function<double(std::size_t)>& bound) {
+    const Comparison c = compare_within(what, got, ref, bound);
+    EXPECT_TRUE(c.ok()) << c.describe(what);
 }
 
 }  // namespace
@@ -70,7 +62,7 @@ void LerpKernel::expect_lerp_matches(keel_dtype dtype, const LerpCase& c, bool s
     const std::size_t es = element_size(dtype);
     const std::size_t out_bytes = ref.out.size() * es;
 
-    LaunchBuilder lb;
+    LaunchArgs lb;
     lb.buffer(b.upload(encode(dtype, x)), x.size() * es, dtype);
     lb.buffer(b.upload(encode(dtype, y)), y.size() * es, dtype);
     if (c.w)
@@ -82,13 +74,13 @@ void LerpKernel::expect_lerp_matches(keel_dtype dtype, const LerpCase& c, bool s
     const keel_device_addr out = b.upload(nan_filled(dtype, numel(ref.shape)));
     lb.buffer(out, out_bytes, dtype);
     lb.ints(c.x).ints(c.y).ints(c.w ? *c.w : Dims{}).ints(ref.shape);
-    const Result<void> r = b.launch("lerp", lb.args());
+    const Result<void> r = b.launch("lerp", lb);
     ASSERT_TRUE(r.ok()) << r.error().message();
 
     const std::vector<double> got = decode(dtype, b.download(out, out_bytes));
-    const double u = unit_roundoff(dtype);
+    const keel_dtype compute = b.compute_dtype(dtype);
     expect_close("out", got, ref.out,
-                 [&](std::size_t i) { return u * std::fabs(ref.out[i]) + 4 * u * ref.scale[i]; });
+                 [&](std::size_t i) { return lerp_bound(dtype, compute, ref.out[i], ref.scale[i]); });
 }
 
 void LerpKernel::expect_grad_matches(keel_dtype dtype, const LerpCase& c, WantGrads want) {
@@ -109,7 +101,7 @@ void LerpKernel::expect_grad_matches(keel_dtype dtype, const LerpCase& c, WantGr
     const RefGrad ref = reference_lerp_grad(c.x, c.y, w, out_shape, dout);
     const std::size_t es = element_size(dtype);
 
-    LaunchBuilder lb;
+    LaunchArgs lb;
     lb.absent(dtype).absent(dtype);  // x and y are not read
     if (c.w)
         lb.buffer(b.upload(encode(dtype, w.values)), w.values.size() * es, dtype);
@@ -121,20 +113,15 @@ void LerpKernel::expect_grad_matches(keel_dtype dtype, const LerpCase& c, WantGr
     if (want.dx) lb.buffer(dx, ref.dx.size() * es, dtype); else lb.absent(dtype);
     if (want.dy) lb.buffer(dy, ref.dy.size() * es, dtype); else lb.absent(dtype);
     lb.ints(c.x).ints(c.y).ints(c.w ? *c.w : Dims{}).ints(out_shape);
-    const Result<void> r = b.launch("lerp_grad", lb.args());
+    const Result<void> r = b.launch("lerp_grad", lb);
     ASSERT_TRUE(r.ok()) << r.error().message();
 
-    const double u = unit_roundoff(dtype);
-    const double acc = device().accumulation_roundoff(dtype);
+    const keel_dtype compute = b.compute_dtype(dtype);
     const auto check = [&](const char* name, keel_device_addr addr, const std::vector<double>& ref_v,
                            const std::vector<double>& abs_v, const std::vector<std::int64_t>& terms) {
         const std::vector<double> got = decode(dtype, b.download(addr, ref_v.size() * es));
         expect_close(name, got, ref_v, [&](std::size_t i) {
-            // Rounding of each term and of the result, plus the accumulator's
-            // error over the sum (a tree of depth ~log2(terms) times a margin).
-            const double depth = std::ceil(std::log2(static_cast<double>(terms[i]) + 2));
-            return 2 * u * std::fabs(ref_v[i]) + 2 * u * abs_v[i] / std::max<double>(1, terms[i]) +
-                   4 * depth * acc * abs_v[i];
+            return lerp_grad_bound(dtype, compute, ref_v[i], abs_v[i], terms[i]);
         });
     };
     if (want.dx) check("dx", dx, ref.dx, ref.dx_abs, ref.dx_terms);
@@ -163,7 +150,7 @@ LerpKernel::GradBytes LerpKernel::run_grad_bytes(keel_dtype dtype, const LerpCas
     LerpBackend& b = device();
     const Dims out_shape = c.w ? broadcast({c.x, c.y, *c.w}) : broadcast({c.x, c.y});
     const std::size_t es = element_size(dtype);
-    LaunchBuilder lb;
+    LaunchArgs lb;
     lb.absent(dtype).absent(dtype);
     if (c.w)
         lb.buffer(b.upload(encode(dtype, random_values(dtype, numel(*c.w), 0, 1, rng))),
@@ -178,7 +165,7 @@ LerpKernel::GradBytes LerpKernel::run_grad_bytes(keel_dtype dtype, const LerpCas
     const keel_device_addr dy = b.upload(nan_filled(dtype, numel(c.y)));
     lb.buffer(dx, nx, dtype).buffer(dy, ny, dtype);
     lb.ints(c.x).ints(c.y).ints(c.w ? *c.w : Dims{}).ints(out_shape);
-    const Result<void> r = b.launch("lerp_grad", lb.args());
+    const Result<void> r = b.launch("lerp_grad", lb);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
     return {b.download(dx, nx), b.download(dy, ny)};
 }

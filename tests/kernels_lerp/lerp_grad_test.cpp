@@ -87,10 +87,10 @@ TEST_P(LerpKernel, LerpGradOfEmptyDoutFillsGradientsWithZeros) {
         LerpBackend& b = device();
         const std::size_t es = element_size(d);
         const keel_device_addr dy = b.upload(nan_filled(d, 3));
-        LaunchBuilder lb;
+        LaunchArgs lb;
         lb.absent(d).absent(d).scalar_f64(0.5).absent(d).absent(d).buffer(dy, 3 * es, d);
         lb.ints(c.x).ints(c.y).ints({}).ints({0, 3});
-        const Result<void> r = b.launch("lerp_grad", lb.args());
+        const Result<void> r = b.launch("lerp_grad", lb);
         ASSERT_TRUE(r.ok()) << r.error().message();
         EXPECT_EQ(decode(d, b.download(dy, 3 * es)), (std::vector<double>{0, 0, 0}));
     }

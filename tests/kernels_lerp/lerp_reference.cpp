@@ -154,12 +154,13 @@ std::vector<double> random_values(keel_dtype dtype, std::int64_t n, double lo, d
     return decode(dtype, encode(dtype, v));
 }
 
-double unit_roundoff(keel_dtype dtype) {
+double round_to(keel_dtype dtype, double value) {
     switch (dtype) {
-        case KEEL_DTYPE_F16: return std::ldexp(1.0, -11);
-        case KEEL_DTYPE_BF16: return std::ldexp(1.0, -8);
-        case KEEL_DTYPE_F32: return std::ldexp(1.0, -24);
-        default: return std::ldexp(1.0, -53);
+        case KEEL_DTYPE_F64: return value;
+        case KEEL_DTYPE_F32: return static_cast<float>(value);
+        case KEEL_DTYPE_F16: return half_to_float(float_to_half(static_cast<float>(value)));
+        case KEEL_DTYPE_BF16: return bf16_to_float(float_to_bf16(static_cast<float>(value)));
+        default: throw std::invalid_argument("round_to: not a lerp dtype");
     }
 }
 

@@ -27,8 +27,9 @@ using Dims = std::vector<std::int64_t>;
 // Values exactly representable in `dtype`: uniform in [lo, hi), then rounded.
 [[nodiscard]] std::vector<double> random_values(keel_dtype dtype, std::int64_t n, double lo,
                                                 double hi, std::mt19937_64& rng);
-// Unit roundoff of `dtype` (2^-11 for f16, 2^-8 for bf16, ...).
-[[nodiscard]] double unit_roundoff(keel_dtype dtype);
+// `value` rounded to the nearest value of `dtype` (through f32 for the
+// 16-bit types, as the kernels do).
+[[nodiscard]] double round_to(keel_dtype dtype, double value);
 
 // The weight of a case: a scalar, or a tensor of `shape` with `values`.
 struct RefWeight {

@@ -2,6 +2,7 @@
 // canonical forms every plugin's kernels rely on.
 #include <keel/plugin/broadcast.hpp>
 #include <keel/plugin/lerp_args.hpp>
+#include <keel/testing/launch_args.hpp>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@ namespace keel::plugin {
 namespace {
 
 using Dims = std::vector<std::int64_t>;
+using keel::testing::LaunchArgs;
 
 StridedLayout layout_of(const Dims& space, const std::vector<Dims>& ops) {
     std::vector<NamedShape> named;
@@ -158,8 +160,7 @@ TEST(ForEachRun, IndexesPastTwoToTheThirtyOneWithoutOverflow) {
 struct GradLaunch {
     std::vector<Dims> shapes;  // x, y, w, dout
     bool dx = true, dy = true;
-    std::vector<keel_kernel_arg> args;
-    keel_launch_args launch{};
+    LaunchArgs args;
 
     GradLaunch(Dims x, Dims y, Dims w, Dims dout, bool want_dx = true, bool want_dy = true)
         : shapes{std::move(x), std::move(y), std::move(w), std::move(dout)}, dx(want_dx), dy(want_dy) {
@@ -168,33 +169,16 @@ struct GradLaunch {
             for (auto e : d) v *= e;
             return static_cast<std::uint64_t>(v) * 4;
         };
-        const auto buffer = [](std::uint64_t addr, std::uint64_t size) {
-            keel_kernel_arg a{};
-            a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-            a.kind = KEEL_ARG_BUFFER;
-            a.dtype = KEEL_DTYPE_F32;
-            a.value.buffer = {addr, size};
-            return a;
-        };
+        const keel_dtype f32 = KEEL_DTYPE_F32;
         const std::uint64_t gb = std::uint64_t{1} << 32;  // far-apart fake addresses
-        args.push_back(buffer(1 * gb, n(shapes[0])));
-        args.push_back(buffer(2 * gb, n(shapes[1])));
-        args.push_back(buffer(3 * gb, n(shapes[2])));
-        args.push_back(buffer(4 * gb, n(shapes[3])));
-        args.push_back(dx ? buffer(5 * gb, n(shapes[0])) : buffer(0, 0));
-        args.push_back(dy ? buffer(6 * gb, n(shapes[1])) : buffer(0, 0));
-        for (const Dims& d : shapes) {
-            keel_kernel_arg a{};
-            a.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-            a.kind = KEEL_ARG_INT_ARRAY;
-            a.dtype = KEEL_DTYPE_I64;
-            a.value.int_array = {d.data(), d.size()};
-            args.push_back(a);
-        }
-        launch = {KEEL_LAUNCH_ARGS_STRUCT_SIZE, args.data(), args.size(), sizeof(keel_kernel_arg)};
+        args.buffer(1 * gb, n(shapes[0]), f32).buffer(2 * gb, n(shapes[1]), f32);
+        args.buffer(3 * gb, n(shapes[2]), f32).buffer(4 * gb, n(shapes[3]), f32);
+        if (dx) args.buffer(5 * gb, n(shapes[0]), f32); else args.absent(f32);
+        if (dy) args.buffer(6 * gb, n(shapes[1]), f32); else args.absent(f32);
+        for (const Dims& d : shapes) args.ints(d);
     }
     Result<LerpGradPlan> plan() const {
-        KEEL_TRY_ASSIGN(const LaunchArgsView v, LaunchArgsView::make(&launch, "lerp_grad"));
+        KEEL_TRY_ASSIGN(const LaunchArgsView v, LaunchArgsView::make(args.get(), "lerp_grad"));
         const keel_dtype f32 = KEEL_DTYPE_F32;
         return plan_lerp_grad(v, std::span(&f32, 1));
     }
@@ -246,8 +230,8 @@ TEST(PlanLerpGrad, SkipsAnAbsentGradient) {
 
 TEST(PlanLerpGrad, ReportsAnUnimplementedDtypeAsUnimplemented) {
     GradLaunch g({4}, {4}, {4}, {4});
-    for (int i = 0; i < 6; ++i) g.args[static_cast<std::size_t>(i)].dtype = KEEL_DTYPE_F16;
-    for (int i = 0; i < 6; ++i) g.args[static_cast<std::size_t>(i)].value.buffer.size /= 2;
+    for (int i = 0; i < 6; ++i) g.args.at(static_cast<std::size_t>(i)).dtype = KEEL_DTYPE_F16;
+    for (int i = 0; i < 6; ++i) g.args.at(static_cast<std::size_t>(i)).value.buffer.size /= 2;
     const Result<LerpGradPlan> p = g.plan();
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.error().code(), KEEL_STATUS_UNIMPLEMENTED);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -513,6 +514,56 @@ TEST(BlockAllocator, PeaksTrackTheHighWaterMarkAndCanBeReset) {
     EXPECT_EQ(rig.allocator.stats().peak_allocated_bytes, 0u);
     rig.allocator.free(rig.alloc(s1, 512), {});
     EXPECT_EQ(rig.allocator.stats().peak_allocated_bytes, 512u);
+}
+
+TEST(BlockAllocator, PeaksStayExactWhenFreedBytesAreReusedInThePool) {
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    rig.allocator.free(rig.alloc(s, 1 * MiB), {});
+    Block* a = rig.alloc(s, 512 * KiB);
+    Block* b = rig.alloc(s, 512 * KiB);
+    EXPECT_EQ(rig.allocator.stats().allocated_bytes, 1 * MiB);
+    EXPECT_EQ(rig.allocator.stats().peak_allocated_bytes, 1 * MiB);
+    Block* c = rig.alloc(s, 4 * KiB);
+    EXPECT_EQ(rig.allocator.stats().peak_allocated_bytes, 1 * MiB + 4 * KiB);
+    for (Block* x : {a, b, c}) rig.allocator.free(x, {});
+    EXPECT_EQ(rig.allocator.stats().allocated_bytes, 0u);
+    rig.allocator.reset_peaks();
+    EXPECT_EQ(rig.allocator.stats().peak_allocated_bytes, 0u);
+}
+
+TEST(BlockAllocator, ThreadsOnOneStreamTakeSmallBlocksFromPoolsOfTheirOwn) {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one hardware thread: one pool per stream";
+    Rig rig;
+    keel_stream s = rig.device.make_stream();
+    Block* mine = rig.alloc(s, 64 * KiB);
+    Block* theirs = nullptr;
+    Block* again = nullptr;
+    std::promise<void> allocated, freed;
+    std::thread other([&] {
+        theirs = rig.alloc(s, 64 * KiB);
+        allocated.set_value();
+        freed.get_future().wait();
+        again = rig.alloc(s, 64 * KiB);
+    });
+    allocated.get_future().wait();
+    ASSERT_NE(theirs, nullptr);
+    // Two small segments: the other thread did not carve its block from
+    // this thread's segment, whose lock and trees it would have shared.
+    EXPECT_EQ(rig.allocator.stats().segment_count, 2u);
+    EXPECT_EQ(BlockAllocator::stream(theirs), s);
+    // A block freed here goes back to the other thread's pool, which
+    // reuses it.
+    const keel_device_addr theirs_addr = Rig::addr(theirs);
+    rig.allocator.free(theirs, {});
+    rig.allocator.free(mine, {});
+    freed.set_value();
+    other.join();
+    ASSERT_NE(again, nullptr);
+    EXPECT_EQ(Rig::addr(again), theirs_addr);
+    EXPECT_EQ(rig.allocator.stats().raw_allocations, 2u);
+    rig.allocator.free(again, {});
+    EXPECT_EQ(rig.allocator.stats().allocated_bytes, 0u);
 }
 
 TEST(BlockAllocator, InvalidRequestsAreRejectedWithClearErrors) {

@@ -3,8 +3,8 @@
 // make the C table pleasant to drive.
 #pragma once
 
-#include <keel/testing/c_kernel_args.hpp>
 #include <keel/testing/gate.hpp>
+#include <keel/testing/launch_args.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 #include <keel/testing/result.hpp>
 #include <keel/testing/scoped_env.hpp>
@@ -26,7 +26,7 @@ using keel::testing::buffer_arg;
 using keel::testing::CError;
 using keel::testing::f32_arg;
 using keel::testing::i64_arg;
-using keel::testing::launch_args;
+using keel::testing::LaunchArgs;
 using keel::testing::Gate;
 using keel::testing::ScopedEnv;
 using keel::testing::take;

@@ -29,9 +29,8 @@ protected:
         return k;
     }
     void fill(keel_stream s, keel_device_addr a, uint64_t bytes, float v) {
-        std::vector<keel_kernel_arg> args{buffer_arg(a, bytes), f32_arg(v)};
-        keel_launch_args l = launch_args(args);
-        KEEL_ASSERT_OK(api().kernel_launch(s, kernel("fill"), &l));
+        const LaunchArgs l({buffer_arg(a, bytes), f32_arg(v)});
+        KEEL_ASSERT_OK(api().kernel_launch(s, kernel("fill"), l.get()));
     }
 };
 

@@ -13,8 +13,8 @@ protected:
         return k;
     }
     std::optional<CError> launch(keel_stream s, keel_kernel k, const std::vector<keel_kernel_arg>& args) {
-        keel_launch_args l = launch_args(args);
-        return take(api().kernel_launch(s, k, &l));
+        const LaunchArgs l(args);
+        return take(api().kernel_launch(s, k, l.get()));
     }
 };
 
@@ -108,12 +108,12 @@ TEST_F(CpuKernels, ABufferArgumentLargerThanItsAllocationFailsAtExecution) {
 
 TEST_F(CpuKernels, LaunchRejectsNullAndForeignHandles) {
     keel_stream s = stream();
-    keel_launch_args l = launch_args({});
-    auto e = take(api().kernel_launch(s, nullptr, &l));
+    const LaunchArgs l;
+    auto e = take(api().kernel_launch(s, nullptr, l.get()));
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code, KEEL_STATUS_INVALID_ARGUMENT);
     int not_a_kernel = 0;
-    e = take(api().kernel_launch(s, reinterpret_cast<keel_kernel>(&not_a_kernel), &l));
+    e = take(api().kernel_launch(s, reinterpret_cast<keel_kernel>(&not_a_kernel), l.get()));
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code, KEEL_STATUS_INVALID_ARGUMENT);
     e = take(api().kernel_launch(s, kernel("fill"), nullptr));

@@ -95,14 +95,12 @@ TEST_P(CpuStress, CopiesKernelsAndWaitsAcrossThreadsNeverCorruptAByte) {
                 keel_stream s2 = streams[rng() % kStreams];
                 // s1: upload a; fill b with alpha.  s2: wait for s1, b += alpha * a, download b.
                 note(take(api().memcpy_h2d(s1, j.a, in, bytes)));
-                std::vector<keel_kernel_arg> fa{buffer_arg(j.b, bytes), f32_arg(j.alpha)};
-                keel_launch_args fl = launch_args(fa);
-                note(take(api().kernel_launch(s1, fill, &fl)));
+                const LaunchArgs fl({buffer_arg(j.b, bytes), f32_arg(j.alpha)});
+                note(take(api().kernel_launch(s1, fill, fl.get())));
                 note(take(api().event_record(j.done, s1)));
                 note(take(api().stream_wait_event(s2, j.done)));
-                std::vector<keel_kernel_arg> aa{f32_arg(j.alpha), buffer_arg(j.a, bytes), buffer_arg(j.b, bytes)};
-                keel_launch_args al = launch_args(aa);
-                note(take(api().kernel_launch(s2, axpy, &al)));
+                const LaunchArgs al({f32_arg(j.alpha), buffer_arg(j.a, bytes), buffer_arg(j.b, bytes)});
+                note(take(api().kernel_launch(s2, axpy, al.get())));
                 if (rng() % 2 == 0) {
                     // Bounce through a third stream with a device-to-device copy.
                     keel_stream s3 = streams[rng() % kStreams];

@@ -82,8 +82,8 @@ keel_kernel CudaDeviceTest::kernel(const char* name) const {
 
 Outcome CudaDeviceTest::launch(keel_stream stream, const char* name,
                                const std::vector<keel_kernel_arg>& args) const {
-    const keel_launch_args l = launch_args(args);
-    return outcome(api().kernel_launch(stream, kernel(name), &l));
+    const LaunchArgs l(args);
+    return outcome(api().kernel_launch(stream, kernel(name), l.get()));
 }
 
 void CudaDeviceTest::spin(keel_stream stream, int64_t ms) const {

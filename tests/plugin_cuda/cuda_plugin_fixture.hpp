@@ -3,7 +3,7 @@
 #pragma once
 
 #include <keel/keel.h>
-#include <keel/testing/c_kernel_args.hpp>
+#include <keel/testing/launch_args.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 #include <keel/testing/result.hpp>
 
@@ -117,7 +117,7 @@ private:
 using keel::testing::buffer_arg;
 using keel::testing::f32_arg;
 using keel::testing::i64_arg;
-using keel::testing::launch_args;
+using keel::testing::LaunchArgs;
 
 // ---- a fixture with one device, for the GPU tests ------------------------
 

@@ -112,10 +112,7 @@ TEST_F(CudaKernel, LaunchArgumentsFromANewerCallerAreReadWithItsStride) {
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), 32 * sizeof(float));
     std::vector<WideArg> wide = {{buffer_arg(buf.addr(), buf.size()), 0xDEAD}, {f32_arg(9.0f), 0xBEEF}};
-    keel_launch_args l = launch_args({});
-    l.args = &wide[0].arg;
-    l.arg_count = wide.size();
-    l.arg_struct_size = sizeof(WideArg);
+    const keel_launch_args l{KEEL_LAUNCH_ARGS_STRUCT_SIZE, &wide[0].arg, wide.size(), sizeof(WideArg)};
     KEEL_ASSERT_OK(api().kernel_launch(stream.get(), kernel("fill"), &l));
     for (float v : read_floats(api(), stream.get(), buf)) ASSERT_EQ(v, 9.0f);
 }
@@ -129,8 +126,8 @@ TEST_F(CudaKernel, AKernelOfAnotherDeviceIsRejected) {
     keel_kernel foreign = nullptr;
     KEEL_ASSERT_OK(api().kernel_get(other, "noop", &foreign));
     Stream stream(api(), device());
-    const keel_launch_args none = launch_args({});
-    Outcome o = outcome(api().kernel_launch(stream.get(), foreign, &none));
+    const LaunchArgs none;
+    Outcome o = outcome(api().kernel_launch(stream.get(), foreign, none.get()));
     EXPECT_EQ(o.code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(o.message.find("kernel 'noop' of cuda:1 launched on a stream of cuda:0"), std::string::npos)
         << o.message;
@@ -138,8 +135,8 @@ TEST_F(CudaKernel, AKernelOfAnotherDeviceIsRejected) {
 
 TEST_F(CudaKernel, NullKernelOrArgumentsAreRejected) {
     Stream stream(api(), device());
-    const keel_launch_args none = launch_args({});
-    EXPECT_EQ(outcome(api().kernel_launch(stream.get(), nullptr, &none)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    const LaunchArgs none;
+    EXPECT_EQ(outcome(api().kernel_launch(stream.get(), nullptr, none.get())).code, KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(outcome(api().kernel_launch(stream.get(), kernel("noop"), nullptr)).code,
               KEEL_STATUS_INVALID_ARGUMENT);
 }

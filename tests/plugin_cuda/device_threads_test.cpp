@@ -29,9 +29,9 @@ TEST_F(CudaThreads, ThreadsDriveTheirOwnStreamsConcurrently) {
                 bool good = succeeded(a.stream_create(device(), 0, &stream)) && succeeded(a.event_create(device(), 0, &event)) &&
                             succeeded(a.device_alloc(device(), n * sizeof(float), &buf));
                 if (good) {
-                    const keel_launch_args l = launch_args({buffer_arg(buf, n * sizeof(float)), f32_arg(value)});
+                    const LaunchArgs l({buffer_arg(buf, n * sizeof(float)), f32_arg(value)});
                     keel_kernel fill = nullptr;
-                    good = succeeded(a.kernel_get(device(), "fill", &fill)) && succeeded(a.kernel_launch(stream, fill, &l)) &&
+                    good = succeeded(a.kernel_get(device(), "fill", &fill)) && succeeded(a.kernel_launch(stream, fill, l.get())) &&
                            succeeded(a.event_record(event, stream)) &&
                            succeeded(a.memcpy_d2h(stream, host.data(), buf, n * sizeof(float))) &&
                            succeeded(a.event_synchronize(event)) && succeeded(a.stream_synchronize(stream));
@@ -61,10 +61,9 @@ TEST_F(CudaThreads, OneStreamAcceptsWorkFromSeveralThreads) {
         threads.emplace_back([&, t] {
             // Each thread fills its own element; the last fill wins.
             for (int i = 1; i <= kPerThread; ++i) {
-                const keel_launch_args l =
-                    launch_args({buffer_arg(buf.addr() + t * sizeof(float), sizeof(float)), f32_arg(float(i))});
+                const LaunchArgs l({buffer_arg(buf.addr() + t * sizeof(float), sizeof(float)), f32_arg(float(i))});
                 keel_kernel fill = nullptr;
-                if (!succeeded(api().kernel_get(device(), "fill", &fill)) || !succeeded(api().kernel_launch(stream.get(), fill, &l)))
+                if (!succeeded(api().kernel_get(device(), "fill", &fill)) || !succeeded(api().kernel_launch(stream.get(), fill, l.get())))
                     failures.fetch_add(1);
             }
         });

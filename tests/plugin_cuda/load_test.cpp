@@ -230,7 +230,7 @@ TEST_F(CudaPluginTable, NullHandlesAndOutputsAreInvalidArgumentsNotCrashes) {
     uint64_t u = 0;
     int32_t done = 0;
     float ms = 0;
-    const keel_launch_args no_args = launch_args({});
+    const LaunchArgs no_args;
     const std::vector<std::pair<const char*, std::function<keel_error*()>>> calls = {
         {"plugin_info", [&] { return a.plugin_info(nullptr); }},
         {"device_count", [&] { return a.device_count(nullptr); }},
@@ -259,7 +259,7 @@ TEST_F(CudaPluginTable, NullHandlesAndOutputsAreInvalidArgumentsNotCrashes) {
         {"memset_d8", [&] { return a.memset_d8(nullptr, 0x1000, 0, 1); }},
         {"memcpy_h2d_inline", [&] { return a.memcpy_h2d_inline(nullptr, 0x1000, &host_byte, 1); }},
         {"kernel_get", [&] { return a.kernel_get(nullptr, "fill", &kernel); }},
-        {"kernel_launch", [&] { return a.kernel_launch(nullptr, nullptr, &no_args); }},
+        {"kernel_launch", [&] { return a.kernel_launch(nullptr, nullptr, no_args.get()); }},
     };
     for (const auto& [name, call] : calls) {
         Outcome o = outcome(call());

@@ -26,6 +26,45 @@ TEST(AllocationRegistry, AcceptsRangesInsideOneAllocationUpToItsLastByte) {
     EXPECT_FALSE(r.contains(kBase + 512, 513));
 }
 
+TEST(AllocationRegistry, AFreedAllocationIsRefusedRightAfterASuccessfulCheck) {
+    // A check that succeeded is remembered by the thread (the fast path of
+    // every enqueue); removing the allocation must end that at once.
+    AllocationRegistry r("device allocation of cuda:0");
+    r.add(kBase, 1024);
+    ASSERT_TRUE(r.check(kBase, 1024, "destination").ok());
+    ASSERT_TRUE(r.contains(kBase, 16));
+    ASSERT_TRUE(r.remove(kBase).ok());
+    EXPECT_EQ(r.check(kBase, 1024, "destination").error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_FALSE(r.contains(kBase, 16));
+    // Re-added smaller at the same address (CUDA reuses addresses): the old size no longer holds.
+    r.add(kBase, 256);
+    EXPECT_EQ(r.check(kBase, 1024, "destination").error().code(), KEEL_STATUS_OUT_OF_RANGE);
+    ASSERT_TRUE(r.check(kBase, 256, "destination").ok());
+    r.add(kBase, 128);  // the same base again, now smaller
+    EXPECT_EQ(r.check(kBase, 256, "destination").error().code(), KEEL_STATUS_OUT_OF_RANGE);
+}
+
+TEST(AllocationRegistry, ARemovalOnAnotherThreadEndsThisThreadsRememberedCheck) {
+    AllocationRegistry r("device allocation of cuda:0");
+    r.add(kBase, 1024);
+    ASSERT_TRUE(r.check(kBase, 8, "destination").ok());
+    std::thread([&] { ASSERT_TRUE(r.remove(kBase).ok()); }).join();
+    EXPECT_FALSE(r.check(kBase, 8, "destination").ok());
+}
+
+TEST(AllocationRegistry, ARememberedCheckIsNotMistakenForAnotherRegistrys) {
+    // A registry destroyed and another made at the same address (a plugin
+    // shut down and initialised again) must not inherit its hits.
+    alignas(AllocationRegistry) unsigned char storage[sizeof(AllocationRegistry)];
+    auto* first = new (storage) AllocationRegistry("device allocation of cuda:0");
+    first->add(kBase, 1024);
+    ASSERT_TRUE(first->check(kBase, 8, "destination").ok());
+    first->~AllocationRegistry();
+    auto* second = new (storage) AllocationRegistry("device allocation of cuda:0");
+    EXPECT_FALSE(second->check(kBase, 8, "destination").ok());
+    second->~AllocationRegistry();
+}
+
 TEST(AllocationRegistry, ARangeRunningPastTheEndIsOutOfRangeAndSaysWhere) {
     AllocationRegistry r("device allocation of cuda:0");
     r.add(kBase, 1024);

@@ -7,6 +7,7 @@
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
+#include <keel/plugin/plugin_global.hpp>
 
 #include <cstring>
 #include <memory>
@@ -14,7 +15,7 @@
 namespace keel::cpu {
 namespace {
 
-std::unique_ptr<Plugin> g_plugin;  // init and shutdown are single-threaded by contract
+plugin::PluginGlobal<Plugin> g_plugin;
 
 constexpr const char* kVersion = "0.1.0";
 
@@ -104,7 +105,7 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
         KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config_from_environment());
         plugin::HostLog::install(host);
         cpu::start_thread_pool(config.pool_threads);
-        cpu::g_plugin = std::make_unique<cpu::Plugin>(config);
+        cpu::g_plugin.emplace(config);
         if (config.checker_active)
             plugin::HostLog::write(KEEL_LOG_INFO, "[cpu keel_plugin_init] checker mode on (see plugins/cpu/README.md)");
         *out_api = &cpu::kApi;

@@ -1,5 +1,7 @@
 #include "parallel_for.hpp"
 
+#include <keel/plugin/plugin_global.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -99,7 +101,7 @@ private:
     bool stopping_ = false;
 };
 
-std::unique_ptr<ThreadPool> g_pool;  // set between start and stop (single-threaded moments)
+plugin::PluginGlobal<ThreadPool> g_pool;  // set between start and stop
 
 std::uint32_t cores() {
     cpu_set_t set;
@@ -110,7 +112,7 @@ std::uint32_t cores() {
 }  // namespace
 
 void start_thread_pool(std::uint32_t threads) {
-    g_pool = std::make_unique<ThreadPool>(threads == 0 ? cores() : threads);
+    g_pool.emplace(threads == 0 ? cores() : threads);
 }
 
 void stop_thread_pool() noexcept { g_pool.reset(); }

@@ -8,6 +8,7 @@
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
@@ -16,12 +17,14 @@
 
 namespace keel::cuda {
 
-// Thread-safe: every member may be called from any thread. Checks take a
-// shared lock (they run on every enqueue); add/remove take it exclusively.
+// Thread-safe: every member may be called from any thread. add/remove take
+// the lock exclusively. Checks run on every enqueue: a thread first looks in
+// its own few last hits (valid while no allocation was removed since: one
+// atomic load, no lock), then under the shared lock.
 class AllocationRegistry {
 public:
     // `kind` names what is registered in error messages ("device allocation of cuda:0").
-    explicit AllocationRegistry(std::string kind) : kind_(std::move(kind)) {}
+    explicit AllocationRegistry(std::string kind);
     AllocationRegistry(const AllocationRegistry&) = delete;
     AllocationRegistry& operator=(const AllocationRegistry&) = delete;
     AllocationRegistry(AllocationRegistry&&) = delete;
@@ -48,6 +51,14 @@ public:
 
 private:
     const std::string kind_;
+    // Tells this registry apart in the threads' hit caches (never reused,
+    // unlike an address).
+    const std::uint64_t id_;
+    // Bumped by every change that can end an allocation: a cached hit is
+    // valid while it is unchanged.
+    std::atomic<std::uint64_t> generation_{0};
+    [[nodiscard]] bool cached(keel_device_addr addr, std::uint64_t size) const noexcept;
+    void remember(keel_device_addr base, std::uint64_t size) const noexcept;
     // The allocation holding `addr`, or end(). Caller holds the lock.
     [[nodiscard]] std::vector<std::pair<keel_device_addr, std::uint64_t>>::const_iterator holding(
         keel_device_addr addr) const noexcept;

@@ -27,9 +27,11 @@ keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(src, "source"));
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
-        KEEL_TRY(s->device().make_current());
-        if (!is_dma_capable(s->device(), src, size))
+        KEEL_TRY(s->device().ensure_context());
+        if (!is_dma_capable(s->device(), src, size)) {
+            KEEL_TRY(s->device().make_current());
             return enqueue_pageable_h2d(s->device(), s->cuda(), device_ptr(dst), src, size);
+        }
         return check_cuda(cudaMemcpyAsync(device_ptr(dst), src, size, cudaMemcpyHostToDevice, s->cuda()));
     });
 }
@@ -40,9 +42,11 @@ keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(dst, "destination"));
         KEEL_TRY(s->device().allocations().check(src, size, "source"));
-        KEEL_TRY(s->device().make_current());
-        if (!is_dma_capable(s->device(), dst, size))
+        KEEL_TRY(s->device().ensure_context());
+        if (!is_dma_capable(s->device(), dst, size)) {
+            KEEL_TRY(s->device().make_current());
             return enqueue_pageable_d2h(s->device(), s->cuda(), dst, device_ptr(src), size);
+        }
         return check_cuda(cudaMemcpyAsync(dst, device_ptr(src), size, cudaMemcpyDeviceToHost, s->cuda()));
     });
 }
@@ -57,7 +61,7 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "source " + hex_addr(src) + " and destination " +
                                                            hex_addr(dst) + " overlap over " +
                                                            std::to_string(size) + " bytes");
-        KEEL_TRY(s->device().make_current());
+        KEEL_TRY(s->device().ensure_context());
         return check_cuda(
             cudaMemcpyAsync(device_ptr(dst), device_ptr(src), size, cudaMemcpyDeviceToDevice, s->cuda()));
     });

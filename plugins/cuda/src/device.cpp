@@ -53,11 +53,26 @@ std::string unavailable_reason(cudaError_t error) {
 
 }  // namespace
 
+namespace {
+// Whether a keel call on this thread has made a device current already.
+thread_local bool t_has_context = false;
+}  // namespace
+
 Result<void> make_current(int ordinal) {
     int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current == ordinal) return ok();
+    if (cudaGetDevice(&current) == cudaSuccess && current == ordinal) {
+        t_has_context = true;
+        return ok();
+    }
     // No context added: a sticky error must read exactly as CUDA reports it.
-    return check_cuda(cudaSetDevice(ordinal));
+    KEEL_TRY(check_cuda(cudaSetDevice(ordinal)));
+    t_has_context = true;
+    return ok();
+}
+
+Result<void> ensure_context(int ordinal) {
+    if (t_has_context) return ok();
+    return make_current(ordinal);
 }
 
 Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)

@@ -25,6 +25,13 @@ namespace keel::cuda {
 // could create a context on a GPU keel was never asked to touch.
 [[nodiscard]] Result<void> make_current(int ordinal);
 
+// For the calls CUDA accepts whatever device is current (copies, event
+// record and wait: CUDA C Programming Guide, "Stream and Event Behavior"):
+// makes `ordinal` current only on the calling thread's first keel call, so
+// that CUDA's lazy initialisation never picks device 0's context for it,
+// and afterwards costs one thread-local read (no cudaGetDevice per enqueue).
+[[nodiscard]] Result<void> ensure_context(int ordinal);
+
 // Shared by every thread through keel_device handles; every member is
 // thread-safe (the properties are immutable after construction).
 class Device {
@@ -47,6 +54,7 @@ public:
     [[nodiscard]] std::uint32_t sm_count() const noexcept { return properties_.compute_units; }
 
     [[nodiscard]] Result<void> make_current() const { return cuda::make_current(ordinal_); }
+    [[nodiscard]] Result<void> ensure_context() const { return cuda::ensure_context(ordinal_); }
 
     [[nodiscard]] AllocationRegistry& allocations() noexcept { return allocations_; }
     // Pinned host memory from host_alloc on this device, so host_free can

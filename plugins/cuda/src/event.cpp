@@ -66,7 +66,7 @@ keel_error* event_record(keel_event event, keel_stream stream) noexcept {
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " recorded on a stream of " +
                                                            s->device().label());
-        KEEL_TRY(s->device().make_current());
+        KEEL_TRY(s->device().ensure_context());
         KEEL_TRY(check_cuda(cudaEventRecord(e->cuda(), s->cuda())));
         e->mark_recorded();
         return ok();

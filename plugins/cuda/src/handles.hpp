@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device.hpp"
+#include "kernel_scratch.hpp"
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
@@ -30,10 +31,13 @@ public:
 
     [[nodiscard]] Device& device() const noexcept { return device_; }
     [[nodiscard]] cudaStream_t cuda() const noexcept { return stream_; }
+    // Memory this stream's kernels reuse between launches (released by stream_destroy).
+    [[nodiscard]] KernelScratch& scratch() noexcept { return scratch_; }
 
 private:
     Device& device_;
     const cudaStream_t stream_;
+    KernelScratch scratch_;
 };
 
 // A keel event: a CUDA event created with cudaEventDisableTiming unless

@@ -93,7 +93,7 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
                                                            s->device().label());
         KEEL_TRY_ASSIGN(const plugin::LaunchArgsView args, plugin::LaunchArgsView::make(launch, def->name));
         KEEL_TRY(s->device().make_current());
-        return def->launch(LaunchContext{s->device(), s->cuda()}, args);
+        return def->launch(LaunchContext{s->device(), s->cuda(), s->scratch()}, args);
     });
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "device.hpp"
+#include "kernel_scratch.hpp"
 
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
@@ -35,6 +36,8 @@ namespace keel::cuda {
 struct LaunchContext {
     Device& device;
     cudaStream_t stream;
+    // Memory the stream's kernels reuse between launches (hold its lock()).
+    KernelScratch& scratch;
 
     // Argument `index` as a buffer of one of `dtypes` (plugin::LaunchArgsView::buffer),
     // additionally checked to lie inside one live allocation of `device`.

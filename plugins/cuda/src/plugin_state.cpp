@@ -1,6 +1,7 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/host_log.hpp>
+#include <keel/plugin/plugin_global.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@ namespace keel::cuda {
 namespace {
 
 std::mutex g_mutex;  // guards acquire/release only; entries read g_state lock-free
-std::unique_ptr<PluginState> g_state;
+plugin::PluginGlobal<PluginState> g_state;
 int g_references = 0;
 
 bool test_kernels_requested() {
@@ -43,7 +44,7 @@ Result<void> acquire_state() {
         if (!found.status.empty()) line += "; " + found.status;
         plugin::HostLog::write(KEEL_LOG_INFO, line);
     }
-    g_state = std::make_unique<PluginState>(std::move(found), test_kernels_requested());
+    g_state.emplace(std::move(found), test_kernels_requested());
     g_references = 1;
     return ok();
 }

@@ -54,6 +54,7 @@ keel_error* stream_destroy(keel_stream handle) noexcept {
         KEEL_TRY_ASSIGN(Stream * raw, stream_from(handle));
         std::unique_ptr<Stream> stream(raw);
         Device& device = stream->device();
+        stream->scratch().release(stream->cuda());
         const cudaError_t drained = cudaStreamSynchronize(stream->cuda());
         // An idle, healthy stream is as good as new; anything else goes.
         if (drained != cudaSuccess || !device.idle_streams().give(stream->cuda())) {
@@ -103,7 +104,7 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " waited on by a stream of " +
                                                            s->device().label());
-        KEEL_TRY(s->device().make_current());
+        KEEL_TRY(s->device().ensure_context());
         // An event never recorded is complete in CUDA too: the wait is a no-op.
         return check_cuda(cudaStreamWaitEvent(s->cuda(), e->cuda(), cudaEventWaitDefault));
     });

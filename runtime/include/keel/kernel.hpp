@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace keel {
@@ -51,6 +52,8 @@ private:
 // Buffers carry their size; scalars their explicit type; int arrays (shapes,
 // strides) are copied in. The runtime does not interpret the list: the
 // plugin validates it at launch. A plain value: copyable, not shared.
+// A builder call on a temporary returns a temporary (the && overloads), so
+// encode(), which points into the list, cannot be called on one.
 class KEEL_API KernelArgs {
 public:
     KernelArgs() = default;
@@ -62,28 +65,41 @@ public:
 
     // Device memory of element type `dtype`. The view must stay valid until
     // the launch is enqueued; the memory until the kernel has run.
-    KernelArgs& buffer(DeviceView view, keel_dtype dtype);
+    KernelArgs& buffer(DeviceView view, keel_dtype dtype) &;
+    KernelArgs&& buffer(DeviceView view, keel_dtype dtype) && { return std::move(buffer(view, dtype)); }
     // An absent optional buffer (address 0, size 0).
-    KernelArgs& absent(keel_dtype dtype);
+    KernelArgs& absent(keel_dtype dtype) &;
+    KernelArgs&& absent(keel_dtype dtype) && { return std::move(absent(dtype)); }
 
-    KernelArgs& scalar(float v);
-    KernelArgs& scalar(double v);
-    KernelArgs& scalar(std::int32_t v);
-    KernelArgs& scalar(std::int64_t v);
-    KernelArgs& scalar(std::uint32_t v);
-    KernelArgs& scalar(std::uint64_t v);
+    KernelArgs& scalar(float v) &;
+    KernelArgs&& scalar(float v) && { return std::move(scalar(v)); }
+    KernelArgs& scalar(double v) &;
+    KernelArgs&& scalar(double v) && { return std::move(scalar(v)); }
+    KernelArgs& scalar(std::int32_t v) &;
+    KernelArgs&& scalar(std::int32_t v) && { return std::move(scalar(v)); }
+    KernelArgs& scalar(std::int64_t v) &;
+    KernelArgs&& scalar(std::int64_t v) && { return std::move(scalar(v)); }
+    KernelArgs& scalar(std::uint32_t v) &;
+    KernelArgs&& scalar(std::uint32_t v) && { return std::move(scalar(v)); }
+    KernelArgs& scalar(std::uint64_t v) &;
+    KernelArgs&& scalar(std::uint64_t v) && { return std::move(scalar(v)); }
     // A 16-bit float given by its raw bits; `dtype` is F16 or BF16.
-    KernelArgs& scalar_bits16(keel_dtype dtype, std::uint16_t bits);
+    KernelArgs& scalar_bits16(keel_dtype dtype, std::uint16_t bits) &;
+    KernelArgs&& scalar_bits16(keel_dtype dtype, std::uint16_t bits) && { return std::move(scalar_bits16(dtype, bits)); }
 
     // A small int64 array (shape, strides), copied into the list.
-    KernelArgs& ints(std::initializer_list<std::int64_t> values);
-    KernelArgs& ints(std::span<const std::int64_t> values);
+    KernelArgs& ints(std::initializer_list<std::int64_t> values) &;
+    KernelArgs&& ints(std::initializer_list<std::int64_t> values) && { return std::move(ints(values)); }
+    KernelArgs& ints(std::span<const std::int64_t> values) &;
+    KernelArgs&& ints(std::span<const std::int64_t> values) && { return std::move(ints(values)); }
 
     [[nodiscard]] std::size_t size() const noexcept { return args_.size(); }
 
     // The list as the C ABI wants it. Int array pointers point into this
-    // KernelArgs: valid while it lives unchanged.
-    [[nodiscard]] std::vector<keel_kernel_arg> encode() const;
+    // KernelArgs: valid while it lives unchanged, so only a named one
+    // encodes (a temporary's arrays would be gone by the next statement).
+    [[nodiscard]] std::vector<keel_kernel_arg> encode() const&;
+    std::vector<keel_kernel_arg> encode() const&& = delete;
 
 private:
     friend struct detail::Access;

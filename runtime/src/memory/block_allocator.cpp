@@ -7,9 +7,12 @@
 #include "memory/peak.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <limits>
+#include <thread>
+#include <utility>
 
 namespace keel::memory {
 
@@ -17,14 +20,54 @@ namespace {
 
 std::atomic<std::uint64_t> g_next_allocator_id{1};
 
-// The last pool this thread used, so that the common case of one stream per
-// thread finds its pool without touching the shared map.
+// The pools of the stream this thread used last, so that the common case of
+// one stream per thread finds them without touching the shared map.
 struct PoolCache {
     std::uint64_t allocator_id = 0;
     keel_stream stream = nullptr;
-    StreamPool* pool = nullptr;
+    StreamPool* large = nullptr;  // shard 0
+    StreamPool* small = nullptr;  // this thread's shard
 };
 thread_local PoolCache t_pool_cache;
+
+// Small requests of a stream go to the pool of the calling thread's shard.
+// A thread takes the shard fewest live threads hold at its first allocation
+// and gives it back when it exits, so up to `shard_count()` threads
+// allocating on one stream each have a pool (its own lock, trees and cache
+// lines) to themselves; a block freed by another thread goes back to its
+// own pool.
+std::uint32_t shard_count() noexcept {
+    static const std::uint32_t count =
+        std::clamp<std::uint32_t>(std::thread::hardware_concurrency(), 1, kMaxPoolShards);
+    return count;
+}
+std::array<std::atomic<std::uint32_t>, kMaxPoolShards> g_shard_threads{};
+struct ShardLease {
+    ShardLease() noexcept {
+        std::uint32_t fewest = std::numeric_limits<std::uint32_t>::max();
+        for (std::uint32_t i = 0; i < shard_count(); ++i) {
+            const std::uint32_t n = g_shard_threads[i].load(std::memory_order_relaxed);
+            if (n < fewest) fewest = n, shard = i;
+        }
+        g_shard_threads[shard].fetch_add(1, std::memory_order_relaxed);
+    }
+    ShardLease(const ShardLease&) = delete;
+    ShardLease& operator=(const ShardLease&) = delete;
+    ~ShardLease() { g_shard_threads[shard].fetch_sub(1, std::memory_order_relaxed); }
+    std::uint32_t shard = 0;
+};
+std::uint32_t thread_shard() noexcept {
+    thread_local const ShardLease lease;
+    return lease.shard;
+}
+
+// Freed bytes a pool may hold back from the shared allocated counter: its
+// next allocations take them first, so freeing a block and allocating one
+// of the same size again (the common case) writes no cache line shared with
+// other threads. Peaks read from the shared counter can exceed the true
+// high-water mark by at most this much per pool other than the allocating
+// one; with a single pool they are exact.
+constexpr std::uint64_t kCreditBytes = 2 * MiB;
 
 // Opportunistic sweeping on the fast path, per thread: sweep on every
 // operation while sweeps keep releasing something (work is completing, so
@@ -109,32 +152,47 @@ keel_stream BlockAllocator::stream(const Block* block) noexcept {
     return block->segment->pool->stream;
 }
 
-StreamPool* BlockAllocator::find_pool(keel_stream stream) {
-    std::shared_lock lock(pools_mu_);
-    auto it = pools_.find(stream);
-    return it == pools_.end() ? nullptr : it->second.get();
+StreamPool& BlockAllocator::shard_pool(keel_stream stream, std::uint32_t shard) {
+    {
+        std::shared_lock lock(pools_mu_);
+        auto it = pools_.find(stream);
+        if (it != pools_.end() && it->second->shard[shard]) return *it->second->shard[shard];
+    }
+    std::unique_lock lock(pools_mu_);
+    auto& shards = pools_[stream];
+    if (!shards) shards = std::make_unique<StreamShards>();
+    auto& pool = shards->shard[shard];
+    if (!pool) pool = std::make_unique<StreamPool>(stream, shard);
+    return *pool;
 }
 
-StreamPool& BlockAllocator::pool_for(keel_stream stream) {
+StreamPool& BlockAllocator::pool_for(keel_stream stream, bool small) {
     PoolCache& cache = t_pool_cache;
-    if (cache.allocator_id == id_ && cache.stream == stream) return *cache.pool;
-    StreamPool* pool = find_pool(stream);
-    if (pool == nullptr) {
-        std::unique_lock lock(pools_mu_);
-        auto& slot = pools_[stream];
-        if (!slot) slot = std::make_unique<StreamPool>(stream);
-        pool = slot.get();
+    if (cache.allocator_id != id_ || cache.stream != stream) {
+        const std::uint32_t shard = thread_shard();
+        StreamPool& large = shard_pool(stream, 0);
+        cache = PoolCache{id_, stream, &large, shard == 0 ? &large : &shard_pool(stream, shard)};
     }
-    cache = PoolCache{id_, stream, pool};
-    return *pool;
+    return small ? *cache.small : *cache.large;
 }
 
 std::vector<StreamPool*> BlockAllocator::all_pools() const {
     std::shared_lock lock(pools_mu_);
     std::vector<StreamPool*> out;
     out.reserve(pools_.size());
-    for (const auto& [stream, pool] : pools_) out.push_back(pool.get());
+    for (const auto& [stream, shards] : pools_)
+        for (const auto& pool : shards->shard)
+            if (pool) out.push_back(pool.get());
     return out;
+}
+
+void BlockAllocator::flush_credit(StreamPool& pool) noexcept {
+    std::uint64_t credit = 0;
+    {
+        std::lock_guard lock(pool.mu);
+        credit = std::exchange(pool.credit, 0);
+    }
+    if (credit != 0) allocated_bytes_.fetch_sub(credit, std::memory_order_relaxed);
 }
 
 void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
@@ -157,19 +215,34 @@ void BlockAllocator::maybe_sweep() noexcept {
     pace.skip = pace.backoff - 1;
 }
 
+namespace {
+
+// Under pool.mu: counts an allocation of `block` in the pool; returns the
+// bytes the shared counter must grow by (what the pool's credit does not cover).
+std::uint64_t count_in_pool(StreamPool& pool, const Block* block, std::uint64_t requested) noexcept {
+    ++pool.allocations;
+    ++pool.allocated_count;
+    pool.requested_bytes += requested;
+    pool.allocated_bytes += block->size;
+    const std::uint64_t covered = std::min(pool.credit, block->size);
+    pool.credit -= covered;
+    return block->size - covered;
+}
+
+}  // namespace
+
 Block* BlockAllocator::try_take(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested) {
     Block* block = nullptr;
+    std::uint64_t grow = 0;
     {
         std::lock_guard lock(pool.mu);
         block = take_parked(pool, *policy_, rounded, requested);
         if (block == nullptr) block = take_free_block(pool, *policy_, rounded, requested);
         if (block == nullptr) return nullptr;
-        ++pool.allocations;
         ++pool.cache_hits;
-        ++pool.allocated_count;
-        pool.requested_bytes += requested;
+        grow = count_in_pool(pool, block, requested);
     }
-    count_allocated(block->size);
+    if (grow != 0) count_allocated(grow);
     return block;
 }
 
@@ -182,7 +255,7 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[BlockAllocator::allocate] " +
                                                     std::to_string(size) + " bytes is too large");
     const std::uint64_t rounded = policy_->round(size);
-    StreamPool& pool = pool_for(stream);
+    StreamPool& pool = pool_for(stream, policy_->is_small(rounded));
     // While cross-stream frees are pending, every allocation first returns
     // the completed ones (as PyTorch's allocator processes its events on
     // every malloc): memory not reusable tracks the oracle that frees exactly
@@ -218,14 +291,13 @@ Result<keel_device_addr> BlockAllocator::raw_alloc(std::uint64_t size) {
 Block* BlockAllocator::adopt_segment(StreamPool& pool, keel_device_addr addr, std::uint64_t seg_size,
                                      std::uint64_t rounded, std::uint64_t requested) {
     Block* block = nullptr;
+    std::uint64_t grow = 0;
     {
         std::lock_guard lock(pool.mu);
         block = carve_new_segment(pool, *policy_, addr, seg_size, rounded, requested);
-        ++pool.allocations;
-        ++pool.allocated_count;
-        pool.requested_bytes += requested;
+        grow = count_in_pool(pool, block, requested);
     }
-    count_allocated(block->size);
+    if (grow != 0) count_allocated(grow);
     return block;
 }
 
@@ -320,13 +392,17 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     StreamPool& pool = *block->segment->pool;
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
+        std::uint64_t release = 0;
         {
             std::lock_guard lock(pool.mu);
             --pool.allocated_count;
             pool.requested_bytes -= block->requested;
+            pool.allocated_bytes -= bytes;
+            pool.credit += bytes;
+            if (pool.credit > kCreditBytes) release = std::exchange(pool.credit, 0);
             if (!park(pool, *policy_, block)) return_block(pool, block);
         }
-        allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        if (release != 0) allocated_bytes_.fetch_sub(release, std::memory_order_relaxed);
         maybe_sweep();
         return;
     }
@@ -349,6 +425,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
         block->state = BlockState::pending;
         --pool.allocated_count;
         pool.requested_bytes -= block->requested;
+        pool.allocated_bytes -= bytes;
         block->requested = 0;
         try {
             pool.pending.push_back(pending);
@@ -501,13 +578,13 @@ AllocatorStats BlockAllocator::stats() const {
     AllocatorStats s;
     for (StreamPool* pool : all_pools()) {
         std::lock_guard lock(pool->mu);
+        s.allocated_bytes += pool->allocated_bytes;
         s.allocations += pool->allocations;
         s.cache_hits += pool->cache_hits;
         s.allocated_count += pool->allocated_count;
         s.requested_bytes += pool->requested_bytes;
         s.segment_count += pool->segment_count;
     }
-    s.allocated_bytes = allocated_bytes_.load(std::memory_order_relaxed);
     s.reserved_bytes = reserved_bytes_.load(std::memory_order_relaxed);
     s.pending_free_bytes = pending_bytes_.load(std::memory_order_relaxed);
     s.pending_free_count = pending_count_.load(std::memory_order_relaxed);
@@ -527,6 +604,12 @@ AllocatorStats BlockAllocator::stats() const {
 }
 
 void BlockAllocator::reset_peaks() noexcept {
+    // The shared counter becomes exact, so the peaks start from the truth.
+    try {
+        for (StreamPool* pool : all_pools()) flush_credit(*pool);
+    } catch (...) {
+        detail::log_warn("[CachingAllocator::reset_peaks] out of host memory");
+    }
     const std::uint64_t allocated = allocated_bytes_.load(std::memory_order_relaxed);
     const std::uint64_t pending = pending_bytes_.load(std::memory_order_relaxed);
     peak_allocated_.store(allocated, std::memory_order_relaxed);

@@ -3,8 +3,11 @@
 // Each stream has its own pool (own lock, own segments, own free trees): a
 // block belongs to the stream it was allocated on and is reused only by that
 // stream, because the stream's in-order execution makes reuse after a free
-// safe without any event. A use on another stream must be declared with
-// record_use() (Buffer::record_stream); freeing such a block makes it
+// safe without any event. Small requests of a stream are further spread over
+// a few pools by calling thread (shards), so that threads allocating on one
+// stream do not serialise on one lock and one set of cache lines. A use on
+// another stream must be declared with record_use() (Buffer::record_stream);
+// freeing such a block makes it
 // *pending* until those uses complete.
 //
 // Events are recorded when the use is recorded, not when the buffer is
@@ -35,8 +38,9 @@
 
 namespace keel::memory {
 
-struct Block;       // private to the allocator
-struct StreamPool;  // private to the allocator
+struct Block;         // private to the allocator
+struct StreamPool;    // private to the allocator
+struct StreamShards;  // private to the allocator: a stream's pools
 struct PendingFree;
 struct SizePolicy;
 
@@ -96,8 +100,9 @@ public:
     [[nodiscard]] std::uint64_t round_size(std::uint64_t size) const noexcept;
 
 private:
-    StreamPool& pool_for(keel_stream stream);
-    StreamPool* find_pool(keel_stream stream);
+    StreamPool& pool_for(keel_stream stream, bool small);
+    StreamPool& shard_pool(keel_stream stream, std::uint32_t shard);
+    void flush_credit(StreamPool& pool) noexcept;
     std::vector<StreamPool*> all_pools() const;
     Block* try_take(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested);
     Result<Block*> allocate_slow(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested);
@@ -128,8 +133,10 @@ private:
     // Pools live as long as the allocator (a stream handle that is reused by
     // a new stream finds its old pool, which is safe: the old stream's work
     // finished before it was destroyed).
-    std::unordered_map<keel_stream, std::unique_ptr<StreamPool>> pools_;
+    std::unordered_map<keel_stream, std::unique_ptr<StreamShards>> pools_;
 
+    // Allocated bytes for the peaks: exact but for what pools hold back as
+    // credit (block_allocator.cpp). stats() sums the pools' exact counts.
     std::atomic<std::uint64_t> allocated_bytes_{0};
     std::atomic<std::uint64_t> reserved_bytes_{0};
     std::atomic<std::uint64_t> pending_bytes_{0};

@@ -125,7 +125,7 @@ struct PendingFree {
 };
 
 struct StreamPool {
-    explicit StreamPool(keel_stream s) : stream(s) {}
+    StreamPool(keel_stream s, std::uint32_t shard_index) : stream(s), shard(shard_index) {}
     StreamPool(const StreamPool&) = delete;
     StreamPool& operator=(const StreamPool&) = delete;
     StreamPool(StreamPool&&) = delete;
@@ -137,6 +137,7 @@ struct StreamPool {
     }
 
     const keel_stream stream;
+    const std::uint32_t shard;  // 0 serves large requests too
     keel::base::SpinLock mu;  // sections are short and never call the plugin
     // Everything below is guarded by mu.
     FreeTree small_free;
@@ -157,11 +158,23 @@ struct StreamPool {
     };
     std::array<LargeBin, 8> large_bins{};
     std::uint64_t large_parked_bytes = 0;
+    std::uint64_t allocated_bytes = 0;  // exact
+    // Bytes freed here and not yet taken off BlockAllocator::allocated_bytes_:
+    // this pool's next allocations take them first.
+    std::uint64_t credit = 0;
     std::uint64_t allocations = 0;
     std::uint64_t cache_hits = 0;
     std::uint64_t allocated_count = 0;
     std::uint64_t requested_bytes = 0;
     std::uint64_t segment_count = 0;
+};
+
+// The pools of one stream, by shard: shard 0 serves large requests and the
+// small requests of the threads mapped to it; shard k > 0 only the small
+// requests of its threads. Pools are created on first use.
+inline constexpr std::uint32_t kMaxPoolShards = 16;
+struct StreamShards {
+    std::array<std::unique_ptr<StreamPool>, kMaxPoolShards> shard{};
 };
 
 // Splitting policy and sizes derived from the configuration.

@@ -3,10 +3,49 @@
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
 namespace keel::memory {
+namespace {
+
+// Cores destroyed on threads of their own. The process must not finish
+// exiting while one is still being destroyed: its plugin's globals would be
+// destroyed under it. So the first such destruction registers an exit
+// handler that waits for every one still running; registered after the
+// plugin was loaded, it runs before the plugin's own exit-time destructors.
+class LateDestructions {
+public:
+    void start() {
+        std::lock_guard lock(mu_);
+        if (!waits_at_exit_) waits_at_exit_ = std::atexit([] { instance().wait_all(); }) == 0;
+        ++running_;
+    }
+    void finish() {
+        std::lock_guard lock(mu_);
+        --running_;
+        idle_.notify_all();  // under the lock: the waiter may return and exit at once
+    }
+    static LateDestructions& instance() {
+        static LateDestructions late;
+        return late;
+    }
+
+private:
+    void wait_all() {
+        std::unique_lock lock(mu_);
+        idle_.wait(lock, [this] { return running_ == 0; });
+    }
+    std::mutex mu_;
+    std::condition_variable idle_;
+    int running_ = 0;
+    bool waits_at_exit_ = false;
+};
+
+}  // namespace
 
 MemoryCore::MemoryCore(std::unique_ptr<DeviceOps> owned, DeviceOps& ops, const MemoryConfig& config,
                        const detail::DeviceSlot* device)
@@ -40,10 +79,16 @@ void MemoryCore::release(MemoryCore* core) noexcept {
         delete core;
         return;
     }
+    LateDestructions& late = LateDestructions::instance();
+    late.start();
     try {
         // The thread's shutdown waits for the release still running here.
-        std::thread([core] { delete core; }).detach();
+        std::thread([core, &late] {
+            delete core;
+            late.finish();
+        }).detach();
     } catch (const std::system_error& e) {
+        late.finish();
         detail::log_error(std::string("[MemoryCore] the last reference went inside a deferred release "
                                       "and no thread can destroy it: its memory is leaked (") +
                           e.what() + ")");

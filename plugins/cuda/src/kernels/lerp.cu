@@ -30,7 +30,7 @@ Result<void> launch_lerp(const LaunchContext& ctx, const plugin::LaunchArgsView&
 Result<void> launch_lerp_grad(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::LerpGradPlan plan, plugin::plan_lerp_grad(args, kLerpCudaDtypes));
     KEEL_TRY(check_allocations(ctx, args, {{0, "x"}, {1, "y"}, {2, "w"}, {3, "dout"}, {4, "dx"}, {5, "dy"}}));
-    return enqueue_lerp_grad(plan, ctx.stream);
+    return enqueue_lerp_grad(plan, ctx.stream, ctx.scratch);
 }
 
 }  // namespace

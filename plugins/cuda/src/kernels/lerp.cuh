@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernel_scratch.hpp"
+
 #include <array>
 
 namespace keel::cuda {
@@ -21,10 +23,12 @@ inline constexpr std::array<keel_dtype, 4> kLerpCudaDtypes = plugin::kLerpDtypes
 // for a launch error reported by CUDA at enqueue time.
 [[nodiscard]] Result<void> enqueue_lerp(const plugin::LerpPlan& plan, cudaStream_t stream);
 
-// Enqueues dx / dy of lerp_grad on `stream`. Reductions that need partial
-// sums take a stream-ordered temporary (cudaMallocAsync), freed on the
-// stream after use; sums are reproducible run to run (fixed split, fixed
-// combine order, no atomics).
-[[nodiscard]] Result<void> enqueue_lerp_grad(const plugin::LerpGradPlan& plan, cudaStream_t stream);
+// Enqueues dx / dy of lerp_grad on `stream`. Reductions split over several
+// blocks keep their partial sums and arrival counters in `scratch`, the
+// stream's (locked here while the kernels are enqueued); sums are
+// reproducible run to run (fixed split, fixed combine order: atomics only
+// count arrivals, never add values).
+[[nodiscard]] Result<void> enqueue_lerp_grad(const plugin::LerpGradPlan& plan, cudaStream_t stream,
+                                             KernelScratch& scratch);
 
 }  // namespace keel::cuda

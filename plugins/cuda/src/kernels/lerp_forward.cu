@@ -31,6 +31,9 @@ __device__ __forceinline__ Compute<T> uniform_value(const T* p, Flat mode, Compu
     return mode == Flat::one_element ? to_compute(p[0]) : value;
 }
 
+// Packs each thread has in flight in the flat kernel.
+inline constexpr int kUnroll = 4;
+
 template <class T>
 __global__ void __launch_bounds__(kBlockThreads) lerp_flat_kernel(FlatArgs<T> a) {
     using C = Compute<T>;
@@ -45,18 +48,31 @@ __global__ void __launch_bounds__(kBlockThreads) lerp_flat_kernel(FlatArgs<T> a)
     std::int64_t done = 0;
     if (aligned16(a.out) && (!xf || aligned16(a.x)) && (!yf || aligned16(a.y)) &&
         (!wf || aligned16(a.w))) {
+        // kUnroll packs per thread per round, every load issued before any
+        // store: more bytes in flight per thread than one pack at a time.
         const std::int64_t packs = a.n / K;
-        for (std::int64_t p = tid; p < packs; p += threads) {
-            P xp, yp, wp, r;
-            if (xf) xp = reinterpret_cast<const P*>(a.x)[p];
-            if (yf) yp = reinterpret_cast<const P*>(a.y)[p];
-            if (wf) wp = reinterpret_cast<const P*>(a.w)[p];
+        for (std::int64_t p0 = tid; p0 < packs; p0 += threads * kUnroll) {
+            P xp[kUnroll], yp[kUnroll], wp[kUnroll];
 #pragma unroll
-            for (int k = 0; k < K; ++k)
-                r.v[k] = from_compute<T>(lerp_value<C>(xf ? to_compute(xp.v[k]) : xv,
-                                                       yf ? to_compute(yp.v[k]) : yv,
-                                                       wf ? to_compute(wp.v[k]) : wv));
-            reinterpret_cast<P*>(a.out)[p] = r;
+            for (int u = 0; u < kUnroll; ++u) {
+                const std::int64_t p = p0 + u * threads;
+                if (p >= packs) continue;
+                if (xf) xp[u] = reinterpret_cast<const P*>(a.x)[p];
+                if (yf) yp[u] = reinterpret_cast<const P*>(a.y)[p];
+                if (wf) wp[u] = reinterpret_cast<const P*>(a.w)[p];
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const std::int64_t p = p0 + u * threads;
+                if (p >= packs) continue;
+                P r;
+#pragma unroll
+                for (int k = 0; k < K; ++k)
+                    r.v[k] = from_compute<T>(lerp_value<C>(xf ? to_compute(xp[u].v[k]) : xv,
+                                                           yf ? to_compute(yp[u].v[k]) : yv,
+                                                           wf ? to_compute(wp[u].v[k]) : wv));
+                reinterpret_cast<P*>(a.out)[p] = r;
+            }
         }
         done = packs * K;
     }
@@ -105,7 +121,7 @@ Result<void> enqueue_typed(const LerpPlan& p, cudaStream_t stream) {
         const FlatArgs<T> a{out, x, y, w, w_value,
                             flat_mode(l, plugin::kLerpX, false), flat_mode(l, plugin::kLerpY, false),
                             flat_mode(l, plugin::kLerpW, p.w.is_scalar), l.numel};
-        const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount);
+        const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount * kUnroll);
         return launch("lerp", lerp_flat_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
                       stream, a);
     }

@@ -96,7 +96,7 @@ Result<void> enqueue_elementwise(GradPointers<T> q, const LerpGradPass& pass, cu
 }
 
 template <class T>
-Result<void> enqueue_typed(const LerpGradPlan& p, cudaStream_t stream) {
+Result<void> enqueue_typed(const LerpGradPlan& p, cudaStream_t stream, KernelScratch& scratch) {
     if (p.numel == 0) {
         // Sums over nothing.
         for (const plugin::BufferArg& g : {p.dx, p.dy}) {
@@ -113,7 +113,7 @@ Result<void> enqueue_typed(const LerpGradPlan& p, cudaStream_t stream) {
                             p.dy.absent() ? nullptr : device_ptr<T>(p.dy.addr)};
     for (int i = 0; i < p.pass_count; ++i) {
         const LerpGradPass& pass = p.passes[static_cast<std::size_t>(i)];
-        KEEL_TRY(pass.reduces() ? enqueue_grad_reduction(q, pass, stream)
+        KEEL_TRY(pass.reduces() ? enqueue_grad_reduction(q, pass, stream, scratch)
                                 : enqueue_elementwise(q, pass, stream));
     }
     return ok();
@@ -122,9 +122,9 @@ Result<void> enqueue_typed(const LerpGradPlan& p, cudaStream_t stream) {
 }  // namespace
 }  // namespace lerp
 
-Result<void> enqueue_lerp_grad(const plugin::LerpGradPlan& plan, cudaStream_t stream) {
+Result<void> enqueue_lerp_grad(const plugin::LerpGradPlan& plan, cudaStream_t stream, KernelScratch& scratch) {
     return lerp::with_element_type(plan.dtype, "lerp_grad", [&](auto element) {
-        return lerp::enqueue_typed<decltype(element)>(plan, stream);
+        return lerp::enqueue_typed<decltype(element)>(plan, stream, scratch);
     });
 }
 

@@ -6,6 +6,8 @@
 
 #include <keel/plugin/lerp_args.hpp>
 
+#include "kernel_scratch.hpp"
+
 namespace keel::cuda::lerp {
 
 template <class T>
@@ -17,9 +19,10 @@ struct GradPointers {
     T* dy;
 };
 
-// One pass that reduces dx and/or dy (LerpGradPass::reduces()).
+// One pass that reduces dx and/or dy (LerpGradPass::reduces()); partial
+// sums of a split reduction go to `scratch`, the stream's.
 template <class T>
 Result<void> enqueue_grad_reduction(const GradPointers<T>& q, const plugin::LerpGradPass& pass,
-                                    cudaStream_t stream);
+                                    cudaStream_t stream, KernelScratch& scratch);
 
 }  // namespace keel::cuda::lerp

@@ -6,8 +6,12 @@
 //                 8 warps stride the reduced rows, a fixed-order sum of the
 //                 8 partials in shared memory.
 // Too few outputs to fill the GPU: the reduced dims are split (by shape
-// alone) and a third kernel adds the splits in order, so sums are the same
-// on every run. No atomics, nothing of dout's size is materialised.
+// alone), each split writes a partial sum to the stream's scratch memory and
+// counts its arrival; the last to arrive for an output adds that output's
+// partials in a fixed order (a fixed tree over fixed positions), so sums are
+// the same on every run whichever split finishes last. One kernel, no
+// allocation per launch, no atomic adds of values, nothing of dout's size
+// materialised.
 #include "lerp_grad.cuh"
 
 namespace keel::cuda::lerp {
@@ -35,6 +39,7 @@ struct ReduceArgs {
     T* out_y;
     C* part_x;           // partial sums [split][target] when splits > 1, else null
     C* part_y;
+    unsigned* arrivals;  // splits > 1: arrivals per output (row) or per 32 (column), left zero
     DeviceLayout<Index> outer, reduce;  // operands: dout, w, target
     Index inner;
     Divisor inner_div;
@@ -93,6 +98,27 @@ __device__ __forceinline__ void store(const ReduceArgs<T, Index>& a, Index targe
 }
 
 template <class T, class Index>
+__device__ __forceinline__ void store_final(const ReduceArgs<T, Index>& a, Index target, Compute<T> sx,
+                                            Compute<T> sy) {
+    if (a.out_x) a.out_x[target] = from_compute<T>(sx);
+    if (a.out_y) a.out_y[target] = from_compute<T>(sy);
+}
+
+// Counts one more split of `counter` as stored (its stores fenced first by
+// the caller); true for the last of `splits`, which then resets the counter
+// for the stream's next launch once it has read the partials.
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned splits) {
+    return atomicAdd(counter, 1u) == splits - 1;
+}
+
+// Partial sum `split` of output `target` (written by other blocks: read
+// past L1).
+template <class C, class Index>
+__device__ __forceinline__ C partial(const C* part, Index split, Index targets, Index target) {
+    return part ? __ldcg(&part[split * targets + target]) : C(0);
+}
+
+template <class T, class Index>
 __global__ void __launch_bounds__(kBlockThreads) grad_row_reduce_kernel(ReduceArgs<T, Index> a) {
     using C = Compute<T>;
     const Index lane = threadIdx.x & 31u;
@@ -132,6 +158,44 @@ __global__ void __launch_bounds__(kBlockThreads) grad_row_reduce_kernel(ReduceAr
         sx = warp_sum(sx);
         sy = warp_sum(sy);
         if (lane == 0) store(a, j, split, sx, sy);
+        if (a.arrivals == nullptr) continue;
+        // The last split of output j to arrive adds all of j's partials:
+        // lanes take fixed splits in order, then the fixed warp tree.
+        unsigned last = 0;
+        if (lane == 0) {
+            __threadfence();
+            last = arrive_last(&a.arrivals[j], static_cast<unsigned>(a.splits));
+        }
+        if (!__shfl_sync(0xffffffffu, last, 0)) continue;
+        __threadfence();
+        C tx = 0, ty = 0;
+        for (Index k = lane; k < a.splits; k += 32) {
+            tx += partial(a.part_x, k, a.targets, j);
+            ty += partial(a.part_y, k, a.targets, j);
+        }
+        tx = warp_sum(tx);
+        ty = warp_sum(ty);
+        if (lane == 0) {
+            store_final(a, j, tx, ty);
+            a.arrivals[j] = 0;
+        }
+    }
+}
+
+// Each lane's (x, y) added over the block's warps in warp order, through
+// shared memory; the sums are in warp 0. Callers sync before reusing it.
+template <class C>
+__device__ __forceinline__ void sum_over_warps(C (&xs)[kWarpsPerBlock][33], C (&ys)[kWarpsPerBlock][33],
+                                               unsigned warp, unsigned lane, C& x, C& y) {
+    xs[warp][lane] = x;
+    ys[warp][lane] = y;
+    __syncthreads();
+    if (warp != 0) return;
+    x = xs[0][lane];
+    y = ys[0][lane];
+    for (int k = 1; k < kWarpsPerBlock; ++k) {
+        x += xs[k][lane];
+        y += ys[k][lane];
     }
 }
 
@@ -169,43 +233,37 @@ __global__ void __launch_bounds__(kBlockThreads) grad_column_reduce_kernel(Reduc
                 if (rb + k * kWarpsPerBlock < r1) add_term(a, o[k], d[k], w[k], sx, sy);
         }
     }
-    shared_x[warp][lane] = sx;
-    shared_y[warp][lane] = sy;
-    __syncthreads();
+    sum_over_warps(shared_x, shared_y, warp, lane, sx, sy);
     if (warp == 0 && j < a.targets) {
-        sx = shared_x[0][lane];
-        sy = shared_y[0][lane];
-        for (int k = 1; k < kWarpsPerBlock; ++k) {
-            sx += shared_x[k][lane];
-            sy += shared_y[k][lane];
-        }
         store(a, j, split, sx, sy);
+        if (a.arrivals) __threadfence();
     }
-}
-
-// Adds each output's splits in split order.
-template <class T, class Index>
-__global__ void __launch_bounds__(kBlockThreads) grad_combine_kernel(ReduceArgs<T, Index> a) {
-    using C = Compute<T>;
-    const Index threads = static_cast<Index>(gridDim.x) * blockDim.x;
-    for (Index j = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; j < a.targets; j += threads) {
-        if (a.part_x) {
-            C s = 0;
-            for (Index k = 0; k < a.splits; ++k) s += a.part_x[k * a.targets + j];
-            a.out_x[j] = from_compute<T>(s);
-        }
-        if (a.part_y) {
-            C s = 0;
-            for (Index k = 0; k < a.splits; ++k) s += a.part_y[k * a.targets + j];
-            a.out_y[j] = from_compute<T>(s);
+    if (a.arrivals == nullptr) return;
+    // The last split of these 32 outputs to arrive adds their partials: warp
+    // w takes splits w, w + 8, ... in order, then warp 0 adds the 8 sums.
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) last = arrive_last(&a.arrivals[blockIdx.x], gridDim.y);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    C tx = 0, ty = 0;
+    if (j < a.targets) {
+        for (Index k = warp; k < a.splits; k += kWarpsPerBlock) {
+            tx += partial(a.part_x, k, a.targets, j);
+            ty += partial(a.part_y, k, a.targets, j);
         }
     }
+    sum_over_warps(shared_x, shared_y, warp, lane, tx, ty);
+    if (warp == 0 && j < a.targets) store_final(a, j, tx, ty);
+    if (threadIdx.x == 0) a.arrivals[blockIdx.x] = 0;
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 template <class T, class Index>
-Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass, cudaStream_t stream) {
+Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass, cudaStream_t stream,
+                              KernelScratch& scratch) {
     using C = Compute<T>;
     using Divisor = typename DeviceLayout<Index>::Divisor;
     const ReductionLayout& r = pass.reduction;
@@ -241,18 +299,7 @@ Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass
     a.splits = static_cast<Index>(splits);
     a.chunk = static_cast<Index>(chunk);
 
-    void* workspace = nullptr;
-    if (splits > 1) {
-        const std::int64_t per_channel = splits * targets;
-        const int channels = (a.out_x ? 1 : 0) + (a.out_y ? 1 : 0);
-        KEEL_TRY(cuda_result(cudaMallocAsync(&workspace, static_cast<std::size_t>(per_channel * channels) * sizeof(C),
-                                             stream),
-                             "lerp_grad", "allocating partial sums"));
-        C* parts = static_cast<C*>(workspace);
-        if (a.out_x) a.part_x = parts, parts += per_channel;
-        if (a.out_y) a.part_y = parts;
-    }
-    const Result<void> reduced = [&] {
+    const auto launch_kernel = [&]() -> Result<void> {
         if (r.inner_reduced) {
             const std::int64_t blocks = grid_blocks(targets * splits, kWarpsPerBlock);
             return launch("lerp_grad", grad_row_reduce_kernel<T, Index>, dim3(static_cast<unsigned>(blocks)),
@@ -260,30 +307,38 @@ Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass
         }
         const dim3 grid(static_cast<unsigned>(ceil_div(targets, 32)), static_cast<unsigned>(splits));
         return launch("lerp_grad", grad_column_reduce_kernel<T, Index>, grid, dim3(kBlockThreads), stream, a);
-    }();
-    const Result<void> combined = [&] {
-        if (!reduced.ok() || splits == 1) return ok();
-        return launch("lerp_grad", grad_combine_kernel<T, Index>,
-                      dim3(static_cast<unsigned>(grid_blocks(targets, kBlockThreads))), dim3(kBlockThreads), stream, a);
-    }();
-    // Freed in stream order, after the kernels that use it, even if one failed to launch.
-    if (workspace)
-        KEEL_TRY(cuda_result(cudaFreeAsync(workspace, stream), "lerp_grad", "freeing partial sums"));
-    KEEL_TRY(reduced);
-    return combined;
+    };
+    if (splits == 1) return launch_kernel();
+
+    // Counters first (zero between launches), then the partial sums.
+    const std::int64_t counters = r.inner_reduced ? targets : ceil_div(targets, 32);
+    const std::size_t counter_bytes = static_cast<std::size_t>(ceil_div(counters * 4, 256) * 256);
+    const std::int64_t per_channel = splits * targets;
+    const int channels = (a.out_x ? 1 : 0) + (a.out_y ? 1 : 0);
+    const std::size_t bytes = counter_bytes + static_cast<std::size_t>(per_channel * channels) * sizeof(C);
+    // Held until the kernel is enqueued: no other thread may replace the
+    // memory under it.
+    const auto held = scratch.lock();
+    KEEL_TRY_ASSIGN(void* memory, scratch.get(stream, bytes));
+    a.arrivals = static_cast<unsigned*>(memory);
+    C* parts = reinterpret_cast<C*>(static_cast<char*>(memory) + counter_bytes);
+    if (a.out_x) a.part_x = parts, parts += per_channel;
+    if (a.out_y) a.part_y = parts;
+    return launch_kernel();
 }
 
 }  // namespace
 
 template <class T>
-Result<void> enqueue_grad_reduction(const GradPointers<T>& q, const LerpGradPass& pass, cudaStream_t stream) {
-    return fits_32_bits(pass.layout.numel) ? launch_reduction<T, std::uint32_t>(q, pass, stream)
-                                           : launch_reduction<T, std::uint64_t>(q, pass, stream);
+Result<void> enqueue_grad_reduction(const GradPointers<T>& q, const LerpGradPass& pass, cudaStream_t stream,
+                                    KernelScratch& scratch) {
+    return fits_32_bits(pass.layout.numel) ? launch_reduction<T, std::uint32_t>(q, pass, stream, scratch)
+                                           : launch_reduction<T, std::uint64_t>(q, pass, stream, scratch);
 }
 
-template Result<void> enqueue_grad_reduction<__half>(const GradPointers<__half>&, const LerpGradPass&, cudaStream_t);
-template Result<void> enqueue_grad_reduction<__nv_bfloat16>(const GradPointers<__nv_bfloat16>&, const LerpGradPass&, cudaStream_t);
-template Result<void> enqueue_grad_reduction<float>(const GradPointers<float>&, const LerpGradPass&, cudaStream_t);
-template Result<void> enqueue_grad_reduction<double>(const GradPointers<double>&, const LerpGradPass&, cudaStream_t);
+template Result<void> enqueue_grad_reduction<__half>(const GradPointers<__half>&, const LerpGradPass&, cudaStream_t, KernelScratch&);
+template Result<void> enqueue_grad_reduction<__nv_bfloat16>(const GradPointers<__nv_bfloat16>&, const LerpGradPass&, cudaStream_t, KernelScratch&);
+template Result<void> enqueue_grad_reduction<float>(const GradPointers<float>&, const LerpGradPass&, cudaStream_t, KernelScratch&);
+template Result<void> enqueue_grad_reduction<double>(const GradPointers<double>&, const LerpGradPass&, cudaStream_t, KernelScratch&);
 
 }  // namespace keel::cuda::lerp

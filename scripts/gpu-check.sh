@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Checks keel on a GPU machine in one run of under 10 minutes, from the
+# repository root, with the folder scripts/gpu-bundle.sh made (.gpu-bundle/):
+#   1. every ctest test;
+#   2. compute-sanitizer memcheck over the CUDA tests;
+#   3. every benchmark on cuda:0: keel-cuda-bench, lerp_bench beside
+#      torch_lerp_bench.py, keel-memory-bench, sync_latency;
+#   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores;
+# then one table of every goal with its figure and met / MISSED, parsed from
+# the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
+# below, 555 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# and repetitions are bounded to fit it; a part past its budget is stopped
+# and its goals read "not measured: timed out".
+#
+# Without a GPU (or without the NVIDIA driver) the GPU parts are skipped,
+# saying so, and their goals read "not measured: no GPU".
+# Outputs: .gpu-check/<part>.log, the table in .gpu-check/goals.md.
+# Needs: bash, coreutils, CMake's ctest, python3; compute-sanitizer and
+# PyTorch for their parts (each is skipped, saying why, when missing).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+repo=$PWD
+bundle=$repo/.gpu-bundle
+out=$repo/.gpu-check
+scale=${KEEL_GPU_CHECK_SCALE:-1}
+[ -f "$bundle/root" ] || { echo "gpu-check: no $bundle: run 'bash scripts/gpu-bundle.sh' on a Debian 12 machine first" >&2; exit 2; }
+
+# The build tree's absolute paths are under $root: point them here.
+root=$(cat "$bundle/root")
+mkdir -p "$root" || { echo "gpu-check: cannot create $root" >&2; exit 2; }
+ln -sfn "$repo" "$root/src" && ln -sfn "$bundle/build" "$root/build" ||
+  { echo "gpu-check: cannot link $root/src and $root/build" >&2; exit 2; }
+B=$root/build
+# The bundle's libraries first; its C++ runtime only where this machine's
+# is missing or older than the binaries need (a newer one serves them, and
+# tools such as compute-sanitizer may need it).
+orig_ld_path=${LD_LIBRARY_PATH:-}
+libs=$bundle/lib
+glibcxx=$(sed -n 's/^libstdc++: *//p' "$bundle/manifest")
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+system_cxx=$("$ldconfig" -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
+if [ -z "$system_cxx" ] || ! grep -aq "$glibcxx" "$system_cxx" 2>/dev/null; then
+  libs=$libs:$bundle/lib-fallback
+  echo "gpu-check: using the bundle's libstdc++ (this machine's ${system_cxx:-none} lacks $glibcxx)"
+fi
+export LD_LIBRARY_PATH="$libs${orig_ld_path:+:$orig_ld_path}"
+export KEEL_PLUGIN_PATH="$B/plugins"
+cores=$(nproc)
+rm -rf "$out"
+mkdir -p "$out"
+echo "gpu-check: $(head -2 "$bundle/manifest" | tail -1 | sed 's/^commit: *//') on $(hostname), $cores cores"
+sed -n 's/^needs: *//p' "$bundle/manifest" | sed 's/^/gpu-check: the bundle needs /'
+echo "gpu-check: this machine has glibc $(ldd --version 2>/dev/null | head -1 | grep -o '[0-9.]*$')"
+
+# run_part NAME BUDGET_SECONDS COMMAND...: output in $out/NAME.log, outcome in
+# $out/NAME.status (ok | exit N | timed out after Ns | skipped: why).
+run_part() {
+  local name=$1 budget=$(( $2 * scale )); shift 2
+  local start=$SECONDS
+  echo "=== gpu-check: $name (budget ${budget}s)"
+  timeout --kill-after=10 "$budget" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "timed out after ${budget}s" >"$out/$name.status"
+  elif [ $rc -ne 0 ]; then echo "exit $rc" >"$out/$name.status"
+  else echo ok >"$out/$name.status"; fi
+  echo "    $(cat "$out/$name.status") in $(( SECONDS - start ))s; tail of $out/$name.log:"
+  tail -n 3 "$out/$name.log" | sed 's/^/    | /'
+}
+skip_part() {  # NAME WHY
+  echo "skipped: $2" >"$out/$1.status"
+  echo "=== gpu-check: $1 skipped: $2"
+}
+
+# A GPU is one keel's CUDA plugin can use.
+gpu_why=""
+if ! "$B/samples/keel-info/keel-info" --device cuda:0 >"$out/keel-info.log" 2>&1; then
+  status=$("$B/samples/keel-info/keel-info" 2>/dev/null | sed -n 's/^ *status: //p' | head -1)
+  gpu_why="no GPU${status:+ ($status)}"
+fi
+if [ -z "$gpu_why" ]; then
+  echo "gpu-check: $(grep -m1 'cuda:0' "$out/keel-info.log")"
+else
+  echo "gpu-check: $gpu_why: the GPU parts are skipped"
+  gpu_why="no GPU"
+fi
+
+# 1. Every test (without a GPU the CUDA tests skip, saying why).
+run_part ctest 150 ctest --test-dir "$B" -j "$cores" --output-on-failure --timeout 120
+
+# 2. compute-sanitizer memcheck over the CUDA tests (the sticky-error test
+# faults on purpose; the largest lerp shapes are left to part 1).
+if [ -n "$gpu_why" ]; then
+  skip_part memcheck "$gpu_why"
+elif ! command -v compute-sanitizer >/dev/null; then
+  skip_part memcheck "compute-sanitizer not found"
+else
+  memcheck() {
+    local rc=0 t
+    for t in "$B/tests/plugin_cuda/keel_plugin_cuda_load_test" "$B/tests/plugin_cuda/keel_plugin_cuda_device_test"; do
+      compute-sanitizer --tool memcheck --error-exitcode 99 "$t" || rc=1
+    done
+    compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/kernels_lerp/kernels_lerp_plugin_test" \
+      --gtest_filter='*cuda_plugin*:-*Large*' || rc=1
+    return $rc
+  }
+  run_part memcheck 100 memcheck
+fi
+
+# 3. Benchmarks on cuda:0.
+if [ -n "$gpu_why" ]; then
+  for p in cuda-bench lerp-bench-cuda torch-lerp-bench memory-bench-cuda sync-latency-cuda; do skip_part "$p" "$gpu_why"; done
+else
+  run_part cuda-bench 45 "$B/samples/cuda_bench/keel-cuda-bench" --device 0
+  run_part lerp-bench-cuda 30 "$B/samples/lerp_bench/lerp_bench" --device cuda:0 --reps 30
+  if LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+       >/dev/null 2>&1; then
+    # PyTorch brings its own libraries: not the bundle's.
+    run_part torch-lerp-bench 45 env LD_LIBRARY_PATH="$orig_ld_path" python3 samples/lerp_bench/torch_lerp_bench.py \
+      --device cuda:0 --reps 30
+  else
+    skip_part torch-lerp-bench "python3 cannot import torch with CUDA"
+  fi
+  run_part memory-bench-cuda 50 "$B/samples/memory_bench/keel-memory-bench" --device cuda:0
+  run_part sync-latency-cuda 45 "$B/samples/sync_latency/sync_latency" --device cuda:0 \
+    --iters 5000 --park-us 5000 --idle-ms 300
+fi
+
+# 4. The CPU device with every core of this host.
+export KEEL_CPU_THREADS=$cores
+run_part memory-bench-cpu 50 "$B/samples/memory_bench/keel-memory-bench" --device cpu:0
+run_part sync-latency-cpu 40 "$B/samples/sync_latency/sync_latency" --device cpu:0 \
+  --iters 10000 --park-us 5000 --idle-ms 300
+
+echo
+python3 scripts/gpu_goals.py "$out" | tee "$out/goals.md"

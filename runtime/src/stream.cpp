@@ -151,6 +151,14 @@ Result<DeviceMemory> Stream::memory() const {
     return detail::Access::memory(device_, *core);
 }
 
+Result<NativeHandle> Stream::native_handle() const {
+    KEEL_TRY(check_stream(*this, "Stream::native_handle"));
+    keel_native_handle handle{};
+    handle.struct_size = sizeof handle;
+    KEEL_TRY(detail::Access::slot(device_).api().stream_native_handle(handle_, &handle));
+    return NativeHandle{handle.kind, handle.value};
+}
+
 Result<void> Stream::synchronize() const {
     KEEL_TRY(check_stream(*this, "Stream::synchronize"));
     return detail::Access::slot(device_).api().stream_synchronize(handle_);

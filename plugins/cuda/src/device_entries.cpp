@@ -5,6 +5,7 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/native_handle.hpp>
 #include <keel/plugin/negotiation.hpp>
 
 #include <algorithm>
@@ -39,6 +40,15 @@ keel_error* device_properties(keel_device device, keel_device_properties* out) n
     return plugin::entry("cuda device_properties", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         return plugin::write_device_properties(out, d->properties());
+    });
+}
+
+// The CUDA device ordinal, which is also its CUdevice.
+keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept {
+    return plugin::entry("cuda device_native_handle", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        return plugin::write_native_handle(out, KEEL_NATIVE_HANDLE_CUDA_DEVICE,
+                                           static_cast<std::uint64_t>(d->ordinal()));
     });
 }
 

@@ -76,7 +76,7 @@ struct StagingConfig {
     // the device copy of earlier ones.
     std::uint32_t stage_ahead = 2;
     // Copies (or chunks) below this are copied by the calling thread alone.
-    std::uint64_t parallel_min_bytes = 256 * KiB;
+    std::uint64_t parallel_min_bytes = 1 * MiB;
 
     friend bool operator==(const StagingConfig&, const StagingConfig&) = default;
 };

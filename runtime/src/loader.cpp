@@ -3,6 +3,8 @@
 #include "c_error.hpp"
 #include "logging.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
@@ -75,8 +77,8 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
 class Registry {
 public:
     static Registry& instance() {
-        static Registry registry;
-        return registry;
+        static base::NoDestructor<Registry> registry;  // plugins are released at exit too
+        return *registry;
     }
 
     Result<std::shared_ptr<Plugin>> acquire(const std::filesystem::path& path,

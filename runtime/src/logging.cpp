@@ -1,5 +1,7 @@
 #include "logging.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
@@ -50,8 +52,8 @@ std::shared_ptr<spdlog::logger> make_logger() {
 }  // namespace
 
 const std::shared_ptr<spdlog::logger>& logger() {
-    static const std::shared_ptr<spdlog::logger> log = make_logger();
-    return log;
+    static base::NoDestructor<const std::shared_ptr<spdlog::logger>> log(make_logger());  // used at exit too
+    return *log;
 }
 
 namespace {

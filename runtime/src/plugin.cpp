@@ -4,6 +4,8 @@
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -100,11 +102,11 @@ void pin_library(const std::filesystem::path& path) noexcept {
 }
 
 void keep_forever(std::unique_ptr<HostServices> services) noexcept {
-    static std::mutex mutex;
-    static std::vector<std::unique_ptr<HostServices>> kept;
-    std::lock_guard lock(mutex);
+    static base::NoDestructor<std::mutex> mutex;
+    static base::NoDestructor<std::vector<std::unique_ptr<HostServices>>> kept;  // forever, as it says
+    std::lock_guard lock(*mutex);
     try {
-        kept.push_back(std::move(services));
+        kept->push_back(std::move(services));
     } catch (...) {
         (void)services.release();  // out of memory: leaking is the safe choice here
     }

@@ -1,3 +1,5 @@
+#include <keel/base/no_destructor.hpp>
+
 #include <keel/device_memory.hpp>
 
 #include "access.hpp"
@@ -31,8 +33,8 @@ struct Registry {
 };
 
 Registry& registry() {
-    static Registry r;
-    return r;
+    static base::NoDestructor<Registry> r;  // cores are released at exit too
+    return *r;
 }
 
 }  // namespace

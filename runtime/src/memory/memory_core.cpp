@@ -3,6 +3,8 @@
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -30,8 +32,8 @@ public:
         idle_.notify_all();  // under the lock: the waiter may return and exit at once
     }
     static LateDestructions& instance() {
-        static LateDestructions late;
-        return late;
+        static base::NoDestructor<LateDestructions> late;  // exit-time releases start them too
+        return *late;
     }
 
 private:

@@ -44,7 +44,7 @@ if [ -z "$system_cxx" ] || ! grep -aq "$glibcxx" "$system_cxx" 2>/dev/null; then
   echo "gpu-check: using the bundle's libstdc++ (this machine's ${system_cxx:-none} lacks $glibcxx)"
 fi
 export LD_LIBRARY_PATH="$libs${orig_ld_path:+:$orig_ld_path}"
-export KEEL_PLUGIN_PATH="$B/plugins"
+export KEEL_PLUGIN_PATH="$B/lib/keel/plugins"  # the build tree has the install's layout
 cores=$(nproc)
 rm -rf "$out"
 mkdir -p "$out"

@@ -2,6 +2,8 @@
 
 #include "logging.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <system_error>
@@ -17,9 +19,7 @@ bool looks_like_plugin(const std::string& name) {
            name.ends_with(kSuffix);
 }
 
-bool is_default_origin(const SearchPathEntry& e) {
-    return e.origin == "build tree" || e.origin == "install";
-}
+bool is_default_origin(const SearchPathEntry& e) { return e.origin == "beside the runtime"; }
 }  // namespace
 
 bool is_valid_device_type(std::string_view type) noexcept {
@@ -35,6 +35,19 @@ std::optional<std::string> type_from_file_name(const std::filesystem::path& file
     std::string type = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
     if (!is_valid_device_type(type)) return std::nullopt;
     return type;
+}
+
+std::filesystem::path runtime_library_dir() {
+    // Any address inside this library names its file: the runtime itself
+    // when it is the shared library, the program when linked statically.
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<const void*>(&runtime_library_dir), &info) == 0 ||
+        info.dli_fname == nullptr)
+        return {};
+    std::error_code ec;
+    std::filesystem::path file = std::filesystem::canonical(info.dli_fname, ec);
+    if (ec) file = info.dli_fname;
+    return file.parent_path();
 }
 
 std::vector<std::filesystem::path> split_search_path(std::string_view list) {

@@ -18,6 +18,10 @@ namespace keel::detail {
 // libkeel_<type>.so with a valid type.
 [[nodiscard]] std::optional<std::string> type_from_file_name(const std::filesystem::path& file);
 
+// The directory of the file this code was loaded from (libkeel_runtime.so,
+// wherever it was installed or moved to); empty if it cannot be told.
+[[nodiscard]] std::filesystem::path runtime_library_dir();
+
 // Splits a colon-separated list; empty entries are dropped.
 [[nodiscard]] std::vector<std::filesystem::path> split_search_path(std::string_view list);
 

@@ -191,5 +191,11 @@ Result<void> PluginApi::memcpy_h2d_inline(keel_stream s, keel_device_addr dst, c
                                           std::uint64_t size) const {
     return call(table_.memcpy_h2d_inline, "memcpy_h2d_inline", s, dst, src, size);
 }
+Result<void> PluginApi::device_native_handle(keel_device d, keel_native_handle* out) const {
+    return call(table_.device_native_handle, "device_native_handle", d, out);
+}
+Result<void> PluginApi::stream_native_handle(keel_stream s, keel_native_handle* out) const {
+    return call(table_.stream_native_handle, "stream_native_handle", s, out);
+}
 
 }  // namespace keel::detail

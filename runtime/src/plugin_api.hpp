@@ -92,6 +92,8 @@ public:
                                              const keel_launch_args* launch) const;
     [[nodiscard]] Result<void> memcpy_h2d_inline(keel_stream s, keel_device_addr dst,
                                                  const void* src, std::uint64_t size) const;
+    [[nodiscard]] Result<void> device_native_handle(keel_device d, keel_native_handle* out) const;
+    [[nodiscard]] Result<void> stream_native_handle(keel_stream s, keel_native_handle* out) const;
 
 private:
     template <class Fn, class... Args>

@@ -52,8 +52,7 @@ Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 Runtime::~Runtime() = default;
 
 std::vector<SearchPathEntry> Runtime::default_plugin_dirs() {
-    return {{KEEL_DEFAULT_BUILD_PLUGIN_DIR, "build tree"},
-            {KEEL_DEFAULT_INSTALL_PLUGIN_DIR, "install"}};
+    return {{detail::runtime_library_dir() / KEEL_PLUGIN_DIR_BESIDE_RUNTIME, "beside the runtime"}};
 }
 
 Result<Runtime> Runtime::create(const RuntimeOptions& options) {

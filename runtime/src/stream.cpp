@@ -9,6 +9,7 @@
 #include "logging.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
+#include "memory/stream_registry.hpp"
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
 #include "plugin.hpp"
@@ -62,6 +63,7 @@ Result<Stream> Stream::create(const Device& device) {
     keel_stream handle = nullptr;
     auto memory = std::make_unique<Memory>();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    (void)memory::register_stream(handle);
     return Stream(device, handle, std::move(memory));
 }
 
@@ -72,6 +74,7 @@ Result<Stream> Stream::create(const DeviceMemory& memory) {
     keel_stream handle = nullptr;
     const Device& device = memory.device();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    (void)memory::register_stream(handle);
     return Stream(device, handle, std::move(bound));
 }
 
@@ -101,7 +104,11 @@ Stream::~Stream() {
 
 Result<void> Stream::close() {
     if (handle_ == nullptr) return ok();
-    return detail::Access::slot(device_).api().stream_destroy(std::exchange(handle_, nullptr));
+    keel_stream handle = std::exchange(handle_, nullptr);
+    Result<void> destroyed = detail::Access::slot(device_).api().stream_destroy(handle);
+    // After the destroy, which waited for the stream's work.
+    memory::unregister_stream(handle);
+    return destroyed;
 }
 
 namespace {
@@ -126,12 +133,30 @@ Result<void> check_view(const Stream& s, const char* where, const char* role, co
     return ok();
 }
 
+// Checked memory: [addr, addr + size) against the live range of its block
+// in the stream's memory instance. One untaken branch when no instance is
+// checked.
+Result<void> check_live(const Stream& s, const char* where, const char* role, keel_device_addr addr,
+                        std::uint64_t size) {
+    if (!memory::checked_memory_anywhere()) [[likely]] return ok();
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(s));
+    return (*core)->allocator().check_view(where, role, addr, size);
+}
+
 }  // namespace
 
 Result<DeviceMemory> Stream::memory() const {
     KEEL_TRY(check_stream(*this, "Stream::memory"));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     return detail::Access::memory(device_, *core);
+}
+
+Result<NativeHandle> Stream::native_handle() const {
+    KEEL_TRY(check_stream(*this, "Stream::native_handle"));
+    keel_native_handle handle{};
+    handle.struct_size = sizeof handle;
+    KEEL_TRY(detail::Access::slot(device_).api().stream_native_handle(handle_, &handle));
+    return NativeHandle{handle.kind, handle.value};
 }
 
 Result<void> Stream::synchronize() const {
@@ -195,6 +220,7 @@ Result<void> Stream::copy_in(DeviceView dst, std::span<const std::byte> src, Hos
     if (src.data() == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the source is null with " +
                                                        std::to_string(src.size()) + " bytes");
+    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     if (keep_alive) return memory::copy_to_device_owned(**core, handle_, dst.address(), src, std::move(keep_alive));
     return memory::copy_to_device(**core, handle_, dst.address(), src);
@@ -208,6 +234,7 @@ Result<HostCopy> Stream::copy_out(std::span<std::byte> dst, DeviceView src) cons
     if (dst.data() == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the destination is null with " +
                                                        std::to_string(dst.size()) + " bytes");
+    KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     return memory::copy_from_device(*core, handle_, dst.first(static_cast<std::size_t>(src.size())),
                                     src.address());
@@ -228,6 +255,7 @@ Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the source pinned buffer is empty (moved-from)");
     if (src.size() > dst.size())
         return out_of_range(kCopy, "the source pinned buffer", src.size(), "the destination", dst.size());
+    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     return detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), src.data(), src.size());
 }
 
@@ -240,6 +268,7 @@ Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const {
     if (src.size() > dst.size())
         return out_of_range(kCopy, "the source", src.size(), "the destination pinned buffer", dst.size());
     if (src.size() == 0) return ok();
+    KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
     return detail::Access::slot(device_).api().memcpy_d2h(handle_, dst.data(), src.address(), src.size());
 }
 
@@ -253,6 +282,8 @@ Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
                          src.address() < dst.address() + src.size();
     if (overlap)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] source and destination ranges overlap");
+    KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
+    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     return detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
 }
 
@@ -261,6 +292,7 @@ Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
     KEEL_TRY(check_stream(*this, where));
     KEEL_TRY(check_view(*this, where, "the destination", dst));
     if (dst.size() == 0) return ok();
+    KEEL_TRY(check_live(*this, where, "the destination", dst.address(), dst.size()));
     return detail::Access::slot(device_).api().memset_d8(handle_, dst.address(), value, dst.size());
 }
 
@@ -286,6 +318,14 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
                            "KernelArgs::absent() for an absent optional buffer");
     }
     std::vector<keel_kernel_arg> encoded = args.encode();
+    if (memory::checked_memory_anywhere()) [[unlikely]] {
+        for (std::size_t i = 0; i < encoded.size(); ++i) {
+            const keel_kernel_arg& a = encoded[i];
+            if (a.kind != KEEL_ARG_BUFFER || (a.value.buffer.addr == 0 && a.value.buffer.size == 0)) continue;
+            const std::string role = "argument " + std::to_string(i);
+            KEEL_TRY(check_live(*this, "Stream::launch", role.c_str(), a.value.buffer.addr, a.value.buffer.size));
+        }
+    }
     keel_launch_args launch{};
     launch.struct_size = KEEL_LAUNCH_ARGS_STRUCT_SIZE;
     launch.args = encoded.data();

@@ -8,9 +8,11 @@
 //   4. the deferred-free scheme: peak memory vs an oracle that frees exactly
 //      when the last use completes, and throughput vs synchronising before
 //      every cross-stream free
+//   5. the cost of checked memory (AllocatorConfig::checked) and of no
+//      caching, against the default, on the same loop
 //
-// Usage: keel-memory-bench [--device NAME] [--quick] [--sections 1234]
-// (--sections: which of the four tables to print, e.g. 24).
+// Usage: keel-memory-bench [--device NAME] [--quick] [--sections 12345]
+// (--sections: which of the five tables to print, e.g. 5).
 // Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,
 // KEEL_BENCH_AHEAD and KEEL_BENCH_RING override its copy_threads, chunk_bytes,
 // stage_ahead and ring_chunks (for tuning on a new machine).
@@ -397,18 +399,55 @@ void bench_deferred(const keel::Device& device, bool quick) {
     }
 }
 
+// ---- 5. checked memory -------------------------------------------------------------
+
+void bench_checked(const keel::Device& device, bool quick) {
+    std::printf("\n5. Checked memory: steps of allocate 2 x 64 KiB, memset, copy, free both, every 16 steps a\n"
+                "   synchronize (us per step, wall and host cpu; the plugin's own checker is not part of this:\n"
+                "   see keel_cpu_bench --benchmark_filter=Checker)\n");
+    if (const char* v = std::getenv("KEEL_CHECK"); v != nullptr && std::strcmp(v, "0") != 0)
+        std::printf("   KEEL_CHECK is set: every instance is checked, the 'default' row too\n");
+    std::printf("   %-22s %10s %10s %14s\n", "mode", "wall", "cpu", "wall/default");
+    const int steps = quick ? 2'000 : 20'000;
+    double base = 0;
+    for (int mode = 0; mode < 3; ++mode) {
+        keel::MemoryConfig config;
+        const char* name = "default";
+        if (mode == 1) config.allocator.checked = true, name = "checked";
+        if (mode == 2) config.allocator.caching = false, name = "no caching";
+        auto memory = check(keel::DeviceMemory::create(device, config), "DeviceMemory::create");
+        auto stream = check(keel::Stream::create(memory), "Stream::create");
+        auto run = [&](int n) {
+            for (int i = 0; i < n; ++i) {
+                auto a = check(keel::Buffer::allocate(stream, 64 * KiB), "Buffer::allocate");
+                auto b = check(keel::Buffer::allocate(stream, 64 * KiB), "Buffer::allocate");
+                check(stream.memset(a, 1), "memset");
+                check(stream.copy(b, a), "copy");
+                if (i % 16 == 15) check(stream.synchronize(), "synchronize");
+            }
+            check(stream.synchronize(), "synchronize");
+        };
+        run(steps / 10);  // warm up
+        const int n = mode == 2 ? steps / 10 : steps;  // every free waits for the device without a cache
+        const Timing t = measure([&] { run(n); });
+        const double wall = t.wall_s / n * 1e6, cpu = t.cpu_s / n * 1e6;
+        if (mode == 0) base = wall;
+        std::printf("   %-22s %10.2f %10.2f %13.1fx\n", name, wall, cpu, wall / base);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string name = "cpu:0";
     bool quick = false;
-    std::string sections = "1234";
+    std::string sections = "12345";
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
         else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--sections") == 0 && i + 1 < argc) sections = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 1234]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 12345]\n", argv[0]);
             return 2;
         }
     }
@@ -423,6 +462,7 @@ int main(int argc, char** argv) {
     if (wanted('2')) bench_threads(device, quick);
     if (wanted('3')) bench_copies(device, quick);
     if (wanted('4')) bench_deferred(device, quick);
+    if (wanted('5')) bench_checked(device, quick);
     std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
     return 0;
 }

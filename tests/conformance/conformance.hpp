@@ -3,8 +3,18 @@
 // conformance_main.cpp instantiates it once for all of them.
 //
 // Devices come from one Runtime for the whole run: the default search path
-// (build tree, install, KEEL_PLUGIN_PATH) plus KEEL_CONFORMANCE_PLUGIN_PATH
-// given at build time (the fake test plugin, unless switched off).
+// (KEEL_PLUGIN_PATH, then keel/plugins beside the runtime library) plus
+// KEEL_CONFORMANCE_PLUGIN_PATH given at build time (the fake test plugin,
+// unless switched off), or what keel-cts was told to test.
+//
+// Lifetimes: an ASSERT that fails returns at once, destroying the test's
+// locals in reverse order while its streams may still have work queued (a
+// plugin under test may fail any call). So everything a stream's work
+// touches is declared BEFORE the stream (host-function state, raw and
+// pinned memory): the stream is destroyed first, and destroying it waits
+// for its work. Buffers, HostCopy and moved-in vectors are safe anywhere
+// (stream-ordered or owned by the copy). keel-cts's fault injection
+// (tests/cts) runs the suite with each plugin entry failing, under ASan.
 //
 // A device that differs from the contract declares it INSIDE the test with
 // KEEL_KNOWN_DIFFERENCE(condition, reason): the test is then skipped on that
@@ -24,6 +34,10 @@
 
 namespace keel::conformance {
 
+// Where the suite's Runtime looks for plugins. Call it before the tests
+// are registered (keel-cts does, from its command line); without it, the
+// build's default search path and KEEL_CONFORMANCE_PLUGIN_PATH.
+void use_runtime_options(RuntimeOptions options);
 // The Runtime shared by the suite (created on first use).
 const Runtime& runtime();
 // Names of every device of runtime(), for the parametrisation.
@@ -41,6 +55,17 @@ protected:
 std::string instance_name(const ::testing::TestParamInfo<std::string>& info);
 
 }  // namespace keel::conformance
+
+// `var` = the kernel `kernel_name` of the device under test. The test is skipped,
+// with the reason, when the plugin lacks the optional kernel entries
+// (kernel_get/kernel_launch): an absent optional entry is never a failure.
+// With them, the suite's kernels (fill, axpy) are required.
+#define KEEL_FIND_KERNEL_OR_SKIP(var, kernel_name)                                           \
+    auto var##_found = ::keel::Kernel::find(device(), kernel_name);                                \
+    if (!var##_found.ok() && var##_found.error().code() == KEEL_STATUS_UNIMPLEMENTED)         \
+        GTEST_SKIP() << device().name() << " has no kernels (optional entry absent): "        \
+                     << var##_found.error().message();                                         \
+    KEEL_ASSERT_OK_AND_ASSIGN(::keel::Kernel var, std::move(var##_found))
 
 // Declares that the device under test differs from the contract here.
 #define KEEL_KNOWN_DIFFERENCE(condition, reason)                                          \

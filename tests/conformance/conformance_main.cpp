@@ -2,12 +2,18 @@
 // suite really tests something.
 #include "conformance.hpp"
 
+#include <optional>
 #include <sstream>
 
 namespace keel::conformance {
 
 namespace {
-Runtime create_runtime() {
+std::optional<RuntimeOptions>& chosen_options() {
+    static std::optional<RuntimeOptions> options;
+    return options;
+}
+
+RuntimeOptions build_options() {
     RuntimeOptions options;
 #ifdef KEEL_CONFORMANCE_PLUGIN_PATH
     std::string extra = KEEL_CONFORMANCE_PLUGIN_PATH;
@@ -18,7 +24,11 @@ Runtime create_runtime() {
         start = colon + 1;
     }
 #endif
-    auto rt = Runtime::create(options);
+    return options;
+}
+
+Runtime create_runtime() {
+    auto rt = Runtime::create(chosen_options() ? *chosen_options() : build_options());
     if (!rt.ok()) {
         ADD_FAILURE() << "Runtime::create failed: " << rt.error().message();
         return std::move(Runtime::create(RuntimeOptions{{}, false, false})).value();
@@ -36,6 +46,8 @@ std::string describe_search(const Runtime& rt) {
     return out.str();
 }
 }  // namespace
+
+void use_runtime_options(RuntimeOptions options) { chosen_options() = std::move(options); }
 
 const Runtime& runtime() {
     static const Runtime rt = create_runtime();

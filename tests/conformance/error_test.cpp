@@ -55,6 +55,7 @@ TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
 }
 
 TEST_P(Conformance, AMovedFromBufferIsAnEmptyViewThatCopiesRefuse) {
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned, PinnedBuffer::allocate(device(), 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer other, Buffer::allocate(s, 64));
@@ -76,7 +77,6 @@ TEST_P(Conformance, AMovedFromBufferIsAnEmptyViewThatCopiesRefuse) {
     KEEL_EXPECT_ERROR(s.copy(raw, host), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(raw.view(0, 1), KEEL_STATUS_INVALID_ARGUMENT);
 
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned, PinnedBuffer::allocate(device(), 64));
     PinnedBuffer pinned_moved = std::move(pinned);
     EXPECT_TRUE(pinned.empty());
     KEEL_EXPECT_ERROR(s.copy(moved, pinned), KEEL_STATUS_INVALID_ARGUMENT);
@@ -125,11 +125,11 @@ TEST_P(Conformance, AZeroByteAllocationIsInvalid) {
 }
 
 TEST_P(Conformance, CopiesThatDoNotFitAreOutOfRangeAndEnqueueNothing) {
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_small, PinnedBuffer::allocate(device(), 100));
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_big, PinnedBuffer::allocate(device(), 200));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer small, Buffer::allocate(s, 100));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer big, Buffer::allocate(s, 200));
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_small, PinnedBuffer::allocate(device(), 100));
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_big, PinnedBuffer::allocate(device(), 200));
     KEEL_ASSERT_OK(s.memset(small, 0));
     std::vector<std::uint8_t> host(200, 0xff), host_small(99, 0xff);
     KEEL_EXPECT_ERROR(s.copy(small, host), KEEL_STATUS_OUT_OF_RANGE);

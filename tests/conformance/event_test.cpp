@@ -49,11 +49,11 @@ TEST_P(Conformance, ReRecordingAnEventMovesTheCapturedPoint) {
 TEST_P(Conformance, AStreamWaitingOnAnEventRunsNothingBeforeTheEventCompletes) {
     KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
                           "its streams do not run concurrently, so a gated stream stalls the other");
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 1024));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(b, 1024));
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 1024));
     std::fill(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end(), 0xee);
     KEEL_ASSERT_OK(b.memset(buf, 0));
     KEEL_ASSERT_OK(b.synchronize());
@@ -82,9 +82,9 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRunsNothingBeforeTheEventCompletes) {
 }
 
 TEST_P(Conformance, AWaitOnAnEventOfTheSameStreamIsHarmless) {
+    int ran = 0;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
-    int ran = 0;
     KEEL_ASSERT_OK(s.enqueue_host_func([&] { ++ran; }));
     KEEL_ASSERT_OK(e.record(s));
     KEEL_ASSERT_OK(s.wait(e));
@@ -94,6 +94,7 @@ TEST_P(Conformance, AWaitOnAnEventOfTheSameStreamIsHarmless) {
 }
 
 TEST_P(Conformance, DestroyingAnEventWithAPendingRecordIsHarmless) {
+    int ran = 0;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
     Gate gate;
@@ -103,7 +104,6 @@ TEST_P(Conformance, DestroyingAnEventWithAPendingRecordIsHarmless) {
         KEEL_ASSERT_OK(e.record(a));
         KEEL_ASSERT_OK(b.wait(e));
     }  // destroyed while pending; b's wait stays valid
-    int ran = 0;
     KEEL_ASSERT_OK(b.enqueue_host_func([&] { ++ran; }));
     gate.open();
     KEEL_ASSERT_OK(b.synchronize());

@@ -8,7 +8,7 @@ namespace {
 
 TEST_P(Conformance, FillWritesItsValueToEveryElement) {
     constexpr std::size_t n = 1000;
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
     EXPECT_EQ(fill.name(), "fill");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n * sizeof(float)));
@@ -19,7 +19,7 @@ TEST_P(Conformance, FillWritesItsValueToEveryElement) {
 }
 
 TEST_P(Conformance, FillOnASubViewLeavesTheRestAlone) {
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64 * sizeof(float)));
     KEEL_ASSERT_OK(s.memset(buf, 0));
@@ -33,7 +33,7 @@ TEST_P(Conformance, FillOnASubViewLeavesTheRestAlone) {
 
 TEST_P(Conformance, AxpyComputesAlphaTimesXPlusY) {
     constexpr std::size_t n = 4096 + 3;
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel axpy, Kernel::find(device(), "axpy"));
+    KEEL_FIND_KERNEL_OR_SKIP(axpy, "axpy");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s, n * sizeof(float)));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer y, Buffer::allocate(s, n * sizeof(float)));
@@ -52,6 +52,8 @@ TEST_P(Conformance, AxpyComputesAlphaTimesXPlusY) {
 
 TEST_P(Conformance, AnUnknownKernelNameIsNotFound) {
     auto k = Kernel::find(device(), "no_such_kernel");
+    if (!k.ok() && k.error().code() == KEEL_STATUS_UNIMPLEMENTED)
+        GTEST_SKIP() << device().name() << " has no kernels (optional entry absent)";
     ASSERT_FALSE(k.ok());
     EXPECT_EQ(k.error().code(), KEEL_STATUS_NOT_FOUND) << k.error().message();
     EXPECT_NE(k.error().message().find("no_such_kernel"), std::string::npos) << k.error().message();
@@ -59,8 +61,8 @@ TEST_P(Conformance, AnUnknownKernelNameIsNotFound) {
 
 TEST_P(Conformance, KernelArgumentsOfTheWrongTypeOrCountAreRejectedBeforeAnythingRuns) {
     constexpr std::size_t n = 16;
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel axpy, Kernel::find(device(), "axpy"));
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
+    KEEL_FIND_KERNEL_OR_SKIP(axpy, "axpy");
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s, n * sizeof(float)));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer y, Buffer::allocate(s, n * sizeof(float)));
@@ -90,7 +92,7 @@ TEST_P(Conformance, KernelArgumentsOfTheWrongTypeOrCountAreRejectedBeforeAnythin
 }
 
 TEST_P(Conformance, AKernelArgumentThatIsAnEmptyBufferIsRejected) {
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     Buffer taken = std::move(buf);
@@ -104,7 +106,7 @@ TEST_P(Conformance, KernelsAndBuffersOfAnotherDeviceAreRejected) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer mine, Buffer::allocate(s, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer theirs, RawBuffer::allocate(*other, 64));
-    KEEL_ASSERT_OK_AND_ASSIGN(Kernel fill, Kernel::find(device(), "fill"));
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
     KEEL_EXPECT_ERROR(s.launch(fill, KernelArgs().buffer(theirs, KEEL_DTYPE_F32).scalar(1.0f)),
                       KEEL_STATUS_INVALID_ARGUMENT);
     auto foreign_fill = Kernel::find(*other, "fill");

@@ -14,9 +14,9 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
+    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
-    KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
     std::fill(out.as<std::uint8_t>().begin(), out.as<std::uint8_t>().end(), 0);
     KEEL_ASSERT_OK(s.memset(buf, 0xab));
     KEEL_ASSERT_OK(s.synchronize());
@@ -76,12 +76,12 @@ TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
 }
 
 TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
+    std::vector<int> order;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s, 4096));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 4096));
     const Bytes first(4096, 1), second(4096, 2);
     Bytes after_memset(4096, 0), after_d2d(4096, 0);
-    std::vector<int> order;
 
     Gate gate;  // hold everything back so that order, not timing, decides
     KEEL_ASSERT_OK(gate.hold(s));
@@ -106,16 +106,16 @@ TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
 }
 
 TEST_P(Conformance, HostFunctionsRunWithStatusOk) {
-    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     std::vector<Status> seen;
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK(s.enqueue_host_func([&](Status st) { seen.push_back(st); }));
     KEEL_ASSERT_OK(s.synchronize());
     EXPECT_EQ(seen, std::vector<Status>{KEEL_STATUS_OK});
 }
 
 TEST_P(Conformance, HostFunctionRunsOnAnotherThreadThanTheCaller) {
-    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     std::thread::id ran_on;
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK(s.enqueue_host_func([&] { ran_on = std::this_thread::get_id(); }));
     KEEL_ASSERT_OK(s.synchronize());
     EXPECT_NE(ran_on, std::this_thread::get_id());
@@ -151,16 +151,36 @@ TEST_P(Conformance, AFailedEnqueueDestroysTheCallableWithoutRunningIt) {
 
 TEST_P(Conformance, ManyStreamsCanBeCreatedAndDestroyed) {
     for (int round = 0; round < 3; ++round) {
+        std::atomic<int> ran{0};  // streams run concurrently
         std::vector<Stream> streams;
         for (int i = 0; i < 16; ++i) {
             KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
             streams.push_back(std::move(s));
         }
-        std::atomic<int> ran{0};  // streams run concurrently
         for (const Stream& s : streams) KEEL_ASSERT_OK(s.enqueue_host_func([&ran] { ++ran; }));
         for (Stream& s : streams) KEEL_ASSERT_OK(s.close());
         EXPECT_EQ(ran.load(), 16) << "closing a stream waits for its work";
     }
+}
+
+// Optional (ABI 1.1): a handle with a kind, or UNIMPLEMENTED (a skip).
+TEST_P(Conformance, NativeHandlesHaveAKindAndAreStablePerStream) {
+    auto d = device().native_handle();
+    if (!d.ok() && d.error().code() == KEEL_STATUS_UNIMPLEMENTED)
+        GTEST_SKIP() << device().name() << " has no native handles (optional entry absent)";
+    KEEL_ASSERT_OK(d);
+    EXPECT_NE(d->kind, KEEL_NATIVE_HANDLE_NONE);
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
+    auto ha = a.native_handle();
+    if (!ha.ok() && ha.error().code() == KEEL_STATUS_UNIMPLEMENTED)
+        GTEST_SKIP() << device().name() << " has no native stream handle (optional entry absent)";
+    KEEL_ASSERT_OK(ha);
+    KEEL_ASSERT_OK_AND_ASSIGN(NativeHandle hb, b.native_handle());
+    EXPECT_NE(ha->kind, KEEL_NATIVE_HANDLE_NONE);
+    EXPECT_NE(ha->value, hb.value) << "two streams, two queues";
+    KEEL_ASSERT_OK_AND_ASSIGN(NativeHandle again, a.native_handle());
+    EXPECT_EQ(again.value, ha->value);
 }
 
 }  // namespace

@@ -41,10 +41,10 @@ TEST_P(Conformance, SeveralThreadsEachWithTheirOwnStreamCopyCorrectly) {
 
 TEST_P(Conformance, SeveralThreadsEnqueueingOnOneStreamKeepEachThreadsOrder) {
     constexpr int kThreads = 4, kPerThread = 200;
-    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     std::mutex mutex;
     std::vector<std::vector<int>> seen(kThreads);
     std::atomic<int> enqueue_failures{0};
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {

@@ -9,6 +9,10 @@
 //
 // If KEEL_FAKE_PLUGIN_LOG names a file at init, the plugin appends a line
 // per init, stream destroy and shutdown, so tests can check lifetimes.
+// KEEL_FAKE_FAIL=<entry> at init makes that entry (e.g. memcpy_d2h, or
+// keel_plugin_init) fail every call with DEVICE_ERROR: keel-cts must still
+// finish with a report (tests/cts). stream_destroy and event_destroy still
+// release their handle, as the ABI requires, and then report the failure.
 // KEEL_FAKE_INLINE=1 at init makes it run all work inline at enqueue, like a
 // naive synchronous fake: the conformance suite must then fail (a check of
 // the suite itself, run by hand).
@@ -16,6 +20,7 @@
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/kernel_args.hpp>
+#include <keel/plugin/native_handle.hpp>
 
 #include <algorithm>
 #include <array>
@@ -41,6 +46,7 @@
 #define KEEL_FAKE_OLD_MINOR 5
 #define KEEL_FAKE_DUPLICATE 6
 #define KEEL_FAKE_TYPE_MISMATCH 7
+#define KEEL_FAKE_NEWER_MINOR 8
 
 #ifndef KEEL_FAKE_VARIANT
 #define KEEL_FAKE_VARIANT KEEL_FAKE_GOOD
@@ -70,6 +76,18 @@ std::string hex(std::uint64_t v) {
 
 // Set at init from KEEL_FAKE_INLINE.
 std::atomic<bool> g_run_inline{false};
+
+// The entry KEEL_FAKE_FAIL names (read at init, before any other entry).
+std::string& failing_entry() {
+    static std::string name;
+    return name;
+}
+
+Result<void> injected_failure(const char* entry_name) {
+    if (failing_entry() != entry_name) return ok();
+    return Error(KEEL_STATUS_DEVICE_ERROR, std::string("injected failure of ") + entry_name +
+                                               " (KEEL_FAKE_FAIL)");
+}
 
 // A stream's worker: runs queued work in order on its own thread.
 class Worker {
@@ -207,7 +225,14 @@ struct PluginState {
     std::string log_path;
 };
 std::unique_ptr<PluginState> g_state;
-[[maybe_unused]] keel_plugin_api g_table{};
+// The table with room for entries a newer minor appends after ours.
+struct ExtendedTable {
+    keel_plugin_api api;
+    keel_error* (*future_entry_a)(keel_device);
+    keel_error* (*future_entry_b)(keel_stream, std::uint64_t);
+};
+[[maybe_unused]] ExtendedTable g_extended{};
+[[maybe_unused]] keel_plugin_api& g_table = g_extended.api;
 
 void trace(const char* what) {
     if (!g_state || g_state->log_path.empty()) return;
@@ -260,6 +285,7 @@ keel_kernel_t g_kernels[] = {{"fill", &prepare_fill}, {"axpy", &prepare_axpy}};
 
 keel_error* plugin_info(keel_plugin_info* out) {
     return entry(KEEL_FAKE_TYPE " plugin_info", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("plugin_info"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out"));
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_TYPE_MISMATCH
         out->device_type = "other";
@@ -288,6 +314,7 @@ void plugin_shutdown() {
 
 keel_error* device_count(std::uint32_t* out) {
     return entry(KEEL_FAKE_TYPE " device_count", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_count"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_count"));
         *out = kDeviceCount;
         return ok();
@@ -296,6 +323,7 @@ keel_error* device_count(std::uint32_t* out) {
 
 keel_error* device_get(std::uint32_t index, keel_device* out) {
     return entry(KEEL_FAKE_TYPE " device_get", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_get"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_device"));
         if (index >= kDeviceCount)
             return Error(KEEL_STATUS_NOT_FOUND, "no device " + std::to_string(index));
@@ -306,6 +334,7 @@ keel_error* device_get(std::uint32_t index, keel_device* out) {
 
 keel_error* device_properties(keel_device d, keel_device_properties* out) {
     return entry(KEEL_FAKE_TYPE " device_properties", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_properties"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out"));
         keel_device_properties p{};
@@ -327,6 +356,7 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
 
 keel_error* stream_create(keel_device d, std::uint32_t flags, keel_stream* out) {
     return entry(KEEL_FAKE_TYPE " stream_create", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_create"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_stream"));
         if (flags != 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "flags must be 0");
@@ -344,12 +374,14 @@ keel_error* stream_destroy(keel_stream s) {
         std::unique_ptr<keel_stream_t> owned(s);
         owned->worker->stop();
         trace("stream_destroy");
-        return ok();
+        // Released either way, as the ABI says: the failure is reported after.
+        return injected_failure("stream_destroy");
     });
 }
 
 keel_error* stream_synchronize(keel_stream s) {
     return entry(KEEL_FAKE_TYPE " stream_synchronize", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_synchronize"));
         KEEL_TRY(require_stream(s));
         s->worker->wait_until(s->worker->enqueued());
         return ok();
@@ -358,6 +390,7 @@ keel_error* stream_synchronize(keel_stream s) {
 
 keel_error* stream_query(keel_stream s, std::int32_t* out_done) {
     return entry(KEEL_FAKE_TYPE " stream_query", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_query"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
         *out_done = s->worker->reached(s->worker->enqueued()) ? 1 : 0;
@@ -373,6 +406,7 @@ std::shared_ptr<RecordPoint> current_point(keel_event e) {
 
 keel_error* stream_wait_event(keel_stream s, keel_event e) {
     return entry(KEEL_FAKE_TYPE " stream_wait_event", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_wait_event"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         std::shared_ptr<RecordPoint> point = current_point(e);
@@ -384,6 +418,7 @@ keel_error* stream_wait_event(keel_stream s, keel_event e) {
 
 keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_data) {
     return entry(KEEL_FAKE_TYPE " stream_enqueue_host_func", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_enqueue_host_func"));
         KEEL_TRY(require_stream(s));
         if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
         s->worker->push([fn, user_data] { fn(user_data, KEEL_STATUS_OK); });
@@ -393,6 +428,7 @@ keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_
 
 keel_error* event_create(keel_device d, std::uint32_t flags, keel_event* out) {
     return entry(KEEL_FAKE_TYPE " event_create", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("event_create"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_event"));
         auto e = std::make_unique<keel_event_t>();
@@ -408,12 +444,13 @@ keel_error* event_destroy(keel_event e) {
     return entry(KEEL_FAKE_TYPE " event_destroy", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         std::unique_ptr<keel_event_t> owned(e);
-        return ok();
+        return injected_failure("event_destroy");  // released either way
     });
 }
 
 keel_error* event_record(keel_event e, keel_stream s) {
     return entry(KEEL_FAKE_TYPE " event_record", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("event_record"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(require_stream(s));
         auto point = std::make_shared<RecordPoint>();
@@ -430,6 +467,7 @@ keel_error* event_record(keel_event e, keel_stream s) {
 
 keel_error* event_query(keel_event e, std::int32_t* out_done) {
     return entry(KEEL_FAKE_TYPE " event_query", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("event_query"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
         std::shared_ptr<RecordPoint> point = current_point(e);
@@ -440,6 +478,7 @@ keel_error* event_query(keel_event e, std::int32_t* out_done) {
 
 keel_error* event_synchronize(keel_event e) {
     return entry(KEEL_FAKE_TYPE " event_synchronize", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("event_synchronize"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         if (std::shared_ptr<RecordPoint> point = current_point(e))
             point->worker->wait_until(point->ticket);
@@ -449,6 +488,7 @@ keel_error* event_synchronize(keel_event e) {
 
 keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) {
     return entry(KEEL_FAKE_TYPE " event_elapsed_time", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("event_elapsed_time"));
         KEEL_TRY(keel::plugin::require_non_null(start, "start"));
         KEEL_TRY(keel::plugin::require_non_null(end, "end"));
         KEEL_TRY(keel::plugin::require_non_null(out_ms, "out_ms"));
@@ -469,6 +509,7 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
 
 keel_error* device_alloc(keel_device d, std::uint64_t size, keel_device_addr* out) {
     return entry(KEEL_FAKE_TYPE " device_alloc", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_alloc"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_addr"));
         if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "size is 0");
@@ -489,6 +530,7 @@ keel_error* device_alloc(keel_device d, std::uint64_t size, keel_device_addr* ou
 
 keel_error* device_free(keel_device d, keel_device_addr addr) {
     return entry(KEEL_FAKE_TYPE " device_free", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_free"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::lock_guard lock(d->mutex);
         auto it = d->allocations.find(addr);
@@ -504,6 +546,7 @@ keel_error* device_free(keel_device d, keel_device_addr addr) {
 
 keel_error* memcpy_h2d(keel_stream s, keel_device_addr dst, const void* src, std::uint64_t size) {
     return entry(KEEL_FAKE_TYPE " memcpy_h2d", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("memcpy_h2d"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(src, "src"));
         KEEL_TRY(s->device->check_range(dst, size, "destination"));
@@ -514,6 +557,7 @@ keel_error* memcpy_h2d(keel_stream s, keel_device_addr dst, const void* src, std
 
 keel_error* memcpy_d2h(keel_stream s, void* dst, keel_device_addr src, std::uint64_t size) {
     return entry(KEEL_FAKE_TYPE " memcpy_d2h", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("memcpy_d2h"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(static_cast<const void*>(dst), "dst"));
         KEEL_TRY(s->device->check_range(src, size, "source"));
@@ -526,6 +570,7 @@ keel_error* memcpy_d2h(keel_stream s, void* dst, keel_device_addr src, std::uint
 
 keel_error* memcpy_d2d(keel_stream s, keel_device_addr dst, keel_device_addr src, std::uint64_t size) {
     return entry(KEEL_FAKE_TYPE " memcpy_d2d", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("memcpy_d2d"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(s->device->check_range(src, size, "source"));
         KEEL_TRY(s->device->check_range(dst, size, "destination"));
@@ -538,6 +583,7 @@ keel_error* memcpy_d2d(keel_stream s, keel_device_addr dst, keel_device_addr src
 
 keel_error* memset_d8(keel_stream s, keel_device_addr dst, std::uint8_t value, std::uint64_t size) {
     return entry(KEEL_FAKE_TYPE " memset_d8", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("memset_d8"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(s->device->check_range(dst, size, "destination"));
         s->worker->push([dst, value, size] { std::memset(reinterpret_cast<void*>(dst), value, size); });
@@ -548,6 +594,7 @@ keel_error* memset_d8(keel_stream s, keel_device_addr dst, std::uint8_t value, s
 keel_error* memcpy_h2d_inline(keel_stream s, keel_device_addr dst, const void* src,
                               std::uint64_t size) {
     return entry(KEEL_FAKE_TYPE " memcpy_h2d_inline", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("memcpy_h2d_inline"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(src, "src"));
         if (size > KEEL_INLINE_COPY_MAX)
@@ -565,6 +612,7 @@ keel_error* memcpy_h2d_inline(keel_stream s, keel_device_addr dst, const void* s
 
 keel_error* device_memory_info(keel_device d, std::uint64_t* out_free, std::uint64_t* out_total) {
     return entry(KEEL_FAKE_TYPE " device_memory_info", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_memory_info"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::lock_guard lock(d->mutex);
         *out_free = kTotalMemory - d->used;
@@ -575,6 +623,7 @@ keel_error* device_memory_info(keel_device d, std::uint64_t* out_free, std::uint
 
 keel_error* host_alloc(keel_device d, std::uint64_t size, void** out) {
     return entry(KEEL_FAKE_TYPE " host_alloc", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("host_alloc"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "size is 0");
         void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
@@ -586,6 +635,7 @@ keel_error* host_alloc(keel_device d, std::uint64_t size, void** out) {
 
 keel_error* host_free(keel_device d, void* ptr) {
     return entry(KEEL_FAKE_TYPE " host_free", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("host_free"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::free(ptr);
         return ok();
@@ -594,6 +644,7 @@ keel_error* host_free(keel_device d, void* ptr) {
 
 keel_error* kernel_get(keel_device d, const char* name, keel_kernel* out) {
     return entry(KEEL_FAKE_TYPE " kernel_get", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("kernel_get"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(name, "name"));
         for (keel_kernel_t& k : g_kernels)
@@ -608,12 +659,35 @@ keel_error* kernel_get(keel_device d, const char* name, keel_kernel* out) {
 
 keel_error* kernel_launch(keel_stream s, keel_kernel k, const keel_launch_args* launch) {
     return entry(KEEL_FAKE_TYPE " kernel_launch", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("kernel_launch"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(k, "kernel"));
         KEEL_TRY_ASSIGN(auto args, keel::plugin::LaunchArgsView::make(launch, k->name));
         KEEL_TRY_ASSIGN(Worker::Task task, k->prepare(s->device, args));
         s->worker->push(std::move(task));
         return ok();
+    });
+}
+
+// A plugin-defined kind: the fake has no driver, so it names its own objects.
+constexpr keel_native_handle_kind kFakeHandleKind =
+    static_cast<keel_native_handle_kind>(KEEL_NATIVE_HANDLE_PLUGIN_DEFINED + 7);
+
+
+keel_error* device_native_handle(keel_device d, keel_native_handle* out) {
+    return entry(KEEL_FAKE_TYPE " device_native_handle", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("device_native_handle"));
+        KEEL_TRY(keel::plugin::require_non_null(d, "device"));
+        return keel::plugin::write_native_handle(out, kFakeHandleKind, 1000 + d->index);
+    });
+}
+
+keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
+    return entry(KEEL_FAKE_TYPE " stream_native_handle", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("stream_native_handle"));
+        KEEL_TRY(require_stream(s));
+        return keel::plugin::write_native_handle(out, kFakeHandleKind,
+                                                 reinterpret_cast<std::uintptr_t>(s->worker.get()));
     });
 }
 
@@ -662,14 +736,17 @@ struct NeverCalled<R (*)(A...)> {
     t.kernel_get = &kernel_get;
     t.kernel_launch = &kernel_launch;
     t.memcpy_h2d_inline = &memcpy_h2d_inline;
+    t.device_native_handle = &device_native_handle;
+    t.stream_native_handle = &stream_native_handle;
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_WRONG_MAJOR
     // Ignores the negotiation and answers with another major's table.
     t.abi_major = KEEL_ABI_VERSION_MAJOR + 1;
 #elif KEEL_FAKE_VARIANT == KEEL_FAKE_MISSING_REQUIRED
     t.device_free = nullptr;
 #elif KEEL_FAKE_VARIANT == KEEL_FAKE_OLD_MINOR
-    // As a plugin built against an older minor: the table ends before the
-    // optional entries. What lies beyond must never be read, so it aborts.
+    // As a minimal plugin built against 1.0: the table ends after the
+    // required entries. What lies beyond must never be read, so it aborts.
+    t.abi_minor = 0;
     t.struct_size = KEEL_API_ENTRY_END(memset_d8);
 #define KEEL_FAKE_POISON(e) t.e = &NeverCalled<decltype(t.e)>::call
     KEEL_FAKE_POISON(device_memory_info);
@@ -679,7 +756,16 @@ struct NeverCalled<R (*)(A...)> {
     KEEL_FAKE_POISON(kernel_get);
     KEEL_FAKE_POISON(kernel_launch);
     KEEL_FAKE_POISON(memcpy_h2d_inline);
+    KEEL_FAKE_POISON(device_native_handle);
+    KEEL_FAKE_POISON(stream_native_handle);
 #undef KEEL_FAKE_POISON
+#elif KEEL_FAKE_VARIANT == KEEL_FAKE_NEWER_MINOR
+    // As a plugin built against the next minor: two more entries that this
+    // runtime does not know and must never call.
+    t.abi_minor = KEEL_ABI_VERSION_MINOR + 1;
+    t.struct_size = sizeof(ExtendedTable);
+    g_extended.future_entry_a = &NeverCalled<decltype(g_extended.future_entry_a)>::call;
+    g_extended.future_entry_b = &NeverCalled<decltype(g_extended.future_entry_b)>::call;
 #endif
 }
 
@@ -694,6 +780,9 @@ keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_INIT_FAILS
         return Error(KEEL_STATUS_UNAVAILABLE, "simulated initialisation failure (no driver)");
 #else
+        const char* fail = std::getenv("KEEL_FAKE_FAIL");
+        failing_entry() = fail != nullptr ? fail : "";
+        KEEL_TRY(injected_failure("keel_plugin_init"));
         keel::plugin::HostLog::install(host);
         g_state = std::make_unique<PluginState>();
         for (std::uint32_t i = 0; i < kDeviceCount; ++i) {

@@ -115,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BrokenCase{"no_entry", "noentry", KEEL_STATUS_NOT_FOUND, "no entry symbol 'keel_plugin_init'"},
         BrokenCase{"wrong_major", "wrongmajor", KEEL_STATUS_VERSION_MISMATCH,
-                   "plugin implements ABI 2.0, this runtime implements ABI 1.0"},
+                   "plugin implements ABI " + std::to_string(KEEL_ABI_VERSION_MAJOR + 1) + "." +
+                       std::to_string(KEEL_ABI_VERSION_MINOR) + ", this runtime implements ABI " +
+                       std::to_string(KEEL_ABI_VERSION_MAJOR) + "." + std::to_string(KEEL_ABI_VERSION_MINOR)},
         BrokenCase{"init_fails", "initfail", KEEL_STATUS_UNAVAILABLE,
                    "keel_plugin_init failed: [initfail keel_plugin_init] simulated initialisation failure"},
         BrokenCase{"missing_required", "norequired", KEEL_STATUS_UNIMPLEMENTED,
@@ -235,17 +237,18 @@ TEST(Loader, TheSameFileListedTwiceLoadsOnceAndIsNotADuplicate) {
     EXPECT_TRUE(rt->rejected_plugins().empty());
 }
 
-TEST(Loader, DefaultDirectoriesAreTheBuildTreeAndTheInstall) {
+TEST(Loader, TheDefaultDirectoryIsKeelPluginsBesideTheRuntimeLibrary) {
+    // Found from where libkeel_runtime.so is at run time (here the build
+    // tree's <libdir>, which mirrors the install), never compiled in.
     auto dirs = Runtime::default_plugin_dirs();
-    ASSERT_EQ(dirs.size(), 2u);
-    EXPECT_EQ(dirs[0].origin, "build tree");
-    EXPECT_EQ(dirs[1].origin, "install");
-    EXPECT_TRUE(dirs[1].path.string().ends_with("keel/plugins")) << dirs[1].path;
+    ASSERT_EQ(dirs.size(), 1u);
+    EXPECT_EQ(dirs[0].origin, "beside the runtime");
+    EXPECT_EQ(dirs[0].path, std::filesystem::canonical(KEEL_BUILD_PLUGIN_DIR)) << dirs[0].path;
     RuntimeOptions o;
     o.use_env_plugin_path = false;
     auto rt = Runtime::create(o);
     ASSERT_TRUE(rt.ok());
-    ASSERT_EQ(rt->search_path().size(), 2u);
+    ASSERT_EQ(rt->search_path().size(), 1u);
     EXPECT_EQ(rt->search_path()[0].path, dirs[0].path);
 }
 

@@ -228,7 +228,7 @@ TEST(BlockAllocator, RecordingOnTheOwnStreamIsANoOp) {
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
 }
 
-TEST(BlockAllocator, RepeatedRecordsOnOneStreamReuseOneEventAndCoverTheLatestUse) {
+TEST(BlockAllocator, RepeatedRecordsOnOneStreamKeepOneUseAndCoverTheLatestUse) {
     Rig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
@@ -239,8 +239,9 @@ TEST(BlockAllocator, RepeatedRecordsOnOneStreamReuseOneEventAndCoverTheLatestUse
     rig.device.enqueue_access(s2, Rig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
     EXPECT_EQ(uses.size(), 1u);
-    EXPECT_EQ(rig.device.counters().events_created, 1u);
+    EXPECT_EQ(rig.device.counters().events_created, 0u);  // recorded at the free
     rig.allocator.free(a, std::move(uses));
+    EXPECT_EQ(rig.device.counters().events_created, 1u);
     rig.device.complete(s2, 1);  // only the first use is done
     rig.allocator.sweep();
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 1u);
@@ -274,7 +275,36 @@ TEST(BlockAllocator, AStuckStreamDoesNotHoldBackBlocksWaitingOnOtherStreams) {
     rig.device.set_stuck(stuck, false);
 }
 
-TEST(BlockAllocator, BlocksComeBackInRecordOrderOfTheUsingStream) {
+// PyTorch's record_stream: the event is recorded at the free, so a use
+// enqueued after record_stream (but before the free) is covered too.
+TEST(BlockAllocator, RecordStreamBeforeTheUseIsEnqueuedStillCoversTheUse) {
+    Rig rig;
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    Block* a = rig.alloc(s1, 4096);
+    const keel_device_addr first = Rig::addr(a);
+    std::vector<RecordedUse> uses;
+    ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());  // before the use
+    EXPECT_EQ(rig.device.counters().events_created, 0u);      // no plugin call at record time
+    rig.device.enqueue_access(s2, first, 4096);
+    rig.allocator.free(a, std::move(uses));
+    EXPECT_EQ(rig.allocator.stats().pending_free_count, 1u);
+    Block* b = rig.alloc(s1, 4096);
+    EXPECT_NE(Rig::addr(b), first);
+    rig.device.complete(s2);
+    rig.allocator.sweep();
+    EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
+    Block* c = rig.alloc(s1, 4096);
+    EXPECT_EQ(Rig::addr(c), first);
+    rig.device.enqueue_access(s1, Rig::addr(c), 4096);
+    EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
+    rig.allocator.free(b, {});
+    rig.allocator.free(c, {});
+}
+
+// Events are recorded at the free: each pending block waits for everything
+// its recorded stream enqueued before the free, not only up to the record.
+TEST(BlockAllocator, APendingBlockWaitsForAllWorkEnqueuedBeforeItsFree) {
     Rig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
@@ -285,15 +315,19 @@ TEST(BlockAllocator, BlocksComeBackInRecordOrderOfTheUsingStream) {
     ASSERT_TRUE(rig.allocator.record_use(early, s2, ue).ok());
     rig.device.enqueue_access(s2, Rig::addr(late), 4096);
     ASSERT_TRUE(rig.allocator.record_use(late, s2, ul).ok());
-    // Freed in the opposite order of their uses.
+    rig.device.enqueue_access(s2, Rig::addr(early), 4096);  // a later use of `early`, not re-recorded
     rig.allocator.free(late, std::move(ul));
     rig.allocator.free(early, std::move(ue));
-    rig.device.complete(s2, 1);
+    rig.device.complete(s2, 2);
     rig.allocator.sweep();
-    EXPECT_EQ(rig.allocator.stats().pending_free_count, 1u);  // the early one came back
+    EXPECT_EQ(rig.allocator.stats().pending_free_count, 2u);  // both wait for the third access
     rig.device.complete(s2);
     rig.allocator.sweep();
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
+    Block* again = rig.alloc(s1, 8192);
+    rig.device.enqueue_access(s1, Rig::addr(again), 8192);
+    EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
+    rig.allocator.free(again, {});
 }
 
 TEST(BlockAllocator, PendingFreesComeBackWhenWorkCompletesEvenIfNothingAllocates) {
@@ -575,6 +609,75 @@ TEST(BlockAllocator, InvalidRequestsAreRejectedWithClearErrors) {
     auto null_stream = rig.allocator.allocate(nullptr, 16);
     ASSERT_FALSE(null_stream.ok());
     EXPECT_NE(null_stream.error().message().find("stream is null"), std::string::npos);
+}
+
+AllocatorConfig checked(std::uint64_t quarantine = 0) {
+    AllocatorConfig config;
+    config.checked = true;
+    config.quarantine_bytes = quarantine;
+    return config;
+}
+
+bool mentions(const Result<void>& r, const std::string& what) {
+    return !r.ok() && r.error().message().find(what) != std::string::npos;
+}
+
+TEST(BlockAllocator, CheckedModeRefusesARangeOneBytePastItsBuffer) {
+    Rig rig({}, checked());
+    keel_stream s = rig.device.make_stream();
+    Block* a = rig.alloc(s, 1000);
+    Block* b = rig.alloc(s, 1000);
+    const keel_device_addr at = Rig::addr(a);
+    EXPECT_TRUE(rig.allocator.check_view("copy", "the destination", at, 1000).ok());
+    EXPECT_TRUE(rig.allocator.check_view("copy", "the destination", at + 999, 1).ok());
+    const Result<void> past = rig.allocator.check_view("copy", "the destination", at, 1001);
+    ASSERT_FALSE(past.ok());
+    EXPECT_EQ(past.error().code(), KEEL_STATUS_OUT_OF_RANGE);
+    EXPECT_TRUE(mentions(past, "runs 1 byte(s) past the end")) << past.error().message();
+    // The rounding slack and the guard belong to nobody.
+    EXPECT_TRUE(mentions(rig.allocator.check_view("copy", "the source", at + 1000, 1), "starts past the end"));
+    EXPECT_GE(BlockAllocator::size(a), 1000u + CheckedBlocks::kGuardBytes);
+    // Memory the allocator does not own is left to the plugin.
+    EXPECT_TRUE(rig.allocator.check_view("copy", "the source", 1, 8).ok());
+    rig.allocator.free(a, {});
+    rig.allocator.free(b, {});
+}
+
+TEST(BlockAllocator, CheckedModeRefusesAStaleViewAndQuarantinesTheBlock) {
+    Rig rig({}, checked(1 * MiB));
+    keel_stream s = rig.device.make_stream();
+    Block* a = rig.alloc(s, 4096);
+    const keel_device_addr at = Rig::addr(a);
+    rig.allocator.free(a, {});
+    const Result<void> stale = rig.allocator.check_view("memset", "the destination", at, 16);
+    EXPECT_TRUE(mentions(stale, "use after free")) << (stale.ok() ? "accepted" : stale.error().message());
+    Block* b = rig.alloc(s, 4096);
+    EXPECT_NE(Rig::addr(b), at);  // quarantined, not handed out again
+    EXPECT_TRUE(rig.allocator.check_view("memset", "the destination", Rig::addr(b), 4096).ok());
+    rig.allocator.free(b, {});
+}
+
+TEST(BlockAllocator, WithoutCachingEveryBufferIsAPluginAllocationFreedAfterItsWork) {
+    AllocatorConfig config;
+    config.caching = false;
+    Rig rig({}, config);
+    keel_stream s1 = rig.device.make_stream();
+    keel_stream s2 = rig.device.make_stream();
+    Block* a = rig.alloc(s1, 4096);
+    Block* b = rig.alloc(s1, 4096);
+    EXPECT_EQ(rig.allocator.stats().raw_allocations, 2u);
+    std::vector<RecordedUse> uses;
+    rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+    ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
+    rig.device.enqueue_work(s1);
+    rig.allocator.free(a, std::move(uses));  // waits for s1 and the use (the host wait runs them), then frees
+    EXPECT_EQ(rig.device.unfinished(s1), 0u);
+    EXPECT_EQ(rig.device.unfinished(s2), 0u);
+    rig.allocator.free(b, {});
+    const AllocatorStats st = rig.allocator.stats();
+    EXPECT_EQ(st.raw_frees, 2u);
+    EXPECT_EQ(st.reserved_bytes, 0u);
+    EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
 }
 
 TEST(BlockAllocator, ManyThreadsAllocateFreeAndRecordConcurrently) {

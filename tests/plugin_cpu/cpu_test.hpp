@@ -79,31 +79,15 @@ private:
     std::vector<std::thread::id> threads_;
 };
 
-class CpuPluginTest : public ::testing::Test {
-protected:
-    // Override to initialise the plugin with KEEL_CPU_* settings.
-    virtual ScopedEnv::Vars environment() const { return {}; }
-
-    void SetUp() override {
-        plugin_ = std::make_unique<LoadedPlugin>(environment());
-        ASSERT_FALSE(plugin_->init_error()) << plugin_->init_error()->message;
-    }
-    void TearDown() override {
-        if (!plugin_ || plugin_->init_error()) return;
-        for (auto& g : gates_) g->open();  // a test that failed early must not hang teardown
-        for (keel_event e : events_) take(api().event_destroy(e));
-        for (keel_stream s : streams_) take(api().stream_destroy(s));
-        for (keel_device_addr a : allocations_) take(api().device_free(dev(), a));
-        for (void* p : pinned_) take(api().host_free(dev(), p));
-        plugin_.reset();
-        gates_.clear();  // after every worker that could wait on them is gone
-    }
-
+// The handles a test made on a loaded plugin, released by release() in
+// whatever state the test left them (a failed test must not hang or leak).
+class Handles {
+public:
     const keel_plugin_api& api() const { return plugin_->api(); }
     keel_device dev() const { return plugin_->device(); }
     LoadedPlugin& plugin() { return *plugin_; }
 
-    // Handles released by TearDown (tests may release earlier with forget_*).
+    // Handles released by release() (tests may release earlier with forget_*).
     keel_stream stream() {
         keel_stream s = nullptr;
         auto e = take(api().stream_create(dev(), 0, &s));
@@ -136,13 +120,30 @@ protected:
     void forget_pinned(void* p) { std::erase(pinned_, p); }
     void forget_stream(keel_stream s) { std::erase(streams_, s); }
 
-    // Blocks `s`'s worker until the returned gate opens. The fixture owns
-    // the gate and keeps it until every stream is destroyed.
+    // Blocks `s`'s worker until the returned gate opens. The gate is kept
+    // until every stream is destroyed.
     Gate* block(keel_stream s) {
         gates_.push_back(std::make_unique<Gate>());
         Gate* g = gates_.back().get();
         KEEL_EXPECT_OK(g->hold(api(), s));
         return g;
+    }
+
+    keel_kernel kernel(const char* name) {
+        keel_kernel k = nullptr;
+        auto e = take(api().kernel_get(dev(), name, &k));
+        EXPECT_FALSE(e) << e->message;
+        return k;
+    }
+    // fill(out, value)
+    std::optional<CError> fill(keel_stream s, keel_device_addr out, uint64_t bytes, float value) {
+        const LaunchArgs l({buffer_arg(out, bytes), f32_arg(value)});
+        return take(api().kernel_launch(s, kernel("fill"), l.get()));
+    }
+    // y = alpha * x + y
+    std::optional<CError> axpy(keel_stream s, float alpha, keel_device_addr x, keel_device_addr y, uint64_t bytes) {
+        const LaunchArgs l({f32_arg(alpha), buffer_arg(x, bytes), buffer_arg(y, bytes)});
+        return take(api().kernel_launch(s, kernel("axpy"), l.get()));
     }
 
     std::vector<float> read_f32(keel_stream s, keel_device_addr a, size_t n) {
@@ -153,13 +154,57 @@ protected:
         EXPECT_FALSE(e) << e->message;
         return out;
     }
+    // Messages the plugin logged at `level` or above.
+    std::vector<std::string> logs_at_least(keel_log_level level) const {
+        std::vector<std::string> out;
+        for (const auto& l : plugin_->logs())
+            if (l.level >= level) out.push_back(l.message);
+        return out;
+    }
 
-    std::unique_ptr<LoadedPlugin> plugin_;
+protected:
+    void attach(LoadedPlugin& plugin) { plugin_ = &plugin; }
+    // Opens the gates and releases every handle, ignoring errors.
+    void release() {
+        for (auto& g : gates_) g->open();
+        for (keel_event e : events_) take(api().event_destroy(e));
+        for (keel_stream s : streams_) take(api().stream_destroy(s));
+        for (keel_device_addr a : allocations_) take(api().device_free(dev(), a));
+        for (void* p : pinned_) take(api().host_free(dev(), p));
+    }
+    // After every worker that could wait on a gate is gone.
+    void drop_gates() { gates_.clear(); }
+
     std::vector<keel_stream> streams_;
+
+private:
+    LoadedPlugin* plugin_ = nullptr;
     std::vector<keel_event> events_;
     std::vector<keel_device_addr> allocations_;
     std::vector<void*> pinned_;
     std::vector<std::unique_ptr<Gate>> gates_;
+};
+
+// A freshly initialised plugin per test.
+class CpuPluginTest : public ::testing::Test, public Handles {
+protected:
+    // Override to initialise the plugin with KEEL_CPU_* settings.
+    virtual ScopedEnv::Vars environment() const { return {}; }
+
+    void SetUp() override {
+        owned_ = std::make_unique<LoadedPlugin>(environment());
+        ASSERT_FALSE(owned_->init_error()) << owned_->init_error()->message;
+        attach(*owned_);
+    }
+    void TearDown() override {
+        if (!owned_ || owned_->init_error()) return;
+        release();
+        owned_.reset();
+        drop_gates();
+    }
+
+private:
+    std::unique_ptr<LoadedPlugin> owned_;
 };
 
 }  // namespace keel::cpu::testing

@@ -1,6 +1,8 @@
-// Checker mode: each planted asynchronous lifetime bug is caught,
-// and its twin doing the right thing passes cleanly.
-#include "cpu_test.hpp"
+// Checker mode: each planted asynchronous lifetime bug is caught, and its
+// twin doing the right thing passes cleanly. (Happens-before findings:
+// test_checker_order.cpp, test_checker_frees.cpp, test_checker_ranges.cpp,
+// test_checker_allocator.cpp.)
+#include "checked_session.hpp"
 
 #include "poison.hpp"
 
@@ -9,28 +11,13 @@
 namespace keel::cpu::testing {
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
-}
-
 class CheckerTest : public CpuPluginTest {
 protected:
     ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_CHECK", "1"}}; }
-
-    std::vector<std::string> error_logs() {
-        std::vector<std::string> out;
-        for (const auto& l : plugin().logs())
-            if (l.level >= KEEL_LOG_WARN) out.push_back(l.message);
-        return out;
-    }
-    keel_kernel kernel(const char* name) {
-        keel_kernel k = nullptr;
-        take(api().kernel_get(dev(), name, &k));
-        return k;
-    }
+    std::vector<std::string> error_logs() const { return logs_at_least(KEEL_LOG_WARN); }
     void fill(keel_stream s, keel_device_addr a, uint64_t bytes, float v) {
-        const LaunchArgs l({buffer_arg(a, bytes), f32_arg(v)});
-        KEEL_ASSERT_OK(api().kernel_launch(s, kernel("fill"), l.get()));
+        auto e = Handles::fill(s, a, bytes, v);
+        ASSERT_FALSE(e) << e->message;
     }
 };
 
@@ -49,7 +36,12 @@ TEST_F(CheckerTest, FreeingPinnedMemoryWhileItsCopyIsQueuedIsReportedNamingBoth)
     EXPECT_TRUE(contains(e->message, "[cpu host_free] late free: pinned allocation #")) << e->message;
     EXPECT_TRUE(contains(e->message, "memcpy_h2d #2 on stream")) << e->message;
     gate->open();
-    KEEL_EXPECT_OK(api().stream_synchronize(s));  // the refused free kept the memory valid
+    // The finding is sticky on the copy's stream; the refused free kept the memory valid.
+    auto synced = take(api().stream_synchronize(s));
+    ASSERT_TRUE(synced);
+    EXPECT_TRUE(contains(synced->message, "late free: pinned allocation #")) << synced->message;
+    KEEL_EXPECT_OK(api().host_free(dev(), p));  // now ordered after the copy: freed, no leak
+    forget_pinned(p);
 }
 
 TEST_F(CheckerTest, FreeingPinnedMemoryAfterItsCopyCompletedIsClean) {
@@ -123,8 +115,12 @@ TEST_F(CheckerTest, FreeingDeviceMemoryAKernelOnAnotherStreamStillUsesIsReported
     EXPECT_TRUE(contains(e->message, "late free: device allocation #")) << e->message;
     EXPECT_TRUE(contains(e->message, "kernel fill #2 on stream 2")) << e->message;
     gate->open();
-    KEEL_EXPECT_OK(api().stream_synchronize(consumer));
-    (void)producer;
+    auto synced = take(api().stream_synchronize(consumer));
+    ASSERT_TRUE(synced) << "the late free is sticky on the stream that used the memory";
+    EXPECT_EQ(synced->code, KEEL_STATUS_FAILED_PRECONDITION);
+    KEEL_EXPECT_OK(api().stream_synchronize(producer));  // not involved
+    KEEL_EXPECT_OK(api().device_free(dev(), x));         // ordered now: freed, no leak
+    forget_allocation(x);
 }
 
 TEST_F(CheckerTest, FreeingDeviceMemoryAfterWaitingForTheKernelsEventIsClean) {
@@ -214,17 +210,20 @@ TEST_F(CheckerTest, ADeviceToHostToDeviceRoundTripThroughOneBufferIsNotAFalseAla
 
 // --- 4. out-of-bounds copy ---------------------------------------------------
 
-TEST_F(CheckerTest, AnOutOfBoundsCopyFailsItsStreamAndCorruptsNothing) {
+TEST_F(CheckerTest, AnOutOfBoundsCopyIsRefusedAtEnqueueFailsItsStreamAndCorruptsNothing) {
     keel_stream s = stream();
     keel_device_addr a = alloc(256), neighbour = alloc(256);
     KEEL_ASSERT_OK(api().memset_d8(s, neighbour, 0x33, 256));
     std::vector<uint8_t> big(1024, 0xEE);
-    KEEL_ASSERT_OK(api().memcpy_h2d(s, a + 128, big.data(), 1024));
-    auto e = take(api().stream_synchronize(s));
+    auto e = take(api().memcpy_h2d(s, a + 128, big.data(), 1024));
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code, KEEL_STATUS_OUT_OF_RANGE);
-    EXPECT_TRUE(contains(e->message, "[cpu memcpy_h2d] stream 1: destination")) << e->message;
+    EXPECT_TRUE(contains(e->message, "[cpu memcpy_h2d] out of range: memcpy_h2d #2 on stream 1: destination"))
+        << e->message;
     EXPECT_TRUE(contains(e->message, "runs past the end of allocation #1")) << e->message;
+    e = take(api().stream_synchronize(s));  // sticky
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, KEEL_STATUS_OUT_OF_RANGE);
     keel_stream t = stream();
     std::vector<uint8_t> back(256);
     KEEL_ASSERT_OK(api().memcpy_d2h(t, back.data(), neighbour, 256));
@@ -251,6 +250,27 @@ TEST_F(CheckerTest, UsingAFreedAddressIsReportedEvenAfterNewAllocations) {
     forget_allocation(old);
     keel_device_addr fresh = alloc(512);
     EXPECT_NE(fresh, old) << "guarded mode must not reuse a freed address";
+    auto e = take(api().memset_d8(s, old, 1, 512));  // refused at enqueue
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, KEEL_STATUS_OUT_OF_RANGE);
+    EXPECT_TRUE(contains(e->message, "[cpu memset_d8] use after free: memset_d8 #1 on stream 1: destination"))
+        << e->message;
+    EXPECT_TRUE(contains(e->message, "freed allocation #1")) << e->message;
+    e = take(api().stream_synchronize(s));
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, KEEL_STATUS_OUT_OF_RANGE);
+}
+
+// Without happens-before checking the same use is caught when it runs.
+class CheckerWithoutRaces : public CheckerTest {
+    ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_CHECK", "1"}, {"KEEL_CPU_CHECK_RACES", "0"}}; }
+};
+
+TEST_F(CheckerWithoutRaces, UsingAFreedAddressFailsTheStreamWhenItRuns) {
+    keel_stream s = stream();
+    keel_device_addr old = alloc(512);
+    KEEL_ASSERT_OK(api().device_free(dev(), old));
+    forget_allocation(old);
     KEEL_ASSERT_OK(api().memset_d8(s, old, 1, 512));
     auto e = take(api().stream_synchronize(s));
     ASSERT_TRUE(e);

@@ -6,12 +6,6 @@ namespace {
 
 class CpuKernels : public CpuPluginTest {
 protected:
-    keel_kernel kernel(const char* name) {
-        keel_kernel k = nullptr;
-        auto e = take(api().kernel_get(dev(), name, &k));
-        EXPECT_FALSE(e) << e->message;
-        return k;
-    }
     std::optional<CError> launch(keel_stream s, keel_kernel k, const std::vector<keel_kernel_arg>& args) {
         const LaunchArgs l(args);
         return take(api().kernel_launch(s, k, l.get()));

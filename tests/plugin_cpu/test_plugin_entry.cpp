@@ -11,8 +11,11 @@ TEST(CpuPluginEntry, RefusesADifferentMajorNamingBothVersions) {
     ASSERT_TRUE(p.init_error());
     EXPECT_EQ(p.init_error()->code, KEEL_STATUS_VERSION_MISMATCH);
     const std::string& m = p.init_error()->message;
-    EXPECT_NE(m.find("2.0"), std::string::npos) << m;
-    EXPECT_NE(m.find("1.0"), std::string::npos) << m;
+    const std::string offered = std::to_string(KEEL_ABI_VERSION_MAJOR + 1) + ".";
+    const std::string implemented =
+        std::to_string(KEEL_ABI_VERSION_MAJOR) + "." + std::to_string(KEEL_ABI_VERSION_MINOR);
+    EXPECT_NE(m.find(offered), std::string::npos) << m;
+    EXPECT_NE(m.find(implemented), std::string::npos) << m;
     EXPECT_EQ(m.rfind("[cpu keel_plugin_init]", 0), 0u) << m;
 }
 
@@ -41,10 +44,13 @@ TEST_F(CpuPluginTable, ImplementsEveryEntryOfThisVersion) {
     EXPECT_EQ(a.abi_major, KEEL_ABI_VERSION_MAJOR);
     EXPECT_EQ(a.abi_minor, KEEL_ABI_VERSION_MINOR);
     EXPECT_EQ(a.struct_size, KEEL_PLUGIN_API_STRUCT_SIZE);
-    // Every pointer after the header is set (required and optional alike).
+    // Every pointer of 1.0 after the header is set (required and optional
+    // alike); 1.1's native handles are absent: a CPU has no driver object.
     const auto* entries = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&a) + 16);
-    const size_t n = (KEEL_PLUGIN_API_STRUCT_SIZE - 16) / sizeof(void*);
+    const size_t n = (KEEL_PLUGIN_API_STRUCT_SIZE_1_0 - 16) / sizeof(void*);
     for (size_t i = 0; i < n; ++i) EXPECT_NE(entries[i], nullptr) << "entry " << i;
+    EXPECT_EQ(a.device_native_handle, nullptr);
+    EXPECT_EQ(a.stream_native_handle, nullptr);
 }
 
 TEST_F(CpuPluginTable, DescribesOneCpuDeviceThatIsNotHostAddressable) {

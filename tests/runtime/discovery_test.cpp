@@ -39,13 +39,13 @@ TEST(Discovery, SearchOrderIsOptionsThenEnvironmentThenDefaults) {
     o.plugin_path = {"/opt1"};
     auto path = build_search_path(o);
     ::unsetenv("KEEL_PLUGIN_PATH");
-    ASSERT_EQ(path.size(), 5u);
+    ASSERT_EQ(path.size(), 4u);
     EXPECT_EQ(path[0].path, "/opt1");
     EXPECT_EQ(path[0].origin, "options");
     EXPECT_EQ(path[1].path, "/env1");
     EXPECT_EQ(path[2].origin, "KEEL_PLUGIN_PATH");
-    EXPECT_EQ(path[3].origin, "build tree");
-    EXPECT_EQ(path[4].origin, "install");
+    EXPECT_EQ(path[3].origin, "beside the runtime");
+    EXPECT_EQ(path[3].path.filename(), "plugins");
 }
 
 TEST(Logging, LevelNamesAreParsedCaseInsensitively) {

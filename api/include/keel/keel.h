@@ -83,6 +83,59 @@
  *   memory is not host-addressable doing so faults). Address arithmetic
  *   (addr + offset within an allocation) is allowed. Pinned host memory is an
  *   ordinary host pointer, page-locked where the device supports it.
+ *
+ * Plugin files and where the runtime finds them
+ *   A plugin is a file named libkeel_<type>.so, <type> of [a-z0-9_]+ and
+ *   equal to plugin_info's device_type; its devices are "<type>:<index>".
+ *   The runtime searches, in order: RuntimeOptions::plugin_path, the
+ *   colon-separated KEEL_PLUGIN_PATH, then keel/plugins beside
+ *   libkeel_runtime.so (an install's <libdir>/keel/plugins, found from where
+ *   the library is at run time). Directories are scanned for libkeel_*.so in
+ *   name order; the first plugin of a type wins and later ones are rejected.
+ *   The SDK builds such a file exporting only keel_plugin_init: CMake's
+ *   find_package(keel) + keel_add_plugin, or pkg-config keel-plugin-sdk.
+ *
+ * Conformance (keel-cts, installed with keel)
+ *   `keel-cts <plugin file or directory>` checks the file (exports, version
+ *   negotiation, table, capability flags) and runs keel's conformance suite
+ *   on each device. [required] entries are tested; a test that needs an
+ *   absent [optional] entry is reported skipped with the reason, never
+ *   failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
+ *   iff event_elapsed_time is present, KEEL_DEVICE_CAP_PINNED_MEMORY only
+ *   with host_alloc; host_alloc/host_free and kernel_get/kernel_launch are
+ *   pairs. Kernels: the argument layouts of fill, axpy, lerp and lerp_grad
+ *   (order, kinds, dtypes, element counts) are in docs/kernels.md, installed
+ *   as <prefix>/share/doc/keel/kernels.md; a plugin with kernel_get serves
+ *   at least fill and axpy.
+ *
+ * Edge cases (every plugin answers them the same way)
+ *   - A copy or memset of 0 bytes succeeds and enqueues nothing (its host
+ *     pointer may then be NULL; its device address is not checked).
+ *   - device_free of an address that is not a live allocation of that
+ *     device (a second free, another device's memory) is
+ *     KEEL_STATUS_INVALID_ARGUMENT where the plugin keeps a registry, else
+ *     undefined. The runtime frees each allocation exactly once.
+ *   - Device memory of another device passed to a copy, memset or kernel is
+ *     outside this device's allocations: KEEL_STATUS_OUT_OF_RANGE (copies)
+ *     or KEEL_STATUS_INVALID_ARGUMENT (kernel arguments) where the plugin
+ *     can tell; a stream, event or kernel handle of another device is
+ *     KEEL_STATUS_INVALID_ARGUMENT where it can tell. The runtime checks
+ *     devices before it calls, so it never passes either.
+ *   - device_get with index >= device_count is KEEL_STATUS_NOT_FOUND.
+ *   - event_elapsed_time never waits: an event not yet complete (or never
+ *     recorded), like one created without KEEL_EVENT_TIMING, is
+ *     KEEL_STATUS_FAILED_PRECONDITION.
+ *   - stream_enqueue_host_func on a stream already known to be in error
+ *     returns that error and enqueues nothing (fn never runs; user_data
+ *     stays the caller's). A function enqueued before the failure runs with
+ *     the error as its status (see keel_host_fn).
+ *
+ * Data models
+ *   ILP32 and LP64 (32- and 64-bit Linux, macOS): the layout checks at the
+ *   end of this file hold on both; the structs with 64-bit fields are
+ *   pinned to exact sizes on LP64 only, since 32-bit ABIs pad uint64_t
+ *   differently (struct_size still lets both sides agree). keel's CI
+ *   compiles this header for i686, armv7, x32, aarch64 and x86_64.
  * ---------------------------------------------------------------------------
  */
 #ifndef KEEL_KEEL_H
@@ -96,7 +149,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 0u
+#define KEEL_ABI_VERSION_MINOR 1u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -106,8 +159,14 @@ extern "C" {
 
 #if defined(__cplusplus)
 #define KEEL_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
-#else
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define KEEL_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#else
+/* C99: an array of negative size fails to compile. */
+#define KEEL_STATIC_ASSERT_NAME2(line) keel_static_assert_line_##line
+#define KEEL_STATIC_ASSERT_NAME(line) KEEL_STATIC_ASSERT_NAME2(line)
+#define KEEL_STATIC_ASSERT(cond, msg) \
+    typedef char KEEL_STATIC_ASSERT_NAME(__LINE__)[(cond) ? 1 : -1]
 #endif
 
 /* Size of a struct up to and including `last_field`. */
@@ -338,6 +397,39 @@ typedef enum keel_event_flags {
 typedef void (*keel_host_fn)(void* user_data, keel_status status);
 
 /* ======================================================================== */
+/* Native handles (ABI 1.1)                                                 */
+/* ======================================================================== */
+
+/* What a keel_native_handle holds. A framework checks the kind before it
+ * casts `value`; a kind it does not know means "not for you". */
+typedef enum keel_native_handle_kind {
+    KEEL_NATIVE_HANDLE_NONE = 0,
+    /* CUDA: a CUdevice ordinal (int) in `value`. */
+    KEEL_NATIVE_HANDLE_CUDA_DEVICE = 1,
+    /* CUDA: a cudaStream_t (== CUstream) in `value` (uintptr_t). */
+    KEEL_NATIVE_HANDLE_CUDA_STREAM = 2,
+    /* Level Zero: a ze_device_handle_t in `value` (uintptr_t). */
+    KEEL_NATIVE_HANDLE_LEVEL_ZERO_DEVICE = 3,
+    /* Level Zero: an immediate ze_command_list_handle_t in `value`. */
+    KEEL_NATIVE_HANDLE_LEVEL_ZERO_COMMAND_LIST = 4,
+    /* Level Zero: a ze_command_queue_handle_t in `value`. */
+    KEEL_NATIVE_HANDLE_LEVEL_ZERO_COMMAND_QUEUE = 5,
+    /* Kinds from here on are defined (and documented) by one plugin. */
+    KEEL_NATIVE_HANDLE_PLUGIN_DEFINED = 0x10000,
+    KEEL_NATIVE_HANDLE_KIND_FORCE_UINT32 = 0x7fffffff
+} keel_native_handle_kind;
+
+/* The driver object behind a keel handle, so a framework can run a vendor
+ * library (cuBLAS, NCCL, oneDNN) on keel's device and stream. */
+typedef struct keel_native_handle {
+    size_t struct_size;            /* [in] set by the caller */
+    keel_native_handle_kind kind;  /* what `value` is */
+    /* The handle: a pointer converted through uintptr_t, or an integer. */
+    uint64_t value;
+} keel_native_handle;
+#define KEEL_NATIVE_HANDLE_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_native_handle, value)
+
+/* ======================================================================== */
 /* The plugin table                                                         */
 /* ======================================================================== */
 
@@ -513,9 +605,30 @@ typedef struct keel_plugin_api {
     keel_error* (*memcpy_h2d_inline)(keel_stream stream, keel_device_addr dst,
                                      const void* src, uint64_t size);
 
+    /* ---- ABI 1.1 ---------------------------------------------------- */
+
+    /* [optional, 1.1] The driver's device behind `device` (kind and value;
+     * the plugin writes the fields that fit `out->struct_size`). Owned by
+     * the plugin and valid until plugin_shutdown: the caller must not
+     * release it. Absent (or UNIMPLEMENTED) where no driver object exists,
+     * as on the CPU plugin. */
+    keel_error* (*device_native_handle)(keel_device device, keel_native_handle* out);
+
+    /* [optional, 1.1] The driver's queue behind `stream` (e.g. the
+     * cudaStream_t). Owned by the plugin and valid until stream_destroy:
+     * the caller must not destroy it. Work the caller submits to it is
+     * ordered with the keel work of the stream in submission order (both
+     * ways), like work of the stream itself; it must not be used from a
+     * host function. */
+    keel_error* (*stream_native_handle)(keel_stream stream, keel_native_handle* out);
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
+/* The table's size at each minor: a plugin built against minor N writes
+ * exactly this struct_size (keel-cts checks it). */
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -563,7 +676,10 @@ KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 4 * sizeof(void*),
                    "keel_host_services layout changed");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 4 * sizeof(void*), "keel_plugin_info layout changed");
 KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_launch_args layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 30 * sizeof(void*),
+KEEL_STATIC_ASSERT(sizeof(keel_native_handle_kind) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_0 == 8 + 30 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 32 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 
 /* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
@@ -574,7 +690,8 @@ KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 32, "keel_error layout changed");
 KEEL_STATIC_ASSERT(KEEL_DEVICE_PROPERTIES_STRUCT_SIZE == 360,
                    "keel_device_properties layout changed");
 KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 29 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 31 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 #endif
 

@@ -186,17 +186,19 @@ std::optional<AllocationInfo> AddressSpace::find_live(keel_device_addr addr) con
     return AllocationInfo{v.id, make_addr(slot), v.size};
 }
 
-Result<std::byte*> AddressSpace::translate(keel_device_addr addr, std::uint64_t size) const {
+Result<AddressSpace::Resolved> AddressSpace::resolve(keel_device_addr addr, std::uint64_t size,
+                                                    bool late_host) const {
     if ((addr >> 56) != (kDeviceAddrTag >> 56)) [[unlikely]]
         return Error(KEEL_STATUS_OUT_OF_RANGE, hex(addr) + " is not a device address (a host pointer?)");
     const std::uint32_t slot = static_cast<std::uint32_t>((addr >> kSlotShift) & 0xFFFFF);
     const std::uint64_t offset = addr & kOffsetMask;
     const Slot* s = slot == 0 ? nullptr : slot_at(slot);
     const SlotView v = s ? read(*s) : SlotView{SlotState::empty, nullptr, 0, 0};
+    const AllocationInfo info{v.id, make_addr(slot), v.size};
     if (v.state != SlotState::live) [[unlikely]] {
         if (v.state == SlotState::freed) {
-            if (!check_.guard && v.host != nullptr && offset <= v.size && size <= v.size - offset)
-                return v.host + offset;  // unguarded late use: the poisoned storage
+            if (late_host && !check_.guard && v.host != nullptr && offset <= v.size && size <= v.size - offset)
+                return Resolved{v.host + offset, info};  // unguarded late use: the poisoned storage
             return Error(KEEL_STATUS_OUT_OF_RANGE,
                          hex(addr) + " is in freed allocation #" + std::to_string(v.id) + " (" +
                              hex(make_addr(slot)) + ", " + std::to_string(v.size) + " bytes): use after free");
@@ -205,9 +207,18 @@ Result<std::byte*> AddressSpace::translate(keel_device_addr addr, std::uint64_t 
     }
     if (offset > v.size || size > v.size - offset) [[unlikely]]
         return Error(KEEL_STATUS_OUT_OF_RANGE,
-                     "[" + hex(addr) + ", +" + std::to_string(size) + " bytes) runs past the end of " +
-                         describe(AllocationInfo{v.id, make_addr(slot), v.size}));
-    return v.host + offset;
+                     "[" + hex(addr) + ", +" + std::to_string(size) + " bytes) runs past the end of " + describe(info));
+    return Resolved{v.host + offset, info};
+}
+
+Result<std::byte*> AddressSpace::translate(keel_device_addr addr, std::uint64_t size) const {
+    KEEL_TRY_ASSIGN(Resolved r, resolve(addr, size, true));
+    return r.host;
+}
+
+Result<AllocationInfo> AddressSpace::locate(keel_device_addr addr, std::uint64_t size) const {
+    KEEL_TRY_ASSIGN(Resolved r, resolve(addr, size, false));
+    return r.info;
 }
 
 std::vector<AllocationInfo> AddressSpace::live_allocations() const {

@@ -66,6 +66,10 @@ public:
 
     // The choke point: host storage of [addr, addr + size).
     [[nodiscard]] Result<std::byte*> translate(keel_device_addr addr, std::uint64_t size) const;
+    // The checks translate() makes, for the checker at enqueue: the live
+    // allocation holding [addr, addr + size), or translate()'s error (a
+    // freed allocation is always "use after free" here, even quarantined).
+    [[nodiscard]] Result<AllocationInfo> locate(keel_device_addr addr, std::uint64_t size) const;
 
     [[nodiscard]] std::uint64_t total_bytes() const noexcept { return total_; }
     [[nodiscard]] std::uint64_t used_bytes() const noexcept { return used_.load(std::memory_order_relaxed); }
@@ -91,6 +95,13 @@ private:
     };
     using Chunk = std::array<Slot, kChunkSlots>;
 
+    struct Resolved {
+        std::byte* host;
+        AllocationInfo info;
+    };
+    // translate() and locate(); `late_host` lets an unguarded late use reach
+    // the poisoned storage of a freed allocation.
+    [[nodiscard]] Result<Resolved> resolve(keel_device_addr addr, std::uint64_t size, bool late_host) const;
     [[nodiscard]] const Slot* slot_at(std::uint32_t index) const noexcept;
     [[nodiscard]] SlotView read(const Slot& s) const noexcept;
     void write(std::uint32_t index, SlotState state, std::byte* host, std::uint64_t size,

@@ -76,10 +76,25 @@ Result<Config> read_config_from_environment() {
     if (const char* v = env("KEEL_CPU_MLOCK")) { KEEL_TRY_ASSIGN(c.mlock_pinned, parse_bool("KEEL_CPU_MLOCK", v)); }
 
     CheckerConfig& k = c.check;
+    // KEEL_CHECK=1 (the runtime's checked memory) turns the checker on too;
+    // KEEL_CPU_CHECK, when set, decides.
     bool check = false;
-    if (const char* v = env("KEEL_CPU_CHECK")) { KEEL_TRY_ASSIGN(check, parse_bool("KEEL_CPU_CHECK", v)); }
+    if (const char* v = env("KEEL_CHECK")) {
+        auto b = parse_bool("KEEL_CHECK", v);
+        if (!b.ok()) return bad("KEEL_CHECK", v, "1|0|on|off");
+        check = *b;
+    }
+    if (const char* v = env("KEEL_CPU_CHECK")) {
+        if (std::string_view(v) == "abort") {
+            check = k.abort_on_finding = true;
+        } else {
+            auto b = parse_bool("KEEL_CPU_CHECK", v);
+            if (!b.ok()) return bad("KEEL_CPU_CHECK", v, "1|0|on|off|abort");
+            check = *b;
+        }
+    }
     if (check) {
-        k.guard = k.poison = k.check_host_sources = true;
+        k.guard = k.poison = k.check_host_sources = k.races = true;
         k.late_free = LateFreeMode::error;
     }
     // Individual switches override what KEEL_CPU_CHECK implies.
@@ -88,6 +103,7 @@ Result<Config> read_config_from_environment() {
     if (const char* v = env("KEEL_CPU_CHECK_HOST_SOURCES")) {
         KEEL_TRY_ASSIGN(k.check_host_sources, parse_bool("KEEL_CPU_CHECK_HOST_SOURCES", v));
     }
+    if (const char* v = env("KEEL_CPU_CHECK_RACES")) { KEEL_TRY_ASSIGN(k.races, parse_bool("KEEL_CPU_CHECK_RACES", v)); }
     if (const char* v = env("KEEL_CPU_QUARANTINE_BYTES")) {
         KEEL_TRY_ASSIGN(k.quarantine_bytes, parse_bytes("KEEL_CPU_QUARANTINE_BYTES", v));
     }
@@ -134,7 +150,7 @@ Result<Config> read_config_from_environment() {
     }
     if (const char* v = env("KEEL_CPU_FAIL_OP_PROB")) { KEEL_TRY_ASSIGN(k.fail_op_prob, parse_prob("KEEL_CPU_FAIL_OP_PROB", v)); }
 
-    c.checker_active = k.guard || k.poison || k.check_host_sources ||
+    c.checker_active = k.guard || k.poison || k.check_host_sources || k.races ||
                        k.late_free != LateFreeMode::off || k.delay_us > 0 ||
                        k.fail_alloc_after >= 0 || k.fail_alloc_prob > 0.0 ||
                        k.fail_op_after >= 0 || k.fail_op_prob > 0.0;

@@ -27,6 +27,12 @@ struct CheckerConfig {
     // A host source of memcpy_h2d is fingerprinted at enqueue and checked at
     // execution: a host that reuses the buffer too early is reported.
     bool check_host_sources = false;
+    // Happens-before checking at enqueue (checker/happens_before.hpp): races
+    // between streams, late frees, out-of-range and use-after-free accesses
+    // are reported by the enqueue (or free) call that commits them.
+    bool races = false;
+    // A finding prints its diagnostic and aborts the process (for CI).
+    bool abort_on_finding = false;
     // Delay before every queued operation runs (fixed, or uniformly random
     // in [0, delay_us] when delay_random), seeded by `seed`.
     std::uint64_t delay_us = 0;

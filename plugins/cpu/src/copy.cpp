@@ -1,6 +1,7 @@
 // Copies and memset: the entries (validation on the caller's thread, then
 // an op on the stream) and their execution on the worker, where device
 // addresses are translated and host memory is touched.
+#include "checker/host_memory.hpp"
 #include "device.hpp"
 #include "entries.hpp"
 #include "execute.hpp"
@@ -85,20 +86,41 @@ Result<void> check_pinned_still_there(Device& device, const Op& op) {
                                                " was freed and released before the copy ran");
 }
 
+// Checker: the host side of a copy is touched only through host_memory,
+// which reports memory the host unmapped before the copy ran instead of
+// faulting on it.
+Error host_memory_gone(const Op& op, const char* role, const Error& e) {
+    return Error(e.code(), "use after free of host memory: " + op.check->use.describe() + ": its host " + role +
+                               " " + e.message() + " when the copy ran: the host freed it before the copy " +
+                               "completed (wait for the copy, with an event or stream_synchronize, before freeing)");
+}
+
+// Pinned memory (pinned_id set when the whole range lies in one block, and
+// checked still there before) is the plugin's own and copied directly.
+Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
+    if (op.check->pinned_id != 0) std::memcpy(dst, op.src_host, op.size);
+    else if (auto r = host_memory::read(dst, op.src_host, op.size); !r.ok())
+        return host_memory_gone(op, "source", r.error());
+    if (const auto& expected = op.check->source_fingerprint) {
+        host_memory::Fingerprint now;
+        now.add(dst, op.size);
+        if (now.value() != *expected)
+            return Error(KEEL_STATUS_DEVICE_ERROR,
+                         "host source " + hex(reinterpret_cast<std::uintptr_t>(op.src_host)) + " (" +
+                             std::to_string(op.size) +
+                             " bytes) changed between enqueue and execution: the host reused or freed it "
+                             "before the copy ran");
+    }
+    return ok();
+}
+
 Result<void> execute_copy(Device& device, Op& op) {
     if (op.check && op.check->pinned_id != 0) [[unlikely]]
         KEEL_TRY(check_pinned_still_there(device, op));
     switch (op.kind) {
         case OpKind::copy_h2d: {
             KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
-            if (op.check && op.check->source_fingerprint) [[unlikely]] {
-                if (Checker::fingerprint(op.src_host, op.size) != *op.check->source_fingerprint)
-                    return Error(KEEL_STATUS_DEVICE_ERROR,
-                                 "host source " + hex(reinterpret_cast<std::uintptr_t>(op.src_host)) + " (" +
-                                     std::to_string(op.size) +
-                                     " bytes) changed between enqueue and execution: the host reused or freed "
-                                     "it before the copy ran");
-            }
+            if (op.check) [[unlikely]] return copy_from_host_checked(dst, op);
             copy_to_device_memory(dst, static_cast<const std::byte*>(op.src_host), op.size);
             return ok();
         }
@@ -109,6 +131,11 @@ Result<void> execute_copy(Device& device, Op& op) {
         }
         case OpKind::copy_d2h: {
             KEEL_TRY_ASSIGN(std::byte * src, device_range(device, op.src_addr, op.size, "source"));
+            if (op.check && op.check->pinned_id == 0) [[unlikely]] {
+                if (auto r = host_memory::write(op.dst_host, src, op.size); !r.ok())
+                    return host_memory_gone(op, "destination", r.error());
+                return ok();
+            }
             copy_bytes(static_cast<std::byte*>(op.dst_host), src, op.size);
             return ok();
         }
@@ -125,59 +152,6 @@ Result<void> execute_copy(Device& device, Op& op) {
         }
         default: return Error(KEEL_STATUS_INTERNAL, "not a copy");
     }
-}
-
-void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id) {
-    Checker& checker = *device.checker();
-    if (op.kind == OpKind::stop) return;
-    if (!op.check) op.check = std::make_unique<CheckedOp>();
-    CheckedOp& c = *op.check;
-    c.source_fingerprint.reset();
-    c.host_write_begin = c.host_write_end = 0;
-    c.pinned_id = 0;
-    std::vector<std::uint64_t>& ids = c.allocation_ids;
-    ids.clear();
-    auto device_use = [&](keel_device_addr addr) {
-        if (auto a = device.memory().find_live(addr)) ids.push_back(a->id);
-    };
-    auto host_use = [&](const void* p, std::uint64_t size) {
-        if (auto b = device.pinned().find_containing(p, size)) {
-            ids.push_back(b->id);
-            c.pinned_id = b->id;
-        }
-    };
-    switch (op.kind) {
-        case OpKind::copy_h2d:
-            device_use(op.dst_addr);
-            host_use(op.src_host, op.size);
-            if (checker.config().check_host_sources) {
-                auto begin = reinterpret_cast<std::uintptr_t>(op.src_host);
-                // A pending d2h into this range legitimately changes it first.
-                if (!checker.host_range_pending_write(begin, begin + op.size))
-                    c.source_fingerprint = Checker::fingerprint(op.src_host, op.size);
-            }
-            break;
-        case OpKind::copy_h2d_inline:
-        case OpKind::memset_d8: device_use(op.dst_addr); break;
-        case OpKind::copy_d2h:
-            device_use(op.src_addr);
-            host_use(op.dst_host, op.size);
-            c.host_write_begin = reinterpret_cast<std::uintptr_t>(op.dst_host);
-            c.host_write_end = c.host_write_begin + op.size;
-            break;
-        case OpKind::copy_d2d:
-            device_use(op.src_addr);
-            device_use(op.dst_addr);
-            break;
-        case OpKind::kernel:
-            for (const BufferUse& b : op.kernel->buffers())
-                if (b.addr != 0) device_use(b.addr);
-            break;
-        default: break;
-    }
-    c.use = PendingUse{op.kind == OpKind::kernel ? "kernel " : "",
-                       op.kind == OpKind::kernel ? op.kernel->name : op_name(op.kind), op.position, stream_id};
-    checker.on_enqueue(op);
 }
 
 namespace entries {

@@ -9,7 +9,6 @@
 #include "stream.hpp"
 
 #include <keel/plugin/boundary.hpp>
-#include <keel/plugin/host_log.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -44,7 +43,7 @@ Device::Device(const Config& config)
     : config_(config),
       memory_(config.memory_bytes, config.check),
       pinned_(config.mlock_pinned, config.check),
-      checker_(config.checker_active ? std::make_unique<Checker>(config.check) : nullptr) {}
+      checker_(config.checker_active ? std::make_unique<Checker>(config.check, memory_, pinned_) : nullptr) {}
 
 Device::~Device() { magic_ = 0; }
 
@@ -89,6 +88,7 @@ Result<void> Device::destroy_stream(Stream* s) {
     const std::shared_ptr<Timeline> timeline = owned->timeline();
     const std::uint64_t id = owned->id();
     owned.reset();  // runs the queued work, joins the worker
+    if (checker_) checker_->stream_destroyed(id);
     if (timeline->failed())
         return Error(timeline->error().code(), "stream " + std::to_string(id) + " had failed: " + timeline->error().message());
     return ok();
@@ -155,17 +155,11 @@ Result<keel_device_addr> Device::device_alloc(std::uint64_t size) {
 }
 
 Result<void> Device::device_free(keel_device_addr addr) {
-    if (checker_ && checker_->config().late_free != LateFreeMode::off) {
-        if (auto live = memory_.find_live(addr); live && live->base == addr) {
-            if (auto user = checker_->pending_user(live->id)) {
-                std::string msg = "late free: device allocation #" + std::to_string(live->id) + " " + hex(addr) +
-                                  " (" + std::to_string(live->size) + " bytes) freed while " + *user +
-                                  " (queued, not yet complete) still uses it";
-                if (checker_->config().late_free == LateFreeMode::error)
-                    return Error(KEEL_STATUS_FAILED_PRECONDITION, msg + "; the memory stays allocated");
-                plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu device_free] " + msg);
-            }
-        }
+    if (checker_) [[unlikely]] {
+        return checker_->free_device(addr, [&]() -> Result<void> {
+            KEEL_TRY(memory_.free(addr));
+            return ok();
+        });
     }
     KEEL_TRY(memory_.free(addr));
     return ok();
@@ -177,16 +171,11 @@ Result<void*> Device::host_alloc(std::uint64_t size) {
 }
 
 Result<void> Device::host_free(void* ptr) {
-    if (checker_ && checker_->config().late_free != LateFreeMode::off) {
-        KEEL_TRY_ASSIGN(PinnedInfo b, pinned_.find_base(ptr));
-        if (auto user = checker_->pending_user(b.id)) {
-            std::string msg = "late free: pinned allocation #" + std::to_string(b.id) + " " +
-                              hex(reinterpret_cast<std::uintptr_t>(ptr)) + " (" + std::to_string(b.size) +
-                              " bytes) freed while " + *user + " (queued, not yet complete) still uses it";
-            if (checker_->config().late_free == LateFreeMode::error)
-                return Error(KEEL_STATUS_FAILED_PRECONDITION, msg + "; the memory stays allocated");
-            plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu host_free] " + msg);
-        }
+    if (checker_) [[unlikely]] {
+        return checker_->free_pinned(ptr, [&]() -> Result<void> {
+            KEEL_TRY(pinned_.free(ptr));
+            return ok();
+        });
     }
     KEEL_TRY(pinned_.free(ptr));
     return ok();

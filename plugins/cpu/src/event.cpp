@@ -2,6 +2,7 @@
 // synchronize, elapsed time).
 #include "event.hpp"
 
+#include "checker/checker.hpp"
 #include "device.hpp"
 #include "handle.hpp"
 #include "entries.hpp"
@@ -39,6 +40,53 @@ Result<void> point_error(const TimelinePoint& p) {
     return ok();
 }
 
+// Checker mode: the record and the clock it captures are taken under the
+// checker's lock, so that no op enqueued on `s` meanwhile slips in between.
+Result<void> record_checked(Checker& checker, Event& e, Stream& s) {
+    Op scratch;
+    std::shared_ptr<TimingSlot> slot;
+    if (e.timing()) {
+        KEEL_TRY(s.prepare_enqueue());
+        slot = std::make_shared<TimingSlot>();
+        scratch.kind = OpKind::timestamp;
+        scratch.timing = slot;
+    }
+    auto lock = checker.lock();
+    KEEL_TRY(s.check_usable());
+    Event::Record r{s.current_point(), nullptr, nullptr};
+    if (slot) {
+        KEEL_TRY_ASSIGN(std::uint64_t position, checker.admit(lock, s, scratch));
+        r = {TimelinePoint{s.timeline(), position}, std::move(slot), nullptr};
+    }
+    r.clock = checker.clock_of(lock, s);
+    e.set(std::move(r));
+    return ok();
+}
+
+// True when a wait for `r` on `s` needs no op: never recorded, already
+// reached, or recorded earlier on this very stream.
+bool wait_satisfied(const Event::Record& r, const Stream& s) {
+    return r.point.done() || r.point.timeline == s.timeline();
+}
+
+// Checker mode: the stream's clock joins the event's under the checker's
+// lock, whether or not a wait op is needed (the ordering is the same).
+Result<void> wait_checked(Checker& checker, Stream& s, Event& e) {
+    KEEL_TRY(s.prepare_enqueue());
+    auto lock = checker.lock();
+    KEEL_TRY(s.check_usable());
+    Event::Record r = e.get();
+    checker.wait(lock, s, r.clock);
+    // Enqueued even when already reached, so that positions (and the
+    // checker's messages) do not depend on timing.
+    if (!r.point.timeline || r.point.timeline == s.timeline()) return ok();
+    Op scratch;
+    scratch.kind = OpKind::wait;
+    scratch.wait_for = std::move(r.point);
+    KEEL_TRY(checker.admit(lock, s, scratch));
+    return ok();
+}
+
 }  // namespace
 
 namespace entries {
@@ -69,9 +117,11 @@ keel_error* event_record(keel_event event, keel_stream stream) {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        if (Checker* checker = s->device().checker()) [[unlikely]]
+            return record_checked(*checker, *e, *s);
         if (!e->timing()) {
             KEEL_TRY(s->check_usable());
-            e->set({s->current_point(), nullptr});
+            e->set({s->current_point(), nullptr, nullptr});
             return ok();
         }
         auto slot = std::make_shared<TimingSlot>();
@@ -79,7 +129,7 @@ keel_error* event_record(keel_event event, keel_stream stream) {
             op.kind = OpKind::timestamp;
             op.timing = slot;
         }));
-        e->set({TimelinePoint{s->timeline(), position}, std::move(slot)});
+        e->set({TimelinePoint{s->timeline(), position}, std::move(slot), nullptr});
         return ok();
     });
 }
@@ -91,6 +141,7 @@ keel_error* event_query(keel_event event, int32_t* out_done) {
         const Event::Record r = e->get();
         const bool done = r.point.done();
         KEEL_TRY(point_error(r.point));
+        if (done && r.clock) e->device().checker()->host_learns(r.clock);
         *out_done = done ? 1 : 0;
         return ok();
     });
@@ -101,6 +152,7 @@ keel_error* event_synchronize(keel_event event) {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
         const Event::Record r = e->get();
         if (r.point.timeline) r.point.timeline->wait_for(r.point.position);
+        if (r.clock) e->device().checker()->host_learns(r.clock);
         return point_error(r.point);
     });
 }
@@ -133,11 +185,11 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        if (Checker* checker = s->device().checker()) [[unlikely]]
+            return wait_checked(*checker, *s, *e);
         KEEL_TRY(s->check_usable());
         Event::Record r = e->get();
-        // Never recorded, already reached, or recorded earlier on this very
-        // stream: the fence is already satisfied, nothing to enqueue.
-        if (r.point.done() || r.point.timeline == s->timeline()) return ok();
+        if (wait_satisfied(r, *s)) return ok();
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::wait;
             op.wait_for = std::move(r.point);

@@ -24,6 +24,7 @@
 namespace keel::cpu {
 
 class Device;
+class VectorClock;
 
 class Event {
 public:
@@ -44,7 +45,8 @@ public:
 
     struct Record {
         TimelinePoint point;
-        std::shared_ptr<TimingSlot> timing;  // TIMING events only
+        std::shared_ptr<TimingSlot> timing;        // TIMING events only
+        std::shared_ptr<const VectorClock> clock;  // checker mode: what the record is ordered after
     };
     void set(Record r);
     [[nodiscard]] Record get() const;

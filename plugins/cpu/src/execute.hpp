@@ -1,6 +1,4 @@
-// What the worker does for each kind of op, and the checker bookkeeping of
-// an op at enqueue. Called on the stream's worker (execute_*) or under the
-// queue lock (register_op_with_checker).
+// What the worker does for each kind of op. Called on the stream's worker.
 #pragma once
 
 #include "op.hpp"
@@ -15,6 +13,5 @@ class Device;
 
 [[nodiscard]] Result<void> execute_copy(Device& device, Op& op);
 [[nodiscard]] Result<void> execute_kernel(Device& device, Op& op);
-void register_op_with_checker(Device& device, Op& op, std::uint64_t stream_id);
 
 }  // namespace keel::cpu

@@ -1,11 +1,15 @@
 // kernel_get / kernel_launch and a kernel's execution on the worker.
 #include "device.hpp"
+#include "checker/annotations.hpp"
+#include "checker/checker.hpp"
 #include "entries.hpp"
 #include "execute.hpp"
 #include "kernel_registry.hpp"
 #include "stream.hpp"
 
 #include <keel/plugin/boundary.hpp>
+
+#include <algorithm>
 
 namespace keel::cpu {
 
@@ -29,10 +33,11 @@ namespace entries {
 
 keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel) {
     return plugin::entry("cpu kernel_get", [&]() -> Result<void> {
-        KEEL_TRY(Device::from(device));
+        KEEL_TRY_ASSIGN(Device * d, Device::from(device));
         KEEL_TRY(plugin::require_non_null(name, "name"));
         KEEL_TRY(plugin::require_non_null(out_kernel, "out_kernel"));
         const KernelDef* def = find_kernel(name);
+        if (def == nullptr && d->checker() != nullptr) def = find_annotation(name);
         if (def == nullptr) {
             std::string known;
             for (const KernelDef& k : all_kernels()) known += (known.empty() ? "" : ", ") + std::string(k.name);
@@ -48,10 +53,15 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
     return plugin::entry("cpu kernel_launch", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
-        if (!is_kernel(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
+        bool annotation = false;
+        if (!is_kernel(kernel)) {
+            if (!is_annotation(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
+            annotation = true;  // only handed out in checker mode
+        }
         const auto* def = reinterpret_cast<const KernelDef*>(kernel);
         KEEL_TRY(s->check_usable());
         KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
+        if (annotation) return annotate(*s->device().checker(), *s, *def, args);
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
         work.name = def->name;
         auto owned = std::make_unique<KernelWork>(std::move(work));

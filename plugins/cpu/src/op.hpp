@@ -68,6 +68,9 @@ struct Op {
 
     // Releases what the op owned (called on the worker after it ran).
     void reset() noexcept;
+    // Takes over every field of `from` but the queue links and the
+    // position (checker mode: an op is filled and checked before queued).
+    void take(Op& from) noexcept;
 };
 
 }  // namespace keel::cpu

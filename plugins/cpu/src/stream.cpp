@@ -9,6 +9,7 @@
 #include <keel/plugin/host_log.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <pthread.h>
 
 namespace keel::cpu {
@@ -37,6 +38,23 @@ void Op::reset() noexcept {
     timing.reset();
     kernel.reset();
     // `check` is kept (its storage is reused by the next checked op).
+}
+
+void Op::take(Op& from) noexcept {
+    kind = from.kind;
+    value = from.value;
+    size = from.size;
+    dst_addr = from.dst_addr;
+    src_addr = from.src_addr;
+    src_host = from.src_host;
+    dst_host = from.dst_host;
+    fn = from.fn;
+    user_data = from.user_data;
+    wait_for = std::move(from.wait_for);
+    timing = std::move(from.timing);
+    kernel = std::move(from.kernel);
+    check.swap(from.check);  // the node's old storage goes back to `from`
+    if (kind == OpKind::copy_h2d_inline) std::memcpy(inline_bytes.data(), from.inline_bytes.data(), size);
 }
 
 Stream::Stream(Device& device, std::uint64_t id)
@@ -117,17 +135,23 @@ void Stream::run() noexcept {
 }
 
 void Stream::process(Op& op) noexcept {
+    bool injected = false;
     if (checker_active_) [[unlikely]] {
         Checker* checker = device_.checker();
         if (std::uint64_t us = checker->delay_us(rng_))
             std::this_thread::sleep_for(std::chrono::microseconds(us));
-        if (!timeline_->failed() && checker->inject_op_failure(rng_))
+        if (!timeline_->failed_at(op.position) && checker->inject_op_failure(rng_)) {
+            injected = true;
             timeline_->fail(op.position,
                             Error(KEEL_STATUS_DEVICE_ERROR,
                                   std::string("[cpu ") + op_name(op.kind) + "] stream " + std::to_string(id()) +
                                       ": injected operation failure (KEEL_CPU_FAIL_OP_AFTER/_PROB)"));
+        }
+        // A host function may tell the host what preceded it (as on CUDA):
+        // from its start, that is host knowledge.
+        if (op.kind == OpKind::host_func) checker->host_function_starts(op);
     }
-    if (!timeline_->failed()) [[likely]] {
+    if (!timeline_->failed_at(op.position)) [[likely]] {
         Result<void> r;
         try {
             r = execute(op);
@@ -136,9 +160,10 @@ void Stream::process(Op& op) noexcept {
         }
         if (!r.ok()) {
             const char* what = op.kind == OpKind::kernel && op.kernel ? op.kernel->name : op_name(op.kind);
-            timeline_->fail(op.position, Error(r.error().code(), std::string("[cpu ") + what + "] stream " +
-                                                                   std::to_string(id()) + ": " +
-                                                                   r.error().message()));
+            std::string message =
+                std::string("[cpu ") + what + "] stream " + std::to_string(id()) + ": " + r.error().message();
+            if (checker_active_) [[unlikely]] device_.checker()->on_execution_error(message, injected);
+            timeline_->fail(op.position, Error(r.error().code(), std::move(message)));
         }
     } else if (op.kind == OpKind::host_func) {
         // Runs even after a failure, so what it releases is never leaked.
@@ -177,19 +202,27 @@ Result<void> Stream::execute(Op& op) {
 }
 
 Result<void> Stream::synchronize() {
+    if (checker_active_) [[unlikely]] return device_.checker()->synchronize(*this);
     const std::uint64_t target = queue_.enqueued();
     timeline_->wait_for(target);
     return check_usable();
 }
 
-Result<bool> Stream::query() const {
+Result<bool> Stream::query() {
+    if (checker_active_) [[unlikely]] return device_.checker()->query(*this);
     const bool done = timeline_->reached(queue_.enqueued());
     KEEL_TRY(check_usable());
     return done;
 }
 
-void Stream::register_with_checker(Op& op) {
-    register_op_with_checker(device_, op, id());
+Result<std::uint64_t> Stream::enqueue_checked(Op& scratch) {
+    return device_.checker()->enqueue(*this, scratch);
+}
+
+std::uint64_t Stream::push_checked(Op& scratch) {
+    const std::uint64_t position = queue_.push([&](Op& op) { op.take(scratch); });
+    if (worker_parked_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_worker();
+    return position;
 }
 
 }  // namespace keel::cpu

@@ -58,17 +58,24 @@ public:
     // The stream's sticky error (prefixed "stream N is in an error state"), if it failed.
     [[nodiscard]] Result<void> check_usable() const;
 
-    // Enqueues an op; `fill(Op&)` sets its fields under the queue lock. In
-    // checker mode the op is also registered (allocations it uses, host
-    // ranges) for late-free detection. Fails only with the sticky error.
+    // Enqueues an op; `fill(Op&)` sets its fields under the queue lock.
+    // Fails with the sticky error. In checker mode the op is filled first,
+    // checked (Checker::admit) and queued only if the checker finds nothing.
     template <class Fill>
     Result<std::uint64_t> enqueue(Fill&& fill);
+    // What every enqueue does first: the sticky error, and waiting for the
+    // worker when the queue is full (never while holding the checker's lock).
+    [[nodiscard]] Result<void> prepare_enqueue();
+    // Checker only, under its lock: queues the admitted `scratch` op.
+    std::uint64_t push_checked(Op& scratch);
 
+    // Position of the last op enqueued so far.
+    [[nodiscard]] std::uint64_t enqueued() const noexcept { return queue_.enqueued(); }
     // All work enqueued so far: the point an event record captures.
     [[nodiscard]] TimelinePoint current_point() const { return {timeline_, queue_.enqueued()}; }
 
     [[nodiscard]] Result<void> synchronize();
-    [[nodiscard]] Result<bool> query() const;
+    [[nodiscard]] Result<bool> query();
 
 private:
     void run() noexcept;
@@ -77,7 +84,7 @@ private:
     void process(Op& op) noexcept;
     [[nodiscard]] Result<void> execute(Op& op);
     void throttle(std::uint64_t queued);
-    void register_with_checker(Op& op);
+    [[nodiscard]] Result<std::uint64_t> enqueue_checked(Op& scratch);
 
     std::uint32_t magic_ = kMagic;
     Device& device_;
@@ -90,17 +97,24 @@ private:
     std::thread worker_;
 };
 
-template <class Fill>
-Result<std::uint64_t> Stream::enqueue(Fill&& fill) {
+inline Result<void> Stream::prepare_enqueue() {
     KEEL_TRY(check_usable());
     if (const std::uint64_t queued = queue_.enqueued(); queued >= kMaxDepth) [[unlikely]] {
         // `completed` is read after `queued`, so it may exceed it: compare, never subtract blindly.
         if (timeline_->completed() + kMaxDepth <= queued) throttle(queued);
     }
-    const std::uint64_t position = queue_.push([&](Op& op) {
-        fill(op);
-        if (checker_active_) [[unlikely]] register_with_checker(op);
-    });
+    return ok();
+}
+
+template <class Fill>
+Result<std::uint64_t> Stream::enqueue(Fill&& fill) {
+    KEEL_TRY(prepare_enqueue());
+    if (checker_active_) [[unlikely]] {
+        Op scratch;
+        fill(scratch);
+        return enqueue_checked(scratch);
+    }
+    const std::uint64_t position = queue_.push(fill);
     // Pairs with idle_wait(): the push's link was a seq_cst RMW.
     if (worker_parked_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_worker();
     return position;

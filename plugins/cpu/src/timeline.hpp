@@ -56,15 +56,20 @@ public:
         waiters_.wait(completed_, position, spin_);
     }
 
-    // Worker only, once: the operation at `position` failed. Operations at
-    // later positions are skipped.
+    // The operation at `position` failed (its worker), or the checker found
+    // a bug that fails the stream from `position` on (any thread). The first
+    // failure sticks; operations at or after its position are skipped.
     void fail(std::uint64_t position, Error error) {
-        if (failed()) return;
+        if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
         error_.emplace(std::move(error));
         error_position_.store(position, std::memory_order_release);
     }
     [[nodiscard]] bool failed() const noexcept {
         return error_position_.load(std::memory_order_acquire) != kNoError;
+    }
+    // True when the operation at `position` is to be skipped.
+    [[nodiscard]] bool failed_at(std::uint64_t position) const noexcept {
+        return error_position_.load(std::memory_order_acquire) <= position;
     }
     // Position of the failed operation, kNoError if none.
     [[nodiscard]] std::uint64_t error_position() const noexcept {
@@ -79,7 +84,8 @@ private:
     alignas(64) std::atomic<std::uint64_t> completed_{0};
     WaitQueue waiters_;
     alignas(64) std::atomic<std::uint64_t> error_position_{kNoError};
-    std::optional<Error> error_;  // written once before error_position_ (release)
+    std::atomic<bool> claimed_{false};  // the one fail() that writes error_
+    std::optional<Error> error_;        // written once before error_position_ (release)
 };
 
 // A point on a timeline: what an event record or a wait captures.

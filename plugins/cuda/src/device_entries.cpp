@@ -5,6 +5,7 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/native_handle.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -48,6 +49,15 @@ keel_error* device_properties(keel_device device, keel_device_properties* out) n
         std::memcpy(reinterpret_cast<char*>(out) + begin, reinterpret_cast<const char*>(&full) + begin,
                     end - begin);
         return ok();
+    });
+}
+
+// The CUDA device ordinal, which is also its CUdevice.
+keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept {
+    return plugin::entry("cuda device_native_handle", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        return plugin::write_native_handle(out, KEEL_NATIVE_HANDLE_CUDA_DEVICE,
+                                           static_cast<std::uint64_t>(d->ordinal()));
     });
 }
 

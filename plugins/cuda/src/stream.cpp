@@ -4,6 +4,7 @@
 #include "handles.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/native_handle.hpp>
 
 #include <memory>
 
@@ -67,6 +68,16 @@ keel_error* stream_synchronize(keel_stream handle) noexcept {
     return plugin::entry("cuda stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
         return check_cuda(cudaStreamSynchronize(s->cuda()));
+    });
+}
+
+// The cudaStream_t every operation of this stream is issued on: work a
+// caller issues on it is ordered with keel's, as CUDA orders one stream.
+keel_error* stream_native_handle(keel_stream handle, keel_native_handle* out) noexcept {
+    return plugin::entry("cuda stream_native_handle", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        return plugin::write_native_handle(out, KEEL_NATIVE_HANDLE_CUDA_STREAM,
+                                           reinterpret_cast<std::uintptr_t>(s->cuda()));
     });
 }
 

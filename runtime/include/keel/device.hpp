@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace keel {
 
@@ -41,6 +42,24 @@ struct DeviceProperties {
 
     [[nodiscard]] bool has(DeviceCapability c) const noexcept {
         return (capabilities & static_cast<std::uint32_t>(c)) != 0;
+    }
+};
+
+// The driver object behind a Device or Stream (a CUdevice, a cudaStream_t,
+// a ze_device_handle_t, a Level Zero command list), for running a vendor
+// library (cuBLAS, NCCL, oneDNN) on keel's device and streams. Owned by the
+// plugin: never release it. Check `kind` before converting `value`.
+struct NativeHandle {
+    keel_native_handle_kind kind = KEEL_NATIVE_HANDLE_NONE;
+    std::uint64_t value = 0;
+
+    // `value` as the driver's type: as<cudaStream_t>(), as<int>().
+    template <class T>
+    [[nodiscard]] T as() const noexcept {
+        if constexpr (std::is_pointer_v<T>)
+            return reinterpret_cast<T>(static_cast<std::uintptr_t>(value));
+        else
+            return static_cast<T>(value);
     }
 };
 
@@ -86,6 +105,10 @@ public:
     // Free and total memory now. UNIMPLEMENTED when the plugin lacks
     // device_memory_info.
     [[nodiscard]] Result<MemoryInfo> memory_info() const;
+
+    // The driver's device behind this one (see NativeHandle). UNIMPLEMENTED
+    // where there is none (the CPU plugin) or the plugin predates ABI 1.1.
+    [[nodiscard]] Result<NativeHandle> native_handle() const;
 
     // The plugin's handle, for extensions that call the C ABI themselves.
     // Owned by the plugin; valid while this Device (or any copy) lives.

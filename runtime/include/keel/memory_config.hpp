@@ -45,6 +45,18 @@ struct AllocatorConfig {
     // cached operations: on every one while sweeps release something, backing
     // off exponentially to one in this many while they find nothing.
     std::uint32_t sweep_every = 64;
+    // Checked memory (docs/memory.md, "Checked mode"): guard bytes past every
+    // block, freed blocks poisoned and quarantined, every copy, memset and
+    // kernel buffer checked against the live range of its block, and the
+    // device's checker told what the cache reuses. KEEL_CHECK=1 turns it on
+    // for every instance.
+    bool checked = false;
+    // Freed blocks reused only after this many bytes of later frees (checked mode).
+    std::uint64_t quarantine_bytes = 64 * MiB;
+    // false: every buffer is its own plugin allocation, freed (after its
+    // stream and recorded uses) when the buffer is, so that a device's own
+    // tools see each one. KEEL_NO_CACHING=1 turns caching off everywhere.
+    bool caching = true;
 
     friend bool operator==(const AllocatorConfig&, const AllocatorConfig&) = default;
 };

@@ -26,14 +26,17 @@ struct RuntimeOptions {
     // Then the colon-separated entries of the KEEL_PLUGIN_PATH environment
     // variable, same rules.
     bool use_env_plugin_path = true;
-    // Then the build tree's plugin directory and the install's.
+    // Then keel/plugins beside libkeel_runtime.so (<libdir>/keel/plugins),
+    // found from where the library is at run time: an installed runtime
+    // finds the install's plugins even after the prefix is moved, and the
+    // runtime of a build tree finds that tree's (which mirrors the layout).
     bool use_default_plugin_dirs = true;
 };
 
 // One entry of the search path and where it came from.
 struct SearchPathEntry {
     std::filesystem::path path;
-    std::string origin;  // "options", "KEEL_PLUGIN_PATH", "build tree", "install"
+    std::string origin;  // "options", "KEEL_PLUGIN_PATH", "beside the runtime"
 };
 
 // A plugin that loaded.
@@ -94,7 +97,7 @@ public:
     // message that lists the names that exist.
     [[nodiscard]] Result<Device> device(std::string_view name) const;
 
-    // The built-in default plugin directories (build tree, install).
+    // The default plugin directory: keel/plugins beside libkeel_runtime.so.
     [[nodiscard]] static std::vector<SearchPathEntry> default_plugin_dirs();
 
 private:

@@ -202,6 +202,13 @@ public:
     // stream is empty afterwards either way.
     [[nodiscard]] Result<void> close();
 
+    // The driver's queue behind this stream (see NativeHandle): work
+    // submitted to it is ordered with this stream's keel work, both ways,
+    // in submission order. Valid until the stream is closed or destroyed.
+    // UNIMPLEMENTED where there is none (the CPU plugin) or the plugin
+    // predates ABI 1.1.
+    [[nodiscard]] Result<NativeHandle> native_handle() const;
+
     // The plugin's handle, for extensions that call the C ABI themselves
     // (never destroy it); null when empty.
     [[nodiscard]] keel_stream native() const noexcept { return handle_; }

@@ -2,6 +2,7 @@
 
 #include <keel/format.hpp>
 
+#include "host_func_guard.hpp"
 #include "logging.hpp"
 #include "memory/block_pool.hpp"
 #include "memory/peak.hpp"
@@ -10,7 +11,10 @@
 #include <array>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -19,6 +23,7 @@ namespace keel::memory {
 namespace {
 
 std::atomic<std::uint64_t> g_next_allocator_id{1};
+std::atomic<bool> g_checked_anywhere{false};
 
 // The pools of the stream this thread used last, so that the common case of
 // one stream per thread finds them without touching the shared map.
@@ -92,7 +97,15 @@ std::string stream_name(keel_stream s) {
 
 constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 62;
 
+bool env_on(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0 ||
+                            std::strcmp(v, "true") == 0 || std::strcmp(v, "yes") == 0);
+}
+
 }  // namespace
+
+bool checked_memory_anywhere() noexcept { return g_checked_anywhere.load(std::memory_order_relaxed); }
 
 BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTracker& tracker,
                                const AllocatorConfig& config, const BackPressureConfig& limits)
@@ -101,7 +114,12 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
       tracker_(tracker),
       config_(config),
       max_pending_count_(limits.max_pending_free_count),
-      id_(g_next_allocator_id.fetch_add(1)) {
+      id_(g_next_allocator_id.fetch_add(1)),
+      caching_(config.caching && !env_on("KEEL_NO_CACHING")) {
+    if (config.checked || env_on("KEEL_CHECK")) {
+        checked_ = std::make_unique<CheckedBlocks>(ops, events, caching_ ? config.quarantine_bytes : 0);
+        g_checked_anywhere.store(true, std::memory_order_relaxed);
+    }
     auto policy = std::make_unique<SizePolicy>();
     policy->quantum = pow2_at_least(std::max(config.rounding, ops.alloc_alignment()));
     policy->quantum_shift = static_cast<unsigned>(std::countr_zero(policy->quantum));
@@ -122,6 +140,7 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
 }
 
 BlockAllocator::~BlockAllocator() {
+    if (checked_) return_blocks(checked_->drain());
     std::uint64_t leaked = 0;
     for (StreamPool* pool : all_pools()) {
         std::vector<ReleasedSegment> segments;
@@ -254,8 +273,16 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
     if (size > kMaxRequest)
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[BlockAllocator::allocate] " +
                                                     std::to_string(size) + " bytes is too large");
-    const std::uint64_t rounded = policy_->round(size);
+    if (checked_) [[unlikely]] {
+        if (std::optional<Error> finding = checked_->finding()) return *std::move(finding);
+    }
+    const std::uint64_t rounded = policy_->round(checked_ ? size + CheckedBlocks::kGuardBytes : size);
     StreamPool& pool = pool_for(stream, policy_->is_small(rounded));
+    if (!caching_) [[unlikely]] {
+        auto raw = raw_alloc(rounded);
+        if (!raw.ok()) return out_of_memory(stream, size, rounded, raw.error());
+        return handed_out(adopt_segment(pool, *raw, rounded, rounded, size), stream, size);
+    }
     // While cross-stream frees are pending, every allocation first returns
     // the completed ones (as PyTorch's allocator processes its events on
     // every malloc): memory not reusable tracks the oracle that frees exactly
@@ -266,8 +293,14 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
         (void)tracker_.sweep_and_settle();
     else
         maybe_sweep();
-    if (Block* block = try_take(pool, rounded, size)) return block;
-    return allocate_slow(pool, rounded, size);
+    if (Block* block = try_take(pool, rounded, size)) return handed_out(block, stream, size);
+    return handed_out(allocate_slow(pool, rounded, size), stream, size);
+}
+
+Result<Block*> BlockAllocator::handed_out(Result<Block*> block, keel_stream stream, std::uint64_t requested) {
+    if (checked_ && block.ok()) [[unlikely]]
+        checked_->on_allocate(stream, (*block)->addr, requested, (*block)->size);
+    return block;
 }
 
 Result<keel_device_addr> BlockAllocator::raw_alloc(std::uint64_t size) {
@@ -295,6 +328,7 @@ Block* BlockAllocator::adopt_segment(StreamPool& pool, keel_device_addr addr, st
     {
         std::lock_guard lock(pool.mu);
         block = carve_new_segment(pool, *policy_, addr, seg_size, rounded, requested);
+        if (checked_) checked_->add_segment(addr, seg_size);
         grow = count_in_pool(pool, block, requested);
     }
     if (grow != 0) count_allocated(grow);
@@ -329,8 +363,10 @@ Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rou
 
     // The out-of-memory ladder.
     oom_retries_.fetch_add(1, std::memory_order_relaxed);
-    // 2. Wait for every pending free (of every stream) to complete.
+    // 2. Wait for every pending free (of every stream) to complete, and
+    // empty the quarantine.
     wait_pending();
+    if (checked_) return_blocks(checked_->drain());
     if (Block* block = try_take(pool, rounded, requested)) return block;
     // 3. Give every stream's entirely free segments back to the plugin.
     auto released = release_cached();
@@ -387,8 +423,99 @@ bool BlockAllocator::claim_pending_with_device_wait(StreamPool& pool, std::uint6
     return true;
 }
 
+void BlockAllocator::record_at_free(std::vector<RecordedUse>& uses) noexcept {
+    std::erase_if(uses, [&](RecordedUse& use) {
+        if (!still_open(use.stream, use.generation)) return true;  // closing waited for its work
+        auto event = events_.acquire();
+        if (event.ok()) {
+            if (ops_.event_record(*event, use.stream).ok()) {
+                use.event = *event;
+                use.seq = tracker_.next_seq();
+                return false;
+            }
+            events_.release(*event);
+        }
+        // No event: wait for the stream here (a failed stream never touches memory again).
+        auto synced = ops_.stream_synchronize(use.stream);
+        if (!synced.ok()) detail::log_debug("[BlockAllocator::free] " + synced.error().message());
+        return true;
+    });
+}
+
+void BlockAllocator::return_blocks(const std::vector<Block*>& blocks) noexcept {
+    for (Block* b : blocks) {
+        StreamPool& pool = *b->segment->pool;
+        std::lock_guard lock(pool.mu);
+        return_block(pool, b);
+    }
+}
+
+void BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) noexcept {
+    StreamPool& pool = *block->segment->pool;
+    // Other streams' uses are ordered before the owner on the device, so the
+    // poison, and every later owner, runs after them.
+    for (const RecordedUse& use : uses) {
+        if (!ops_.stream_wait_event(pool.stream, use.event).ok()) (void)ops_.event_synchronize(use.event);
+        events_.release(use.event);
+    }
+    const keel_device_addr addr = block->addr;
+    const std::uint64_t bytes = block->size;
+    std::uint64_t requested = 0;
+    {
+        std::lock_guard lock(pool.mu);
+        requested = block->requested;
+        --pool.allocated_count;
+        pool.requested_bytes -= requested;
+        pool.allocated_bytes -= bytes;
+    }
+    allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    return_blocks(checked_->retire(block, pool.stream, addr, requested, bytes));
+}
+
+void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept {
+    StreamPool& pool = *block->segment->pool;
+    // As a device free without a cache: the memory goes back once its
+    // stream and every recorded use are done.
+    for (const RecordedUse& use : uses) {
+        (void)ops_.event_synchronize(use.event);
+        events_.release(use.event);
+    }
+    if (auto r = ops_.stream_synchronize(pool.stream); !r.ok())
+        detail::log_debug("[BlockAllocator::free] " + r.error().message());
+    if (checked_) checked_->forget(block->addr);
+    const std::uint64_t bytes = block->size;
+    std::vector<ReleasedSegment> segments;
+    {
+        std::lock_guard lock(pool.mu);
+        --pool.allocated_count;
+        pool.requested_bytes -= block->requested;
+        pool.allocated_bytes -= bytes;
+        return_block(pool, block);
+        try {
+            collect_free_segments(pool, segments);
+        } catch (...) {
+            // No host memory for the list: the segment stays cached.
+        }
+    }
+    allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    free_segments(segments, nullptr);
+}
+
 void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (block == nullptr) return;
+    if (!uses.empty() && detail::in_host_func()) [[unlikely]] {
+        // No plugin call is allowed here, so no event: keeping the block is
+        // the only safe choice.
+        detail::log_error("[Buffer] a buffer declared with record_stream was freed inside a host function, "
+                          "where no event can be recorded: its " + std::to_string(block->size) +
+                          " bytes are kept out of the cache (leaked); drop such buffers outside host functions");
+        return;
+    }
+    record_at_free(uses);
+    if (!caching_) [[unlikely]]
+        return free_uncached(block, std::move(uses));
+    if (checked_) [[unlikely]]
+        return free_checked(block, std::move(uses));
     StreamPool& pool = *block->segment->pool;
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
@@ -525,36 +652,39 @@ Result<void> BlockAllocator::record_use(const Block* block, keel_stream stream,
     if (stream == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] stream is null");
     if (stream == BlockAllocator::stream(block)) return ok();
+    const StreamGeneration generation = stream_generation(stream);
     for (RecordedUse& use : uses) {
         if (use.stream != stream) continue;
-        auto r = ops_.event_record(use.event, stream);
-        if (!r.ok()) return std::move(r).error().context("Buffer::record_stream");
-        use.seq = tracker_.next_seq();
+        use.generation = generation;  // the handle may name a newer stream now
         return ok();
     }
-    auto event = events_.acquire();
-    if (!event.ok()) return std::move(event).error().context("Buffer::record_stream");
-    auto r = ops_.event_record(*event, stream);
-    if (!r.ok()) {
-        events_.release(*event);
-        return std::move(r).error().context("Buffer::record_stream");
-    }
     try {
-        uses.push_back(RecordedUse{stream, *event, tracker_.next_seq()});
+        uses.push_back(RecordedUse{stream, generation});
     } catch (...) {
-        events_.release(*event);
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Buffer::record_stream] host allocation failed");
     }
     return ok();
 }
 
+Result<void> BlockAllocator::check_view(const char* where, const char* role, keel_device_addr addr,
+                                        std::uint64_t size) const {
+    if (!checked_) return ok();
+    return checked_->check_view(where, role, addr, size);
+}
+
 Result<void> BlockAllocator::release_cached() {
+    if (checked_) return_blocks(checked_->drain());
     std::vector<ReleasedSegment> segments;
     for (StreamPool* pool : all_pools()) {
         std::lock_guard lock(pool->mu);
         collect_free_segments(*pool, segments);
     }
     Result<void> result = ok();
+    free_segments(segments, &result);
+    return result;
+}
+
+void BlockAllocator::free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept {
     for (const ReleasedSegment& s : segments) {
         // The plugin is called after the pools' locks are released.
         auto r = ops_.device_free(s.addr);
@@ -565,13 +695,16 @@ Result<void> BlockAllocator::release_cached() {
                 std::lock_guard lock(s.pool->mu);
                 readopt_segment(*s.pool, s);
             }
-            if (result.ok()) result = std::move(r).error().context("CachingAllocator::release_cached");
+            if (result == nullptr)
+                detail::log_error("[BlockAllocator::free] " + r.error().message());
+            else if (result->ok())
+                *result = std::move(r).error().context("CachingAllocator::release_cached");
             continue;
         }
+        if (checked_) checked_->remove_segment(s.addr);
         reserved_bytes_.fetch_sub(s.size, std::memory_order_relaxed);
         raw_frees_.fetch_add(1, std::memory_order_relaxed);
     }
-    return result;
 }
 
 AllocatorStats BlockAllocator::stats() const {

@@ -10,12 +10,17 @@
 // freeing such a block makes it
 // *pending* until those uses complete.
 //
-// Events are recorded when the use is recorded, not when the buffer is
-// freed (docs/memory.md, "record-time events", says why): the event
-// survives the using stream being destroyed first, the block comes back as
-// soon as that use is done rather than after unrelated later work, a repeated
-// record re-records the same event (one event per block and stream), and
-// free() makes no plugin call at all.
+// As in PyTorch, record_use only remembers the stream; free() records an
+// event on every recorded stream, so everything enqueued there before the
+// free is covered, whether it was enqueued before or after record_use. A
+// recorded stream the runtime closed before the free is skipped: closing
+// waited for its work (memory/stream_registry.hpp).
+//
+// Checked mode (AllocatorConfig::checked) adds guard bytes, poisoned and
+// quarantined frees, view checks and checker annotations
+// (memory/checked_blocks.hpp); without caching (AllocatorConfig::caching
+// false) every block is its own plugin allocation, freed once its stream and
+// recorded uses are done.
 //
 // Out of memory, in order: sweep completed work without blocking -> wait for
 // the events of pending frees -> return every entirely free segment of every
@@ -23,10 +28,12 @@
 // size) -> fail with OUT_OF_MEMORY and the statistics in the message.
 #pragma once
 
+#include "memory/checked_blocks.hpp"
 #include "memory/completion_tracker.hpp"
 #include <keel/memory_config.hpp>
 #include "memory/device_ops.hpp"
 #include "memory/event_pool.hpp"
+#include "memory/stream_registry.hpp"
 #include <keel/memory_stats.hpp>
 
 #include <atomic>
@@ -43,18 +50,24 @@ struct StreamPool;    // private to the allocator
 struct StreamShards;  // private to the allocator: a stream's pools
 struct PendingFree;
 struct SizePolicy;
+struct ReleasedSegment;
 
-// A use of a block on a stream other than its own, captured by an event
-// recorded at the time the use was declared.
+// A use of a block on a stream other than its own. The event is recorded
+// when the block is freed.
 struct RecordedUse {
     keel_stream stream = nullptr;
-    keel_event event = nullptr;  // from the EventPool
-    std::uint64_t seq = 0;       // CompletionTracker::next_seq() at the record
+    StreamGeneration generation = 0;  // which stream of that handle
+    keel_event event = nullptr;       // from the EventPool, once freed
+    std::uint64_t seq = 0;            // CompletionTracker::next_seq() at the free
 };
 
 // Sync: every member may be called from any thread. No lock is held across a
 // plugin call, except that wait-at-reuse enqueues device waits while the
 // block is reserved for the caller (no lock held either).
+// Whether some allocator of the process runs in checked mode (so that the
+// hot paths of copies and launches test one flag when none does).
+[[nodiscard]] bool checked_memory_anywhere() noexcept;
+
 class BlockAllocator {
 public:
     BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTracker& tracker,
@@ -67,20 +80,30 @@ public:
     // drained first; blocks still allocated are leaked (and logged).
     ~BlockAllocator();
 
-    // A block of at least `size` (> 0) bytes for use on `stream`.
+    // A block of at least `size` (> 0) bytes for use on `stream`. In
+    // checked mode, a guard found overwritten fails this (and every later
+    // allocation) with the finding.
     [[nodiscard]] Result<Block*> allocate(keel_stream stream, std::uint64_t size);
 
-    // Frees `block`. Without uses it is at once reusable by its own stream
-    // (stream-ordered). With uses, it becomes pending until each use's event
-    // completes; this may block when pending frees are past their bounds.
-    // Takes the uses' events.
+    // Frees `block`: records an event on each recorded stream still open.
+    // Without uses it is at once reusable by its own stream (stream-ordered).
+    // With uses, it becomes pending until each use's event completes; this
+    // may block when pending frees are past their bounds.
     void free(Block* block, std::vector<RecordedUse> uses) noexcept;
 
-    // Declares that work enqueued on `stream` so far uses `block`: records
-    // (or re-records) the event for `stream` in `uses`. No-op for the
+    // Declares that `block` is used on `stream`: the free will wait for
+    // whatever `stream` has enqueued by then. No plugin call. No-op for the
     // block's own stream.
     [[nodiscard]] Result<void> record_use(const Block* block, keel_stream stream,
                                           std::vector<RecordedUse>& uses);
+
+    // Checked mode: OK unless [addr, addr + size) touches this allocator's
+    // memory outside one live buffer (CheckedBlocks::check_view). Always OK
+    // otherwise.
+    [[nodiscard]] Result<void> check_view(const char* where, const char* role, keel_device_addr addr,
+                                          std::uint64_t size) const;
+    [[nodiscard]] bool checked() const noexcept { return checked_ != nullptr; }
+    [[nodiscard]] bool caching() const noexcept { return caching_; }
 
     [[nodiscard]] static keel_device_addr address(const Block* block) noexcept;
     [[nodiscard]] static std::uint64_t size(const Block* block) noexcept;  // rounded size
@@ -110,6 +133,14 @@ private:
     Block* adopt_segment(StreamPool& pool, keel_device_addr addr, std::uint64_t seg_size,
                          std::uint64_t rounded, std::uint64_t requested);
     bool claim_pending_with_device_wait(StreamPool& pool, std::uint64_t rounded);
+    Result<Block*> handed_out(Result<Block*> block, keel_stream stream, std::uint64_t requested);
+    // Records the free-time event of each use; drops the uses of closed streams.
+    void record_at_free(std::vector<RecordedUse>& uses) noexcept;
+    void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
+    void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
+    // Blocks back from quarantine go to their pools' free trees.
+    void return_blocks(const std::vector<Block*>& blocks) noexcept;
+    void free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept;
     void on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept;
     // Under pool.mu: the pending block goes back to the free tree.
     void settle_locked(StreamPool& pool, PendingFree& pending);
@@ -128,6 +159,8 @@ private:
     std::uint64_t max_pending_bytes_;
     std::uint32_t max_pending_count_;
     const std::uint64_t id_;  // distinguishes allocators in the thread-local pool cache
+    const bool caching_;
+    std::unique_ptr<CheckedBlocks> checked_;  // checked mode only
 
     mutable std::shared_mutex pools_mu_;
     // Pools live as long as the allocator (a stream handle that is reused by

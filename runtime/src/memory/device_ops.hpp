@@ -71,6 +71,26 @@ public:
     // captured before return.
     [[nodiscard]] virtual Result<void> memcpy_h2d_inline(keel_stream stream, keel_device_addr dst,
                                                          const void* src, std::uint64_t size) = 0;
+
+    // ---- checked memory (AllocatorConfig::checked) ------------------------
+    // Fills [dst, dst + size) with `value`, ordered on `stream`.
+    // UNIMPLEMENTED where the device cannot (checked mode then skips guard
+    // bytes and poisoning).
+    [[nodiscard]] virtual Result<void> memset_d8(keel_stream stream, keel_device_addr dst,
+                                                 std::uint8_t value, std::uint64_t size) {
+        (void)stream, (void)dst, (void)value, (void)size;
+        return Error(KEEL_STATUS_UNIMPLEMENTED, "memset_d8 is not available");
+    }
+    // Tells a device checker what only the allocator knows: the block
+    // [addr, addr + size) was freed into the cache (released) or handed to a
+    // new owner (acquired). Applied at the call. Does nothing on a device
+    // without a checker; an error is a finding (a double free).
+    enum class BlockEvent : std::uint8_t { released, acquired };
+    [[nodiscard]] virtual Result<void> annotate(BlockEvent what, keel_stream stream, keel_device_addr addr,
+                                                std::uint64_t size) {
+        (void)what, (void)stream, (void)addr, (void)size;
+        return ok();
+    }
 };
 
 }  // namespace keel::memory

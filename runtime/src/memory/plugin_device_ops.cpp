@@ -108,4 +108,32 @@ Result<void> PluginDeviceOps::memcpy_h2d_inline(keel_stream stream, keel_device_
     return api_of(device_).memcpy_h2d_inline(stream, dst, src, size);
 }
 
+Result<void> PluginDeviceOps::memset_d8(keel_stream stream, keel_device_addr dst, std::uint8_t value,
+                                        std::uint64_t size) {
+    return api_of(device_).memset_d8(stream, dst, value, size);
+}
+
+Result<void> PluginDeviceOps::annotate(BlockEvent what, keel_stream stream, keel_device_addr addr,
+                                       std::uint64_t size) {
+    std::call_once(annotations_once_, [&] {
+        // NOT_FOUND: the device has no checker (or it is off).
+        (void)api_of(device_).kernel_get(handle_, "keel.checker.release_range", &release_range_);
+        (void)api_of(device_).kernel_get(handle_, "keel.checker.acquire_range", &acquire_range_);
+    });
+    keel_kernel kernel = what == BlockEvent::released ? release_range_ : acquire_range_;
+    if (kernel == nullptr) return ok();
+    keel_kernel_arg block{};
+    block.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
+    block.kind = KEEL_ARG_BUFFER;
+    block.dtype = KEEL_DTYPE_U8;
+    block.value.buffer.addr = addr;
+    block.value.buffer.size = size;
+    keel_launch_args launch{};
+    launch.struct_size = KEEL_LAUNCH_ARGS_STRUCT_SIZE;
+    launch.args = &block;
+    launch.arg_count = 1;
+    launch.arg_struct_size = sizeof(keel_kernel_arg);
+    return api_of(device_).kernel_launch(stream, kernel, &launch);
+}
+
 }  // namespace keel::memory

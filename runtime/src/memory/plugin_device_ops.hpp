@@ -48,6 +48,12 @@ public:
                             std::uint64_t size) override;
     Result<void> memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src,
                                    std::uint64_t size) override;
+    Result<void> memset_d8(keel_stream stream, keel_device_addr dst, std::uint8_t value,
+                           std::uint64_t size) override;
+    // Through the checker's pseudo-kernels keel.checker.release_range and
+    // keel.checker.acquire_range, looked up once (absent: nothing to tell).
+    Result<void> annotate(BlockEvent what, keel_stream stream, keel_device_addr addr,
+                          std::uint64_t size) override;
 
 private:
     const Device device_;
@@ -56,6 +62,9 @@ private:
     std::uint64_t total_memory_ = 0;
     bool has_host_alloc_ = false;
     bool has_inline_ = false;
+    std::once_flag annotations_once_;
+    keel_kernel release_range_ = nullptr;
+    keel_kernel acquire_range_ = nullptr;
 
     // Ordinary host memory standing in for pinned memory when the plugin
     // has no host_alloc (the ABI says the runtime then stages through it).

@@ -3,8 +3,8 @@
 //
 //   1. cached alloc+free pair vs the plugin's raw device_alloc+device_free
 //   2. cached pairs per second with several threads
-//   3. async copy from a pageable container through staging vs a raw copy
-//      from pinned memory
+//   3. copies between pageable containers and the device, both directions,
+//      4 KiB to 256 MiB, vs the same copy from/to pinned memory
 //   4. the deferred-free scheme: peak memory vs an oracle that frees exactly
 //      when the last use completes, and throughput vs synchronising before
 //      every cross-stream free
@@ -13,8 +13,9 @@
 //
 // Usage: keel-memory-bench [--device NAME] [--quick] [--sections 12345]
 // (--sections: which of the five tables to print, e.g. 5).
-// KEEL_BENCH_CHUNK_KIB=N (and KEEL_BENCH_RING=M) add a staging scheme with
-// N KiB chunks and M reused blocks to table 3, for tuning StagingConfig.
+// Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,
+// KEEL_BENCH_AHEAD and KEEL_BENCH_RING override its copy_threads, chunk_bytes,
+// stage_ahead and ring_chunks (for tuning on a new machine).
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/keel.hpp>
@@ -29,6 +30,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -169,91 +171,57 @@ void bench_threads(const keel::Device& device, bool quick) {
 
 // ---- 3. copies ------------------------------------------------------------------
 
-// A staging scheme to compare: the default (a ring of cache-sized chunks)
-// and the plain one it replaced (every chunk a fresh block from the pool).
-struct StagingScheme {
-    const char* name;
+// The staging configuration under test: the defaults, or the knobs from the
+// environment (for tuning StagingConfig on a new machine).
+keel::MemoryConfig copy_config() {
     keel::MemoryConfig config;
-};
-
-std::vector<StagingScheme> staging_schemes() {
-    std::vector<StagingScheme> schemes;
-    schemes.push_back({"ring", {}});
-    keel::MemoryConfig plain;
-    plain.staging.chunk_bytes = 4 * MiB;
-    plain.staging.ring_chunks = 0;
-    schemes.push_back({"no ring", plain});
-    if (const char* chunk = std::getenv("KEEL_BENCH_CHUNK_KIB")) {
-        keel::MemoryConfig custom;
-        custom.staging.chunk_bytes = std::strtoull(chunk, nullptr, 10) * KiB;
-        if (const char* ring = std::getenv("KEEL_BENCH_RING")) custom.staging.ring_chunks = std::atoi(ring);
-        schemes.push_back({"custom", custom});
-    }
-    return schemes;
+    const auto knob = [](const char* name, auto& field, std::uint64_t unit) {
+        if (const char* v = std::getenv(name))
+            field = static_cast<std::remove_reference_t<decltype(field)>>(std::strtoull(v, nullptr, 10) * unit);
+    };
+    knob("KEEL_BENCH_THREADS", config.staging.copy_threads, 1);
+    knob("KEEL_BENCH_CHUNK_KIB", config.staging.chunk_bytes, KiB);
+    knob("KEEL_BENCH_AHEAD", config.staging.stage_ahead, 1);
+    knob("KEEL_BENCH_RING", config.staging.ring_chunks, 1);
+    return config;
 }
 
+std::uint64_t copy_threads_used(const keel::StagingStats& st) { return st.host_copy_threads; }
+
 void bench_copies(const keel::Device& device, bool quick) {
-    const int reps = quick ? 2 : 15;
-    const auto schemes = staging_schemes();
-    std::printf("\n3. Host->device copy bandwidth (GB/s, best of %d; goal: staged >= 80%% of raw pinned for >= 64 MiB)\n"
-                "   staged = from a pageable vector through pinned staging: \"ring\" (default: %llu KiB chunks, %u reused\n"
-                "   blocks) or \"no ring\" (4 MiB chunks, each a block from the pool); moved-in = the vector is handed over,\n"
-                "   no staging. ratio = vs raw: each copy is timed right after a raw copy of its own; the median of those\n"
-                "   pairs. give-ups = copies whose ring stopped waiting for the device (stream busy elsewhere).\n",
-                reps, static_cast<unsigned long long>(schemes[0].config.staging.chunk_bytes / KiB),
-                schemes[0].config.staging.ring_chunks);
-    std::printf("   %-10s %8s", "size", "raw");
-    for (const auto& scheme : schemes) std::printf(" %9s %6s", scheme.name, "ratio");
-    std::printf(" %9s %6s %13s %9s\n", "moved-in", "ratio", "pinned allocs", "give-ups");
-    // One private memory instance per scheme, and a stream that uses it.
-    std::vector<keel::DeviceMemory> memories;
-    std::vector<keel::Stream> streams;
-    for (const auto& scheme : schemes) {
-        memories.push_back(check(keel::DeviceMemory::create(device, scheme.config), "DeviceMemory::create"));
-        streams.push_back(check(keel::Stream::create(memories.back()), "Stream::create"));
-    }
-    for (std::uint64_t size : {64 * MiB, 256 * MiB}) {
-        // Any view takes a staged copy; the destination is a raw allocation
-        // shared by the schemes' streams, which never overlap in time.
+    const int reps = quick ? 3 : 9;
+    const keel::MemoryConfig config = copy_config();
+    std::printf("\n3. Copies between pageable host memory and the device (GB/s, best of %d; goal: >= 70%% of the\n"
+                "   pinned copy for >= 64 MiB on a many-core host). pinned = the same copy from/to a PinnedBuffer;\n"
+                "   staged = a pageable vector through the staging engine (h2d: Stream::copy(view, vector);\n"
+                "   d2h: into the caller's vector, HostCopy::wait); owned = h2d: the vector moved in, d2h:\n"
+                "   copy_to_vector (a new vector). ratio = vs pinned: each copy is timed right after a pinned\n"
+                "   copy of its own, the median of those pairs. threads = host threads copying to/from staging;\n"
+                "   allocs = pinned allocations and give-ups = ring give-ups during the timed runs.\n"
+                "   staging: %llu KiB chunks, %u staged ahead, ring %u, copy_threads %u (0 = the machine's)\n",
+                reps, static_cast<unsigned long long>(config.staging.chunk_bytes / KiB), config.staging.stage_ahead,
+                config.staging.ring_chunks, config.staging.copy_threads);
+    std::printf("   %-9s %-4s %8s %9s %6s %9s %6s %8s %7s %9s\n", "size", "dir", "pinned", "staged", "ratio",
+                "owned", "ratio", "threads", "allocs", "give-ups");
+    auto memory = check(keel::DeviceMemory::create(device, config), "DeviceMemory::create");
+    auto stream = check(keel::Stream::create(memory), "Stream::create");
+    for (std::uint64_t size : {4 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB}) {
+        // Small copies are timed in batches (then synchronised once).
+        const int batch = static_cast<int>(std::clamp<std::uint64_t>(16 * MiB / size, 1, 256));
         auto dst = check(keel::RawBuffer::allocate(device, size), "RawBuffer::allocate");
+        const keel::DeviceView view = dst;
         auto pinned = check(keel::PinnedBuffer::allocate(device, size), "PinnedBuffer::allocate");
         std::memset(pinned.data(), 7, size);
         std::vector<std::uint8_t> pageable(size, 7);
-        // Warm every path once (first touch of pages, staging blocks).
-        for (auto& stream : streams) {
-            check(stream.copy(dst, pinned), "copy from pinned");
-            check(stream.copy(dst, pageable), "staged copy");
-            check(stream.synchronize(), "synchronize");
-        }
-        std::vector<std::uint64_t> allocs_before;
-        for (auto& memory : memories) allocs_before.push_back(memory.staging_stats().host_allocations);
-        const auto timed = [&](const keel::Stream& stream, auto&& body) {
+        const auto timed = [&](auto&& body) {
             const auto t0 = Clock::now();
-            body();
+            for (int i = 0; i < batch; ++i) body();
             check(stream.synchronize(), "synchronize");
-            return std::chrono::duration<double>(Clock::now() - t0).count();
+            return std::chrono::duration<double>(Clock::now() - t0).count() / batch;
         };
-        // Every contender is timed right after a raw copy of its own, and its
-        // ratio is the median over repetitions of those pairs: the phases of
-        // a shared machine affect both sides of a pair alike.
         struct Contender {
             std::vector<double> times, ratios;
         };
-        std::vector<Contender> staged(schemes.size());
-        Contender moved;
-        std::vector<double> raw_times;
-        const auto pair = [&](const keel::Stream& stream, Contender& c, auto&& body) {
-            const double raw = timed(stream, [&] { check(stream.copy(dst, pinned), "copy from pinned"); });
-            raw_times.push_back(raw);
-            c.times.push_back(timed(stream, body));
-            c.ratios.push_back(raw / c.times.back());
-        };
-        for (int r = 0; r < reps; ++r) {
-            for (std::size_t i = 0; i < schemes.size(); ++i)
-                pair(streams[i], staged[i], [&] { check(streams[i].copy(dst, pageable), "staged copy"); });
-            std::vector<std::uint8_t> owned(pageable);  // made (and touched) outside the timing
-            pair(streams[0], moved, [&] { check(streams[0].copy(dst, std::move(owned)), "moved-in copy"); });
-        }
         const auto gbs = [&](const std::vector<double>& times) {
             return static_cast<double>(size) / *std::min_element(times.begin(), times.end()) / 1e9;
         };
@@ -261,14 +229,64 @@ void bench_copies(const keel::Device& device, bool quick) {
             std::sort(ratios.begin(), ratios.end());
             return 100.0 * ratios[ratios.size() / 2];
         };
-        std::uint64_t allocs = 0;
-        for (std::size_t i = 0; i < memories.size(); ++i)
-            allocs += memories[i].staging_stats().host_allocations - allocs_before[i];
-        std::printf("   %-10s %8.2f", size_name(size).c_str(), gbs(raw_times));
-        for (const auto& c : staged) std::printf(" %9.2f %5.0f%%", gbs(c.times), median_percent(c.ratios));
-        std::printf(" %9.2f %5.0f%% %13llu %9llu\n", gbs(moved.times), median_percent(moved.ratios),
-                    static_cast<unsigned long long>(allocs),
-                    static_cast<unsigned long long>(memories[0].staging_stats().ring_give_ups));
+        for (const bool h2d : {true, false}) {
+            const auto pinned_copy = [&] {
+                if (h2d) check(stream.copy(view, pinned), "copy from pinned");
+                else check(stream.copy(pinned, view), "copy to pinned");
+            };
+            const auto staged_copy = [&] {
+                if (h2d) {
+                    check(stream.copy(view, pageable), "staged copy");
+                } else {
+                    auto copy = check(stream.copy(pageable, view), "staged copy");
+                    check(copy.wait(), "HostCopy::wait");
+                }
+            };
+            std::vector<std::vector<std::uint8_t>> owned_inputs;
+            const auto owned_copy = [&] {
+                if (h2d) {
+                    check(stream.copy(view, std::move(owned_inputs.back())), "moved-in copy");
+                    owned_inputs.pop_back();
+                } else {
+                    auto future = check(stream.copy_to_vector<std::uint8_t>(view), "copy_to_vector");
+                    auto data = check(std::move(future).get(), "HostFuture::get");
+                    if (data.size() != size) std::exit(1);
+                }
+            };
+            const auto refill = [&] {  // made (and touched) outside the timing
+                owned_inputs.clear();
+                if (h2d)
+                    for (int i = 0; i < batch; ++i) owned_inputs.emplace_back(pageable);
+            };
+            // Warm every path with a whole batch (first touch of pages, the
+            // staging blocks a batch keeps in flight, threads).
+            (void)timed(pinned_copy);
+            (void)timed(staged_copy);
+            refill();
+            (void)timed(owned_copy);
+            const auto before = memory.staging_stats();
+            Contender staged, owned;
+            std::vector<double> pinned_times;
+            const auto pair = [&](Contender& c, auto&& body) {
+                const double base = timed(pinned_copy);
+                pinned_times.push_back(base);
+                c.times.push_back(timed(body));
+                c.ratios.push_back(base / c.times.back());
+            };
+            for (int r = 0; r < reps; ++r) {
+                pair(staged, staged_copy);
+                refill();
+                pair(owned, owned_copy);
+            }
+            const auto after = memory.staging_stats();
+            std::printf("   %-9s %-4s %8.2f %9.2f %5.0f%% %9.2f %5.0f%% %8llu %7llu %9llu\n",
+                        size_name(size).c_str(), h2d ? "h2d" : "d2h", gbs(pinned_times), gbs(staged.times),
+                        median_percent(staged.ratios), gbs(owned.times), median_percent(owned.ratios),
+                        static_cast<unsigned long long>(std::max<std::uint64_t>(copy_threads_used(after), 1)),
+                        static_cast<unsigned long long>(after.host_allocations - before.host_allocations),
+                        static_cast<unsigned long long>(after.ring_give_ups - before.ring_give_ups));
+            std::fflush(stdout);
+        }
     }
 }
 

@@ -151,7 +151,9 @@ TEST_F(CpuMemory, AContainerDestroyedRightAfterAnAsyncCopyStillArrives) {
 }
 
 TEST_F(CpuMemory, ALargeCopyCyclesThroughItsStagingRingAndArrivesIntact) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    MemoryConfig cfg = config();
+    cfg.staging.copy_threads = 2;  // two chunks staged ahead, whatever the machine
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
     Stream s = stream(memory);
     const std::size_t size = 9 * MiB + 123;  // 10 chunks, the last one short
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
@@ -161,12 +163,49 @@ TEST_F(CpuMemory, ALargeCopyCyclesThroughItsStagingRingAndArrivesIntact) {
     // ran, which the checker's source fingerprints would catch otherwise.
     KEEL_ASSERT_OK(s.copy(b, data));
     const StagingStats st = memory.staging_stats();
-    EXPECT_EQ(st.ring_reuses, 6u);
+    // ring_chunks (4) blocks in flight plus one being filled ahead.
+    EXPECT_EQ(st.ring_reuses, 5u);
     EXPECT_EQ(st.ring_give_ups, 0u);
-    EXPECT_EQ(st.host_allocations, 4u);
+    EXPECT_EQ(st.host_allocations, 5u);
+    EXPECT_EQ(st.host_copy_threads, 2u);
+    EXPECT_EQ(st.parallel_copies, 9u);  // the nine full 1 MiB chunks
     KEEL_ASSERT_OK_AND_ASSIGN(auto got, s.copy_to_vector<std::uint8_t>(b));
     KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, std::move(got).get());
     EXPECT_EQ(bytes, data);
+}
+
+// Every path of the staging engine with one copy thread and with several,
+// under the checker (it fingerprints each copy's source at enqueue and
+// checks it when the copy runs, with random delays): sources destroyed right
+// after return, downloads into the caller's buffer and into a new vector.
+TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
+    for (std::uint32_t threads : {1u, 4u}) {
+        MemoryConfig cfg = config();
+        cfg.staging.copy_threads = threads;
+        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+        Stream s = stream(memory);
+        const std::size_t size = 6 * MiB + 4321;
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
+        {
+            Gate gate;
+            KEEL_ASSERT_OK(gate.hold(s));  // the device copies run after the source died
+            auto data = std::make_unique<std::vector<std::uint8_t>>(pattern(size, 7 + threads));
+            KEEL_ASSERT_OK(s.copy(b, *data));
+            std::fill(data->begin(), data->end(), 0);
+            data.reset();
+            gate.open();
+        }
+        std::vector<std::uint8_t> out(size, 0);
+        KEEL_ASSERT_OK_AND_ASSIGN(HostCopy copy, s.copy(out, b));
+        KEEL_ASSERT_OK(copy.wait());
+        EXPECT_EQ(out, pattern(size, 7 + threads)) << threads << " thread(s)";
+        KEEL_ASSERT_OK_AND_ASSIGN(auto fresh, read(s, b));
+        EXPECT_EQ(fresh, pattern(size, 7 + threads)) << threads << " thread(s)";
+        const StagingStats st = memory.staging_stats();
+        EXPECT_EQ(st.host_copy_threads, threads);
+        if (threads > 1) EXPECT_GE(st.parallel_copies, 6u * 3);  // 6 full chunks, 3 copies
+        else EXPECT_EQ(st.parallel_copies, 0u);
+    }
 }
 
 TEST_F(CpuMemory, ALargeCopyBehindBlockedWorkTakesFreshBlocksInsteadOfWaiting) {

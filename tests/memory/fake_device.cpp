@@ -215,6 +215,8 @@ Result<void> FakeDevice::device_free(keel_device_addr addr) {
 
 Result<void*> FakeDevice::host_alloc(std::uint64_t size) {
     std::lock_guard lock(mu_);
+    if (host_blocks_.size() >= options_.max_live_host_blocks)
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[fake host_alloc] pinned memory exhausted");
     auto block = std::make_unique<std::uint8_t[]>(size);
     void* p = block.get();
     host_blocks_.emplace(p, std::move(block));

@@ -33,6 +33,9 @@ public:
         // A late device_free is refused (FAILED_PRECONDITION, memory kept)
         // instead of recorded, like the CPU plugin's checker in error mode.
         bool refuse_late_free = false;
+        // host_alloc fails (OUT_OF_MEMORY) once this many blocks are live:
+        // pinned memory running out.
+        std::uint64_t max_live_host_blocks = UINT64_MAX;
     };
     explicit FakeDevice(Options options);
     FakeDevice() : FakeDevice(Options{}) {}

@@ -13,6 +13,9 @@
 #include <memory>
 #include <numeric>
 #include <span>
+#include <thread>
+#include <atomic>
+#include <algorithm>
 
 namespace keel::memory {
 namespace {
@@ -327,6 +330,129 @@ TEST(Transfer, DroppingAHostCopyCancelsDeliveryAndReturnsStagingLater) {
     rig.core->tracker().sweep();
     EXPECT_EQ(rig.core->staging().stats().in_flight_bytes, 0u);
     EXPECT_EQ(out, std::vector<std::uint8_t>(4096, 0));
+}
+
+// The parallel staged path: several host threads fill each chunk's block.
+MemoryConfig parallel_config(std::uint32_t threads) {
+    MemoryConfig config = quiet_config();
+    config.staging.chunk_bytes = 512 * KiB;
+    config.staging.copy_threads = threads;
+    config.staging.parallel_min_bytes = 256 * KiB;
+    return config;
+}
+
+class ParallelTransfer : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(ParallelTransfer, ASourceDestroyedRightAfterReturnArrivesWhole) {
+    Rig rig({}, parallel_config(GetParam()));
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = (3 * MiB + 4100) / sizeof(std::uint32_t);
+    Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
+    {
+        auto data = std::make_unique<std::vector<std::uint32_t>>(iota(n, 5));
+        ASSERT_TRUE(upload(rig, s, *data, buf).ok());
+        std::fill(data->begin(), data->end(), 0u);  // reused, then destroyed
+    }
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), iota(n, 5));
+    const auto st = rig.core->staging().stats();
+    EXPECT_EQ(st.host_copy_threads, GetParam());
+    if (GetParam() > 1) EXPECT_EQ(st.parallel_copies, 6u);  // every full 512 KiB chunk
+    else EXPECT_EQ(st.parallel_copies, 0u);
+}
+
+TEST_P(ParallelTransfer, DeviceToHostIsCopiedOutOfStagingByThePool) {
+    Rig rig({}, parallel_config(GetParam()));
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = (2 * MiB + 8192) / sizeof(std::uint32_t);
+    Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
+    const auto data = iota(n, 77);
+    ASSERT_TRUE(upload(rig, s, data, buf).ok());
+    std::vector<std::uint32_t> out(n, 0);
+    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.address());
+    ASSERT_TRUE(copy.ok());
+    rig.device.complete(s);
+    EXPECT_EQ(out[0], 0u);  // written only by wait()
+    ASSERT_TRUE(copy->wait().ok());
+    EXPECT_EQ(out, data);
+    auto future = download<std::uint32_t>(rig, s, buf, n);
+    ASSERT_TRUE(future.ok());
+    auto got = std::move(*future).get();
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ParallelTransfer, ::testing::Values(1u, 2u, 8u));
+
+TEST(Transfer, WhenPinnedMemoryRunsOutAnUploadWaitsForStagingThenGoesDirect) {
+    FakeDevice::Options options;
+    options.max_live_host_blocks = 2;
+    MemoryConfig config = parallel_config(4);
+    config.staging.ring_chunks = 0;
+    config.staging.max_cached_bytes = 0;  // blocks go back to the device at once
+    Rig rig(options, config);
+    keel_stream s = rig.device.make_stream();
+    const std::size_t n = 4 * MiB / sizeof(std::uint32_t);
+    Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
+    // Two blocks at most: the third chunk waits for the stream, the copy
+    // goes on staged, and it succeeds.
+    auto data = std::make_unique<std::vector<std::uint32_t>>(iota(n, 3));
+    ASSERT_TRUE(upload(rig, s, *data, buf).ok());
+    data.reset();
+    rig.device.complete(s);
+    EXPECT_EQ(rig.device_bytes<std::uint32_t>(buf, n), iota(n, 3));
+    EXPECT_EQ(rig.core->staging().stats().direct_copies, 0u);
+    EXPECT_GE(rig.device.counters().host_syncs, 1u);
+
+    // No pinned memory at all: straight from the source, waited for.
+    FakeDevice::Options none;
+    none.max_live_host_blocks = 0;
+    Rig bare(none, parallel_config(4));
+    keel_stream t = bare.device.make_stream();
+    Buffer dst = bare.buffer(t, n * sizeof(std::uint32_t));
+    auto src = std::make_unique<std::vector<std::uint32_t>>(iota(n, 8));
+    ASSERT_TRUE(upload(bare, t, *src, dst).ok());
+    src.reset();  // read by the device before upload returned
+    EXPECT_EQ(bare.device_bytes<std::uint32_t>(dst, n), iota(n, 8));
+    EXPECT_EQ(bare.core->staging().stats().direct_copies, 1u);
+    std::vector<std::uint32_t> out(n, 0);
+    auto copy = copy_from_device(bare.core, t, std::as_writable_bytes(std::span(out)), dst.address());
+    ASSERT_TRUE(copy.ok());
+    ASSERT_TRUE(copy->wait().ok());
+    EXPECT_EQ(out, iota(n, 8));
+    EXPECT_GE(bare.core->staging().stats().direct_copies, 2u);
+}
+
+TEST(Transfer, ConcurrentParallelCopiesFromSeveralThreadsOnOneAndOnSeveralStreams) {
+    FakeDevice::Options options;
+    options.immediate = true;
+    Rig rig(options, parallel_config(3));
+    constexpr int kThreads = 4;
+    const std::size_t n = (1 * MiB + 4096) / sizeof(std::uint32_t);
+    for (bool shared_stream : {true, false}) {
+        std::vector<keel_stream> streams;
+        for (int i = 0; i < (shared_stream ? 1 : kThreads); ++i) streams.push_back(rig.device.make_stream());
+        std::vector<Buffer> bufs;
+        for (int i = 0; i < kThreads; ++i) bufs.push_back(rig.buffer(streams[0], n * sizeof(std::uint32_t)));
+        std::vector<std::thread> threads;
+        std::atomic<int> failures{0};
+        for (int i = 0; i < kThreads; ++i) {
+            threads.emplace_back([&, i] {
+                keel_stream s = streams[shared_stream ? 0 : static_cast<std::size_t>(i)];
+                for (int rep = 0; rep < 3; ++rep) {
+                    const auto data = iota(n, static_cast<std::uint32_t>(i * 1000 + rep));
+                    if (!upload(rig, s, data, bufs[static_cast<std::size_t>(i)]).ok()) ++failures;
+                    std::vector<std::uint32_t> out(n, 0);
+                    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)),
+                                                 bufs[static_cast<std::size_t>(i)].address());
+                    if (!copy.ok() || !copy->wait().ok() || out != data) ++failures;
+                }
+            });
+        }
+        for (auto& t : threads) t.join();
+        EXPECT_EQ(failures.load(), 0);
+    }
+    EXPECT_TRUE(rig.device.violations().empty());
 }
 
 }  // namespace

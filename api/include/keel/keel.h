@@ -541,7 +541,14 @@ typedef struct keel_plugin_api {
      * `src` may be any host memory: from host_alloc (pinned, the fast
      * path) or ordinary pageable memory, which the plugin must handle
      * without blocking the enqueue (e.g. through its own pinned staging,
-     * filled when the stream reaches the copy). */
+     * filled when the stream reaches the copy).
+     *
+     * Who stages pageable memory: the runtime stages host containers
+     * itself (its copies read the container before returning, so it hands
+     * the plugin pinned memory from host_alloc); a plugin stages only the
+     * pageable memory it is given directly through this entry, where the
+     * read must happen when the copy executes. Both use one engine, the
+     * keel::staging host copy pool, linked statically on each side. */
     keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size);
 

@@ -155,4 +155,9 @@ Discovery discover_devices() {
     return found;
 }
 
+staging::CopyPool& Device::host_copier() {
+    std::call_once(host_copier_once_, [this] { host_copier_ = std::make_unique<staging::CopyPool>(); });
+    return *host_copier_;
+}
+
 }  // namespace keel::cuda

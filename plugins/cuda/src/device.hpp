@@ -6,6 +6,11 @@
 #include "handle_pool.hpp"
 #include "staging_pool.hpp"
 
+#include <keel/staging/copy_pool.hpp>
+
+#include <memory>
+#include <mutex>
+
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -62,6 +67,10 @@ public:
     [[nodiscard]] AllocationRegistry& pinned() noexcept { return pinned_; }
     // Pinned buffers for copies to and from pageable host memory.
     [[nodiscard]] StagingPool& staging() noexcept { return staging_; }
+    // The host threads that copy between pageable memory and those buffers
+    // (keel::staging, the engine the runtime stages with too); made at the
+    // first pageable copy.
+    [[nodiscard]] staging::CopyPool& host_copier();
     // Idle non-blocking streams, synchronised before they were pooled.
     [[nodiscard]] HandlePool<cudaStream_t>& idle_streams() noexcept { return idle_streams_; }
     // Idle events whose last record (if any) has completed.
@@ -81,6 +90,8 @@ private:
     AllocationRegistry allocations_;
     AllocationRegistry pinned_;
     StagingPool staging_;
+    std::once_flag host_copier_once_;
+    std::unique_ptr<staging::CopyPool> host_copier_;  // set once under host_copier_once_
     HandlePool<cudaStream_t> idle_streams_;
     HandlePool<cudaEvent_t> idle_events_;
     HandlePool<cudaEvent_t> idle_timing_events_;

@@ -24,7 +24,10 @@ struct CopyChunk;  // one staged chunk in flight (internal)
 // chunk; the destination is touched by nothing else, so it only has to stay
 // valid until wait() returns. Dropping a HostCopy without waiting cancels
 // delivery: the destination is never touched, and the staging goes back to
-// the pool once the device is done with it (never blocks).
+// the pool once the device is done with it (never blocks). Only when pinned
+// memory had run out does the device write the destination itself; then
+// dropping waits for it. wait() copies out of staging with the memory
+// instance's host copy threads, chunk by chunk as the device completes them.
 //
 // Keeps its memory instance alive. Move-only; Send, not Sync.
 class KEEL_API HostCopy {

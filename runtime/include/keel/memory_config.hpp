@@ -78,6 +78,17 @@ struct StagingConfig {
     std::uint64_t max_cached_bytes = 256 * MiB;
     // Use the plugin's memcpy_h2d_inline for copies up to KEEL_INLINE_COPY_MAX.
     bool inline_small_copies = true;
+    // Host threads that copy between the container and staging, the calling
+    // thread included (a pool made at the first large copy; its workers block
+    // while idle). 0: one per hardware thread, at most 16. 1: the caller
+    // copies alone.
+    std::uint32_t copy_threads = 0;
+    // Host->device: chunks the threads fill ahead of the one whose device
+    // copy is enqueued next, so that the host copy of later chunks overlaps
+    // the device copy of earlier ones.
+    std::uint32_t stage_ahead = 2;
+    // Copies (or chunks) below this are copied by the calling thread alone.
+    std::uint64_t parallel_min_bytes = 1 * MiB;
 
     friend bool operator==(const StagingConfig&, const StagingConfig&) = default;
 };

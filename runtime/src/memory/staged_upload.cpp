@@ -12,7 +12,12 @@ namespace keel::memory {
 StagedUpload::StagedUpload(MemoryCore& core, keel_stream stream) noexcept
     : core_(core), stream_(stream), recycle_(core.staging().config().ring_chunks > 0) {}
 
-StagedUpload::~StagedUpload() { retire_in_flight(); }
+// Dropping the staging chunks first waits for the pool's slices: the source
+// is not read once this returns.
+StagedUpload::~StagedUpload() {
+    drop_staging();
+    retire_in_flight();
+}
 
 Result<void> StagedUpload::run(keel_device_addr dst, std::span<const std::byte> src) {
     const StagingConfig& config = core_.staging().config();
@@ -25,28 +30,91 @@ Result<void> StagedUpload::run(keel_device_addr dst, std::span<const std::byte> 
         auto idle = core_.ops().stream_query(stream_);
         device_on_this_copy_ = idle.ok() && *idle;
     }
-    for (std::uint64_t offset = 0; offset < src.size(); offset += chunk_bytes) {
-        const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, src.size() - offset);
-        KEEL_TRY_ASSIGN(Chunk chunk, next_chunk(n));
-        std::memcpy(chunk.block.ptr, src.data() + offset, n);
-        auto copied = core_.ops().memcpy_h2d(stream_, dst + offset, chunk.block.ptr, n);
-        if (!copied.ok()) {
-            core_.events().release(chunk.event);
-            core_.staging().release(chunk.block);  // never enqueued
-            return std::move(copied).error().context("Stream::copy");
-        }
-        auto recorded = core_.ops().event_record(chunk.event, stream_);
-        if (!recorded.ok()) {
-            // The copy may read the block until the stream is done with it.
-            core_.events().release(chunk.event);
-            auto synced = core_.ops().stream_synchronize(stream_);
-            if (!synced.ok()) detail::log_debug("[Stream::copy] " + synced.error().message());
-            core_.staging().release(chunk.block);
-            return std::move(recorded).error().context("Stream::copy");
-        }
-        chunk.seq = core_.tracker().next_seq();
-        in_flight_.push_back(chunk);
+    std::size_t ahead = 1;
+    if (core_.staging().copies_in_parallel(std::min(chunk_bytes, std::uint64_t{src.size()}))) {
+        pool_ = &core_.staging().copier();
+        if (pool_->threads() > 1) ahead = std::max<std::uint32_t>(config.stage_ahead, 1);
     }
+    bool waited_for_staging = false;
+    for (std::uint64_t offset = 0; offset < src.size();) {
+        const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, src.size() - offset);
+        auto next = next_chunk(n);
+        if (!next.ok()) {
+            if (next.error().code() != KEEL_STATUS_OUT_OF_MEMORY) return std::move(next).error();
+            // No staging memory: wait for this stream's staged copies to
+            // give theirs back; if that frees none, go direct.
+            if (!waited_for_staging) {
+                waited_for_staging = true;
+                KEEL_TRY(wait_for_staging());
+                continue;
+            }
+            KEEL_TRY(wait_for_staging());
+            return copy_direct(dst + offset, src.subspan(offset));
+        }
+        waited_for_staging = false;
+        Staging chunk{*next, dst + offset, n, std::make_unique<staging::CopyBatch>()};
+        if (pool_ != nullptr) pool_->copy_async(chunk.chunk.block.ptr, src.data() + offset, n, *chunk.batch);
+        else std::memcpy(chunk.chunk.block.ptr, src.data() + offset, n);
+        staging_.push_back(std::move(chunk));
+        if (staging_.size() >= ahead) KEEL_TRY(enqueue_oldest());
+        offset += n;
+    }
+    while (!staging_.empty()) KEEL_TRY(enqueue_oldest());
+    return ok();
+}
+
+Result<void> StagedUpload::enqueue_oldest() {
+    Staging s = std::move(staging_.front());
+    staging_.pop_front();
+    if (pool_ != nullptr) pool_->wait(*s.batch);
+    Chunk chunk = s.chunk;
+    auto copied = core_.ops().memcpy_h2d(stream_, s.dst, chunk.block.ptr, s.size);
+    if (!copied.ok()) {
+        core_.events().release(chunk.event);
+        core_.staging().release(chunk.block);  // never enqueued
+        return std::move(copied).error().context("Stream::copy");
+    }
+    auto recorded = core_.ops().event_record(chunk.event, stream_);
+    if (!recorded.ok()) {
+        // The copy may read the block until the stream is done with it.
+        core_.events().release(chunk.event);
+        auto synced = core_.ops().stream_synchronize(stream_);
+        if (!synced.ok()) detail::log_debug("[Stream::copy] " + synced.error().message());
+        core_.staging().release(chunk.block);
+        return std::move(recorded).error().context("Stream::copy");
+    }
+    chunk.seq = core_.tracker().next_seq();
+    in_flight_.push_back(chunk);
+    return ok();
+}
+
+void StagedUpload::drop_staging() noexcept {
+    while (!staging_.empty()) {
+        Staging& s = staging_.front();
+        s.batch.reset();  // waits for its slices
+        core_.events().release(s.chunk.event);
+        core_.staging().release(s.chunk.block);
+        staging_.pop_front();
+    }
+}
+
+Result<void> StagedUpload::wait_for_staging() {
+    while (!staging_.empty()) KEEL_TRY(enqueue_oldest());
+    retire_in_flight();
+    recycle_ = false;
+    auto synced = core_.ops().stream_synchronize(stream_);
+    if (!synced.ok()) return std::move(synced).error().context("Stream::copy");
+    core_.tracker().sweep();
+    return ok();
+}
+
+Result<void> StagedUpload::copy_direct(keel_device_addr dst, std::span<const std::byte> rest) {
+    core_.staging().count_direct_copy();
+    auto copied = core_.ops().memcpy_h2d(stream_, dst, rest.data(), rest.size());
+    if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
+    // The device reads the source when the copy runs: wait for it.
+    auto synced = core_.ops().stream_synchronize(stream_);
+    if (!synced.ok()) return std::move(synced).error().context("Stream::copy");
     return ok();
 }
 

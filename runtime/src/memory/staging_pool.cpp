@@ -31,6 +31,21 @@ StagingPool::StagingPool(DeviceOps& ops, CompletionTracker& tracker, const Stagi
 
 StagingPool::~StagingPool() { trim(); }
 
+staging::CopyPool& StagingPool::copier() {
+    std::call_once(copier_once_, [this] {
+        staging::CopyPoolConfig pool;
+        pool.threads = config_.copy_threads;
+        pool.min_parallel_bytes = static_cast<std::size_t>(config_.parallel_min_bytes);
+        copier_ = std::make_unique<staging::CopyPool>(pool);
+        copier_ready_.store(copier_.get(), std::memory_order_release);
+    });
+    return *copier_;
+}
+
+bool StagingPool::copies_in_parallel(std::uint64_t size) const noexcept {
+    return config_.copy_threads != 1 && size >= config_.parallel_min_bytes;
+}
+
 Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size) {
     const std::uint64_t capacity = size_class(size);
     // Back-pressure: the host is too far ahead of the device.
@@ -143,6 +158,13 @@ StagingStats StagingPool::stats() const {
     s.in_flight_waits = in_flight_waits_.load(std::memory_order_relaxed);
     s.ring_reuses = ring_reuses_.load(std::memory_order_relaxed);
     s.ring_give_ups = ring_give_ups_.load(std::memory_order_relaxed);
+    s.direct_copies = direct_copies_.load(std::memory_order_relaxed);
+    if (const staging::CopyPool* pool = copier_ready_.load(std::memory_order_acquire)) {
+        s.host_copy_threads = pool->threads();
+        s.parallel_copies = pool->parallel_copies();
+    } else if (config_.copy_threads == 1) {
+        s.host_copy_threads = 1;  // the caller alone, no pool
+    }
     return s;
 }
 

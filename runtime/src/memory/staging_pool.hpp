@@ -14,9 +14,12 @@
 #include "memory/device_ops.hpp"
 #include <keel/memory_stats.hpp>
 
+#include <keel/staging/copy_pool.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace keel::memory {
@@ -57,6 +60,12 @@ public:
     void count_inline_copy() noexcept { inline_copies_.fetch_add(1, std::memory_order_relaxed); }
     void count_ring_reuse() noexcept { ring_reuses_.fetch_add(1, std::memory_order_relaxed); }
     void count_ring_give_up() noexcept { ring_give_ups_.fetch_add(1, std::memory_order_relaxed); }
+    void count_direct_copy() noexcept { direct_copies_.fetch_add(1, std::memory_order_relaxed); }
+    // The host threads that copy to and from staging blocks, made at the
+    // first call (threads are only started by a large copy).
+    [[nodiscard]] staging::CopyPool& copier();
+    // Whether a copy (or chunk) of `size` bytes takes the parallel path.
+    [[nodiscard]] bool copies_in_parallel(std::uint64_t size) const noexcept;
     [[nodiscard]] const StagingConfig& config() const noexcept { return config_; }
 
     // The capacity a request of `size` bytes gets.
@@ -85,6 +94,11 @@ private:
     std::atomic<std::uint64_t> in_flight_waits_{0};
     std::atomic<std::uint64_t> ring_reuses_{0};
     std::atomic<std::uint64_t> ring_give_ups_{0};
+    std::atomic<std::uint64_t> direct_copies_{0};
+
+    std::once_flag copier_once_;
+    std::unique_ptr<staging::CopyPool> copier_;  // set once under copier_once_
+    std::atomic<staging::CopyPool*> copier_ready_{nullptr};
 };
 
 }  // namespace keel::memory

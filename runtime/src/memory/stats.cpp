@@ -59,7 +59,10 @@ std::string StagingStats::to_string() const {
            " reuse(s), " + std::to_string(inline_copies) + " inline cop" +
            (inline_copies == 1 ? "y" : "ies") + ", " + std::to_string(in_flight_waits) +
            " in-flight wait(s), " + std::to_string(ring_reuses) + " ring reuse(s), " +
-           std::to_string(ring_give_ups) + " ring give-up(s)";
+           std::to_string(ring_give_ups) + " ring give-up(s), " + std::to_string(host_copy_threads) +
+           " host copy thread(s), " + std::to_string(parallel_copies) + " parallel cop" +
+           (parallel_copies == 1 ? "y" : "ies") + ", " + std::to_string(direct_copies) + " direct cop" +
+           (direct_copies == 1 ? "y" : "ies");
 }
 
 std::string TrackerStats::to_string() const {

@@ -72,13 +72,29 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
         const std::uint64_t n = std::min<std::uint64_t>(chunk, dst.size() - offset);
         // On error, `copy` is dropped: chunks already enqueued are abandoned
         // (their staging comes back when the device is done).
-        KEEL_TRY_ASSIGN(StagingBlock block, staging.acquire(stream, n));
+        auto acquired = staging.acquire(stream, n);
+        if (!acquired.ok() && acquired.error().code() == KEEL_STATUS_OUT_OF_MEMORY) {
+            // Pinned memory ran out: wait for this stream's staged copies to
+            // give theirs back; failing that, the device writes straight into
+            // `dst` (then dropping the HostCopy waits for it).
+            auto synced = ops.stream_synchronize(stream);
+            if (!synced.ok()) return std::move(synced).error().context("Stream::copy");
+            core.tracker().sweep();
+            acquired = staging.acquire(stream, n);
+            if (!acquired.ok() && acquired.error().code() == KEEL_STATUS_OUT_OF_MEMORY) {
+                staging.count_direct_copy();
+                acquired = StagingBlock{};
+            }
+        }
+        if (!acquired.ok()) return std::move(acquired).error();
+        const StagingBlock block = *acquired;
         auto event = core.events().acquire();
         if (!event.ok()) {
             staging.release(block);
             return std::move(event).error().context("Stream::copy");
         }
-        auto copied = ops.memcpy_d2h(stream, block.ptr, src + offset, n);
+        void* landing = block.ptr != nullptr ? block.ptr : static_cast<void*>(dst.data() + offset);
+        auto copied = ops.memcpy_d2h(stream, landing, src + offset, n);
         if (copied.ok()) copied = ops.event_record(*event, stream);
         if (!copied.ok()) {
             core.events().release(*event);
@@ -126,17 +142,33 @@ Result<bool> HostCopy::ready() {
 }
 
 Result<void> HostCopy::wait() {
+    if (chunks_.empty()) {
+        memory_.reset();
+        return ok();
+    }
     Result<void> result = ok();
-    for (memory::CopyChunk& c : chunks_) {
-        // Chunk by chunk: the first is copied out while later ones transfer.
-        auto waited = memory_->ops().event_synchronize(c.event);
-        if (waited.ok()) {
-            std::memcpy(dst_ + c.offset, c.block.ptr, c.size);
-        } else if (result.ok()) {
-            result = std::move(waited).error().context("HostCopy::wait");
+    memory::StagingPool& staging = memory_->staging();
+    // Chunk by chunk: the pool's threads copy a chunk out of staging while
+    // the device still writes later ones.
+    staging::CopyPool* pool = nullptr;
+    if (staging.copies_in_parallel(chunks_.front().size)) pool = &staging.copier();
+    {
+        staging::CopyBatch batch;
+        for (memory::CopyChunk& c : chunks_) {
+            auto waited = memory_->ops().event_synchronize(c.event);
+            if (!waited.ok()) {
+                if (result.ok()) result = std::move(waited).error().context("HostCopy::wait");
+                continue;
+            }
+            if (c.block.ptr == nullptr) continue;  // the device wrote dst directly
+            if (pool != nullptr) pool->copy_async(dst_ + c.offset, c.block.ptr, c.size, batch);
+            else std::memcpy(dst_ + c.offset, c.block.ptr, c.size);
         }
+        if (pool != nullptr) pool->wait(batch);
+    }
+    for (memory::CopyChunk& c : chunks_) {
         memory_->events().release(c.event);
-        memory_->staging().release(c.block);
+        staging.release(c.block);
     }
     chunks_.clear();
     memory_.reset();
@@ -152,6 +184,12 @@ void HostCopy::abandon() noexcept {
     for (memory::CopyChunk& c : chunks_) {
         memory::StagingPool* staging = &core.staging();
         const memory::StagingBlock block = c.block;
+        if (block.ptr == nullptr) {
+            // The device writes the destination itself: wait for it.
+            (void)core.ops().event_synchronize(c.event);
+            core.events().release(c.event);
+            continue;
+        }
         try {
             core.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, memory::WorkKind::staging,
                                  HostFunc([staging, block] { staging->release(block); }));

@@ -10,7 +10,7 @@
 // one chunk overlaps with the device copying the previous one.
 //
 // Device -> host lands in pinned staging; HostCopy::wait() waits for it and
-// copies it into the destination. Dropping a HostCopy without waiting
+// copies it into the destination (with the staging pool's copy threads). Dropping a HostCopy without waiting
 // cancels delivery: the destination is never touched and the staging
 // returns to the pool when the device is done.
 #pragma once

@@ -4,6 +4,7 @@
 #include "plugin_state.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/native_handle.hpp>
 #include <keel/plugin/negotiation.hpp>
 
 namespace keel::level_zero::api {
@@ -28,6 +29,14 @@ keel_error* device_get(uint32_t index, keel_device* out_device) noexcept {
         }
         *out_device = to_handle(devices[index].get());
         return ok();
+    });
+}
+
+keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept {
+    return plugin::entry("level_zero device_native_handle", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        return plugin::write_native_handle(out, KEEL_NATIVE_HANDLE_LEVEL_ZERO_DEVICE,
+                                           reinterpret_cast<std::uintptr_t>(d->handle()));
     });
 }
 

@@ -12,12 +12,14 @@ namespace keel::level_zero::api {
 keel_error* device_count(uint32_t* out_count) noexcept;
 keel_error* device_get(uint32_t index, keel_device* out_device) noexcept;
 keel_error* device_properties(keel_device device, keel_device_properties* out) noexcept;
+keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept;
 
 // stream_entries.cpp
 keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept;
 keel_error* stream_destroy(keel_stream stream) noexcept;
 keel_error* stream_synchronize(keel_stream stream) noexcept;
 keel_error* stream_query(keel_stream stream, int32_t* out_done) noexcept;
+keel_error* stream_native_handle(keel_stream stream, keel_native_handle* out) noexcept;
 keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept;
 keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept;
 

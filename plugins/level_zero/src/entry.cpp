@@ -61,6 +61,8 @@ constexpr keel_plugin_api kApi = {
     .kernel_get = &kernel_get,
     .kernel_launch = &kernel_launch,
     .memcpy_h2d_inline = &memcpy_h2d_inline,
+    .device_native_handle = &device_native_handle,
+    .stream_native_handle = &stream_native_handle,
 };
 
 }  // namespace

@@ -78,6 +78,13 @@ public:
 
     [[nodiscard]] Device& device() const noexcept { return device_; }
 
+    // The immediate command list (null once closed), for a framework's own
+    // appends. Commands it appends are not chained into keel's event order.
+    [[nodiscard]] ze_command_list_handle_t native_list() {
+        std::lock_guard lock(mutex_);
+        return list_;
+    }
+
     // Appends one command: append(list, signal, wait_count, waits) makes the
     // Level Zero call on `list`, signalling `signal.event` when the command
     // completes and waiting for `waits`; it returns KEEL_ZE(...). The command also waits

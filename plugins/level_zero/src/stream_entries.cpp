@@ -3,6 +3,7 @@
 #include "handles.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/native_handle.hpp>
 
 #include <memory>
 
@@ -33,6 +34,16 @@ keel_error* stream_synchronize(keel_stream handle) noexcept {
     return plugin::entry("level_zero stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
         return s->synchronize();
+    });
+}
+
+keel_error* stream_native_handle(keel_stream handle, keel_native_handle* out) noexcept {
+    return plugin::entry("level_zero stream_native_handle", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        const ze_command_list_handle_t list = s->native_list();
+        if (list == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "the stream is closed");
+        return plugin::write_native_handle(out, KEEL_NATIVE_HANDLE_LEVEL_ZERO_COMMAND_LIST,
+                                           reinterpret_cast<std::uintptr_t>(list));
     });
 }
 

@@ -21,7 +21,9 @@ if [ "${KEEL_TEST_SANITIZERS:-1}" != 0 ]; then
   # The CUDA plugin is left out of sanitizer builds: the CUDA runtime is not
   # instrumented, and there is no GPU on CI for it to touch anyway.
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_suite build-asan "" -DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=address \
+  # The large lerp shapes on level_zero:0 run the fake driver's host copies
+  # of the kernels for minutes under ASan; the normal build runs them.
+  run_suite build-asan "-E LargeShapes.*level_zero" -DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=address \
             -DKEEL_ENABLE_CUDA=OFF -DKEEL_BUILD_BENCHMARKS=OFF
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
   run_suite build-tsan "-L concurrency" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_SANITIZE=thread \

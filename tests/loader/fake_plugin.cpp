@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -186,6 +187,10 @@ struct keel_device_t {
     std::string name;
     std::mutex mutex;
     std::map<std::uint64_t, std::uint64_t> allocations;  // address -> size
+    // Pinned host memory, kept until host_free succeeds (or the plugin shuts
+    // down, as a driver reclaims a context's memory): an injected host_free
+    // failure leaves it reachable rather than leaked.
+    std::set<void*> host_allocations;
     std::uint64_t used = 0;
 
     // [addr, addr + size) must lie inside one live allocation.
@@ -305,8 +310,10 @@ keel_error* plugin_info(keel_plugin_info* out) {
 void plugin_shutdown() {
     trace("shutdown");
     if (g_state) {
-        for (keel_device_t& d : g_state->devices)
+        for (keel_device_t& d : g_state->devices) {
             for (auto& [addr, size] : d.allocations) std::free(reinterpret_cast<void*>(addr));
+            for (void* p : d.host_allocations) std::free(p);
+        }
     }
     g_state.reset();
     keel::plugin::HostLog::uninstall();
@@ -628,6 +635,8 @@ keel_error* host_alloc(keel_device d, std::uint64_t size, void** out) {
         if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "size is 0");
         void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
         if (p == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "host memory exhausted");
+        std::lock_guard lock(d->mutex);
+        d->host_allocations.insert(p);
         *out = p;
         return ok();
     });
@@ -637,6 +646,10 @@ keel_error* host_free(keel_device d, void* ptr) {
     return entry(KEEL_FAKE_TYPE " host_free", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("host_free"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
+        std::lock_guard lock(d->mutex);
+        if (d->host_allocations.erase(ptr) == 0)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         hex(reinterpret_cast<std::uint64_t>(ptr)) + " is not pinned memory of " + d->name);
         std::free(ptr);
         return ok();
     });

@@ -264,6 +264,8 @@ Result<bool> FakeDevice::event_query(keel_event event) {
     std::lock_guard lock(mu_);
     Event* e = event_of(event);
     if (e == nullptr) return invalid("event_query of unknown event");
+    if (options_.failing_event_query)
+        return Error(KEEL_STATUS_DEVICE_ERROR, "[fake event_query] failing as configured");
     return event_done(*e);
 }
 

@@ -36,6 +36,9 @@ public:
         // host_alloc fails (OUT_OF_MEMORY) once this many blocks are live:
         // pinned memory running out.
         std::uint64_t max_live_host_blocks = UINT64_MAX;
+        // event_query fails (DEVICE_ERROR) although the work goes on: a
+        // query that fails must never be taken for completion.
+        bool failing_event_query = false;
     };
     explicit FakeDevice(Options options);
     FakeDevice() : FakeDevice(Options{}) {}

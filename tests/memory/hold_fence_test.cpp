@@ -61,6 +61,24 @@ TEST(Hold, KeepsAnObjectAliveUntilTheStreamReachesThePoint) {
     EXPECT_EQ(rig.device.counters().host_syncs, 0u);
 }
 
+TEST(Hold, AFailingEventQueryNeverReleasesEarlyAndAWaitStillReleases) {
+    FakeDevice::Options options;
+    options.failing_event_query = true;
+    FakeDevice device(options);
+    auto core = MemoryCore::create(device, quiet_config());
+    keel_stream s = device.make_stream();
+    auto dead = std::make_shared<std::atomic<int>>(0);
+    ASSERT_TRUE(hold(*core, s, Tracked(dead)).ok());
+    device.enqueue_work(s);
+    core->tracker().sweep();
+    EXPECT_EQ(dead->load(), 0) << "a failed query was taken for completion";
+    // A blocking wait (here the drain) sees the point reached and releases.
+    core->tracker().drain();
+    EXPECT_EQ(dead->load(), 1);
+    EXPECT_TRUE(device.violations().empty());
+    device.complete_all();
+}
+
 TEST(Hold, ReleasesAreBatchedAndEventsArePooled) {
     Rig rig;
     keel_stream s = rig.device.make_stream();

@@ -119,12 +119,17 @@ void CompletionTracker::collect_completed(StreamQueue& q, std::vector<Done>& don
             seq = q.entries.front().seq;
         }
         if (seq > known_complete) {
-            // The plugin is called with no tracker lock held. An error means
-            // the stream failed: its later work is skipped and will never
-            // touch memory, so the entry is released (the error surfaces at
-            // the caller's own synchronisation point).
+            // The plugin is called with no tracker lock held. An error is
+            // not taken for completion: the query itself may have failed
+            // while the work still runs. Such entries wait for a blocking
+            // wait (back-pressure, drain), whose error does mean the stream
+            // failed (see wait_entry).
             auto query = ops_.event_query(event);
-            if (query.ok() && !*query) return;
+            if (!query.ok()) {
+                detail::log_debug("[CompletionTracker] " + query.error().message());
+                return;
+            }
+            if (!*query) return;
         }
         std::lock_guard lock(q.mu);
         // Only a sweeper (us, holding sweep_mu) removes entries, but track()
@@ -218,7 +223,10 @@ void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
             event = it->event;
         }
         // The entry cannot be swept (we hold sweep_mu), so its event is not
-        // recycled while we block on it. Errors: see collect_completed.
+        // recycled while we block on it. An error means the stream failed:
+        // its later work is skipped and never touches memory, so the entry
+        // is released (the error surfaces at the caller's own
+        // synchronisation point).
         auto waited = ops_.event_synchronize(event);
         if (!waited.ok()) detail::log_debug("[CompletionTracker] " + waited.error().message());
         {

@@ -1,8 +1,9 @@
 // Gate: holds a stream at a point until open(), with a host function that
 // waits: the tool that proves work is asynchronous and that keeps work
 // unfinished while a test looks. A gate never hangs a test: a waiter gives
-// up after its patience (default 10 s) and the gate then fails the test
-// when it is destroyed. That also catches a plugin that ran the host
+// up after its patience (default 10 s, or KEEL_TEST_GATE_PATIENCE_MS, which
+// runs that expect failures use to fail fast) and the gate then fails the
+// test when it is destroyed. That also catches a plugin that ran the host
 // function inline at enqueue (the enqueue itself waits out the patience).
 //
 // Declare a gate after the streams it holds (and what their work uses):
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <memory>
 
@@ -22,7 +24,7 @@ namespace keel::testing {
 
 class Gate {
 public:
-    explicit Gate(std::chrono::milliseconds patience = std::chrono::seconds(10))
+    explicit Gate(std::chrono::milliseconds patience = default_patience())
         : state_(std::make_shared<State>()) {
         state_->patience = patience;
         state_->released = state_->release.get_future().share();
@@ -59,6 +61,12 @@ public:
     [[nodiscard]] bool entered() const { return state_->entered.load(); }
     // Whether a waiter gave up (the test fails when the gate goes).
     [[nodiscard]] bool timed_out() const { return state_->timed_out.load(); }
+
+    static std::chrono::milliseconds default_patience() {
+        if (const char* ms = std::getenv("KEEL_TEST_GATE_PATIENCE_MS"); ms != nullptr && *ms != '\0')
+            return std::chrono::milliseconds(std::strtoll(ms, nullptr, 10));
+        return std::chrono::seconds(10);
+    }
 
 private:
     struct State {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -280,6 +282,52 @@ TEST_F(UncachedMemory, AFreeAfterRecordStreamWaitsForTheOtherStream) {
     KEEL_ASSERT_OK(s2.synchronize());
     EXPECT_EQ(read(s2, b), std::vector<std::uint8_t>(64 * KiB, 0x11));
     EXPECT_EQ(memory().stats().raw_frees, 1u);
+}
+
+
+// Pinned memory and host functions. A host function does not declare what it
+// reads, so the checker keeps freed pinned blocks inaccessible while they are
+// quarantined: a host function that reads one after its host_free stops the
+// program with a diagnostic, whenever it runs.
+class CheckedHostFunctions : public CheckedMemory {
+protected:
+    void SetUp() override {
+        GTEST_FLAG_SET(death_test_style, "threadsafe");
+        CheckedMemory::SetUp();
+    }
+    // Frameworks' pattern: a host function reads pinned memory (a result the
+    // host wants), an event is recorded before it, the host waits for that
+    // event and frees the buffer, thinking the stream is done with it.
+    // `free_early` plants the bug; otherwise the host waits for the stream.
+    std::uint8_t read_in_host_function(bool free_early) const {
+        Stream s = stream();
+        PinnedBuffer pinned = PinnedBuffer::allocate(device(), 4096).expect("PinnedBuffer");
+        pinned.as<std::uint8_t>()[0] = 42;
+        auto seen = std::make_shared<std::atomic<int>>(-1);
+        Gate gate;
+        Event before = Event::create(device()).expect("Event");
+        before.record(s).expect("record");
+        gate.hold(s).expect("gate");
+        const auto* bytes = static_cast<const volatile std::uint8_t*>(pinned.data());
+        s.enqueue_host_func([bytes, seen] { seen->store(bytes[0]); }).expect("host function");
+        before.synchronize().expect("event");
+        if (free_early) {
+            PinnedBuffer freed = std::move(pinned);  // the bug: the host function has not run yet
+        }
+        gate.open();
+        s.synchronize().expect("synchronize");
+        return static_cast<std::uint8_t>(seen->load());
+    }
+};
+
+TEST_F(CheckedHostFunctions, AHostFunctionReadingPinnedMemoryFreedBeforeItRanStopsTheProgram) {
+    EXPECT_DEATH((void)read_in_host_function(/*free_early=*/true),
+                 "use after free of pinned memory: allocation #[0-9]+ .* was freed by host_free and then "
+                 "touched at 0x[0-9a-f]+ by a host function of stream [0-9]+");
+}
+
+TEST_F(CheckedHostFunctions, AHostFunctionReadingPinnedMemoryBeforeItsFreePasses) {
+    EXPECT_EQ(read_in_host_function(/*free_early=*/false), 42);
 }
 
 }  // namespace

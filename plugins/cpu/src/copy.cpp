@@ -7,6 +7,7 @@
 #include "execute.hpp"
 #include "kernel_registry.hpp"
 #include "parallel_for.hpp"
+#include "poison.hpp"
 #include "stream.hpp"
 #include "stream_copy.hpp"
 
@@ -68,19 +69,19 @@ Result<void> check_host(const void* p, const char* role) {
 }  // namespace
 
 // Checker: the pinned block a copy's host side lies in must still exist when
-// the copy runs. A block freed in log mode is quarantined (poisoned): the
-// copy goes ahead and moves poison, which is logged; a released block is
-// not touched at all.
-Result<void> check_pinned_still_there(Device& device, const Op& op) {
+// the copy runs (true: it does). A block freed in log mode is quarantined
+// (poisoned, its pages inaccessible): the copy moves poison instead, which
+// is logged (false); a released block is not touched at all.
+Result<bool> check_pinned_still_there(Device& device, const Op& op) {
     const CheckedOp& c = *op.check;
     switch (device.pinned().state(c.pinned_id)) {
-        case PinnedMemory::State::live: return ok();
+        case PinnedMemory::State::live: return true;
         case PinnedMemory::State::quarantined:
             plugin::HostLog::write(KEEL_LOG_ERROR, "[cpu " + std::string(op_name(op.kind)) + "] " + c.use.describe() +
                                                        " runs after its pinned allocation #" +
                                                        std::to_string(c.pinned_id) +
                                                        " was freed: it moves poison (0xDB) bytes");
-            return ok();
+            return false;
         case PinnedMemory::State::released: break;
     }
     return Error(KEEL_STATUS_DEVICE_ERROR, "host memory of pinned allocation #" + std::to_string(c.pinned_id) +
@@ -115,9 +116,22 @@ Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
     return ok();
 }
 
+// A copy whose pinned host side was freed (and is quarantined): the device
+// side of a host-to-device copy receives poison, a device-to-host copy
+// writes nothing.
+Result<void> move_poison(Device& device, const Op& op) {
+    if (op.kind == OpKind::copy_h2d) {
+        KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
+        std::memset(dst, poison::kFreedPinnedByte, op.size);
+    }
+    return ok();
+}
+
 Result<void> execute_copy(Device& device, Op& op) {
-    if (op.check && op.check->pinned_id != 0) [[unlikely]]
-        KEEL_TRY(check_pinned_still_there(device, op));
+    if (op.check && op.check->pinned_id != 0) [[unlikely]] {
+        KEEL_TRY_ASSIGN(const bool still_there, check_pinned_still_there(device, op));
+        if (!still_there) return move_poison(device, op);
+    }
     switch (op.kind) {
         case OpKind::copy_h2d: {
             KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));

@@ -1,6 +1,7 @@
 #include "pinned_memory.hpp"
 
 #include "address_space.hpp"  // hex()
+#include "checker/guarded_pages.hpp"
 #include "poison.hpp"
 
 #include <keel/plugin/host_log.hpp>
@@ -24,6 +25,12 @@ std::string ptr_hex(const void* p) { return hex(reinterpret_cast<std::uintptr_t>
 PinnedMemory::~PinnedMemory() {
     for (auto& [base, block] : live_)
         if (block.locked) munlock(block.memory.get(), block.memory.size());
+    for (Block& block : quarantine_) release_from_quarantine(block);
+}
+
+void PinnedMemory::release_from_quarantine(Block& block) noexcept {
+    if (block.guarded) guarded_pages::unprotect(block.memory.get(), block.memory.size());
+    block.guarded = false;
 }
 
 Result<void*> PinnedMemory::allocate(std::uint64_t size, std::uint64_t id) {
@@ -70,15 +77,19 @@ Result<PinnedInfo> PinnedMemory::free(void* ptr) {
     if (block.locked) munlock(block.memory.get(), block.memory.size());
     if (check_.poison) {
         // Poisoned and kept for a while: a copy that still reads it (a
-        // use after free) sees 0xDB bytes instead of crashing or, worse,
-        // reading memory the host already reused for something else.
+        // use after free) moves 0xDB bytes instead of crashing or, worse,
+        // reading memory the host already reused for something else. Its
+        // pages are inaccessible meanwhile, so that a host function that
+        // touches it stops the program with a diagnostic.
         std::memset(block.memory.get(), poison::kFreedPinnedByte, block.memory.size());
+        block.guarded = guarded_pages::protect(block.memory.get(), block.memory.size(), block.id);
         quarantine_bytes_ += block.memory.size();
         quarantined_ids_.insert(block.id);
         quarantine_.push_back(std::move(block));
         while (quarantine_bytes_ > check_.quarantine_bytes && !quarantine_.empty()) {
             quarantine_bytes_ -= quarantine_.front().memory.size();
             quarantined_ids_.erase(quarantine_.front().id);
+            release_from_quarantine(quarantine_.front());
             quarantine_.pop_front();
         }
     }

@@ -1,7 +1,8 @@
 // Pinned host memory (host_alloc/host_free): page-aligned host blocks the
 // plugin tracks, so it can validate frees, report leaks and, in checker
-// mode, poison and quarantine freed blocks and tell which block a copy's
-// host pointer belongs to.
+// mode, poison and quarantine freed blocks (inaccessible while there: see
+// checker/guarded_pages.hpp) and tell which block a copy's host pointer
+// belongs to.
 //
 // "Pinned" here means aligned and tracked; the plugin cannot page-lock
 // without privileges. With KEEL_CPU_MLOCK=1 it tries mlock() and logs once
@@ -60,7 +61,9 @@ private:
         HostBlock memory;
         std::uint64_t id = 0;
         bool locked = false;
+        bool guarded = false;  // quarantined and inaccessible
     };
+    void release_from_quarantine(Block& block) noexcept;
     const bool mlock_;
     const CheckerConfig check_;
     mutable std::mutex mutex_;

@@ -5,11 +5,13 @@
 #include "execute.hpp"
 #include "kernel_registry.hpp"
 #include "checker/checker.hpp"
+#include "checker/guarded_pages.hpp"
 
 #include <keel/plugin/host_log.hpp>
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <pthread.h>
 
 namespace keel::cpu {
@@ -136,7 +138,10 @@ void Stream::run() noexcept {
 
 void Stream::process(Op& op) noexcept {
     bool injected = false;
+    // Names this stream if the host function touches freed pinned memory.
+    std::optional<guarded_pages::RunningHostFunction> host_function;
     if (checker_active_) [[unlikely]] {
+        if (op.kind == OpKind::host_func) host_function.emplace(id());
         Checker* checker = device_.checker();
         if (std::uint64_t us = checker->delay_us(rng_))
             std::this_thread::sleep_for(std::chrono::microseconds(us));

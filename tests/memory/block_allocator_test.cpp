@@ -18,15 +18,15 @@ namespace {
 
 using testing::FakeDevice;
 
-struct Rig {
-    explicit Rig(FakeDevice::Options device_options = {}, AllocatorConfig config = {},
+struct AllocatorRig {
+    explicit AllocatorRig(FakeDevice::Options device_options = {}, AllocatorConfig config = {},
                  BackPressureConfig limits = {},
                  std::chrono::microseconds reclaim = std::chrono::microseconds{0})
         : device(device_options),
           events(device),
           tracker(device, events, limits.max_queued_per_stream, reclaim),
           allocator(device, events, tracker, config, limits) {}
-    ~Rig() {
+    ~AllocatorRig() {
         device.complete_all();
         tracker.shutdown();
     }
@@ -45,26 +45,26 @@ struct Rig {
 };
 
 TEST(BlockAllocator, FreedBlockIsReusedBySameStreamWithoutRawAllocation) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 4000);
-    const keel_device_addr first = Rig::addr(a);
+    const keel_device_addr first = AllocatorRig::addr(a);
     rig.allocator.free(a, {});
     Block* b = rig.alloc(s, 4000);
-    EXPECT_EQ(Rig::addr(b), first);
+    EXPECT_EQ(AllocatorRig::addr(b), first);
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
     EXPECT_EQ(rig.allocator.stats().cache_hits, 1u);
     rig.allocator.free(b, {});
 }
 
 TEST(BlockAllocator, SmallRequestsAreRoundedAndShareOneSegment) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 1000);
     Block* b = rig.alloc(s, 1);
     EXPECT_EQ(BlockAllocator::size(a), 1024u);
     EXPECT_EQ(BlockAllocator::size(b), 512u);
-    EXPECT_EQ(Rig::addr(b), Rig::addr(a) + 1024);
+    EXPECT_EQ(AllocatorRig::addr(b), AllocatorRig::addr(a) + 1024);
     const AllocatorStats st = rig.allocator.stats();
     EXPECT_EQ(st.segment_count, 1u);
     EXPECT_EQ(st.reserved_bytes, 2 * MiB);
@@ -81,7 +81,7 @@ AllocatorConfig without_exact_cache() {
 }
 
 TEST(BlockAllocator, FreeNeighboursMergeBackIntoOneBlock) {
-    Rig rig({}, without_exact_cache());
+    AllocatorRig rig({}, without_exact_cache());
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 4096);
     Block* b = rig.alloc(s, 4096);
@@ -101,25 +101,25 @@ TEST(BlockAllocator, FreeNeighboursMergeBackIntoOneBlock) {
 }
 
 TEST(BlockAllocator, ExactSizeCacheServesTheSameSizeWithoutMerging) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 4096);
     Block* b = rig.alloc(s, 4096);
-    const keel_device_addr a_addr = Rig::addr(a);
+    const keel_device_addr a_addr = AllocatorRig::addr(a);
     rig.allocator.free(a, {});
     rig.allocator.free(b, {});
     // Parked, not merged: three free blocks in the snapshot.
     EXPECT_EQ(rig.allocator.snapshot().segments[0].blocks.size(), 3u);
     Block* c = rig.alloc(s, 4000);  // the same rounded size: the most recent
-    EXPECT_EQ(Rig::addr(c), Rig::addr(b));
+    EXPECT_EQ(AllocatorRig::addr(c), AllocatorRig::addr(b));
     Block* d = rig.alloc(s, 4096);
-    EXPECT_EQ(Rig::addr(d), a_addr);
+    EXPECT_EQ(AllocatorRig::addr(d), a_addr);
     rig.allocator.free(c, {});
     rig.allocator.free(d, {});
 }
 
 TEST(BlockAllocator, ParkedBlocksAreMergedBeforeAnyRawAllocation) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     std::vector<Block*> quarter;
     for (int i = 0; i < 4; ++i) quarter.push_back(rig.alloc(s, 512 * KiB));  // fills 2 MiB
@@ -132,13 +132,13 @@ TEST(BlockAllocator, ParkedBlocksAreMergedBeforeAnyRawAllocation) {
 }
 
 TEST(BlockAllocator, LargeParkedBlocksAreMergedBeforeAnyRawAllocation) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     std::vector<Block*> fifths;
     for (int i = 0; i < 5; ++i) fifths.push_back(rig.alloc(s, 4 * MiB));  // fills 20 MiB
     for (Block* b : fifths) rig.allocator.free(b, {});
     Block* again = rig.alloc(s, 4 * MiB);  // exact-size reuse
-    EXPECT_EQ(Rig::addr(again), Rig::addr(fifths.back()));
+    EXPECT_EQ(AllocatorRig::addr(again), AllocatorRig::addr(fifths.back()));
     rig.allocator.free(again, {});
     Block* big = rig.alloc(s, 12 * MiB);  // needs three merged fifths
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
@@ -146,7 +146,7 @@ TEST(BlockAllocator, LargeParkedBlocksAreMergedBeforeAnyRawAllocation) {
 }
 
 TEST(BlockAllocator, LargeBlocksAreSplitOnlyWhenTheRestIsLarge) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 5 * MiB);  // 20 MiB segment, 15 MiB rest kept free
     EXPECT_EQ(BlockAllocator::size(a), 5 * MiB);
@@ -161,41 +161,41 @@ TEST(BlockAllocator, LargeBlocksAreSplitOnlyWhenTheRestIsLarge) {
 }
 
 TEST(BlockAllocator, AnotherStreamNeverGetsAFreedBlock) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
-    const keel_device_addr first = Rig::addr(a);
+    const keel_device_addr first = AllocatorRig::addr(a);
     rig.device.enqueue_access(s1, first, 4096);  // unfinished use on s1
     rig.allocator.free(a, {});
     Block* b = rig.alloc(s2, 4096);
-    EXPECT_NE(Rig::addr(b), first);
-    rig.device.enqueue_access(s2, Rig::addr(b), 4096);
+    EXPECT_NE(AllocatorRig::addr(b), first);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(b), 4096);
     EXPECT_TRUE(rig.device.violations().empty());
     rig.allocator.free(b, {});
 }
 
 TEST(BlockAllocator, UseOnAnotherStreamWithoutRecordIsCaughtByTheChecker) {
     // The oracle works: the classic bug (no record_stream) is detected.
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
-    rig.device.enqueue_access(s2, Rig::addr(a), 4096);  // unfinished use on s2
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);  // unfinished use on s2
     rig.allocator.free(a, {});                          // not recorded: reusable at once
     Block* b = rig.alloc(s1, 4096);
-    ASSERT_EQ(Rig::addr(b), Rig::addr(a));
-    rig.device.enqueue_access(s1, Rig::addr(b), 4096);
+    ASSERT_EQ(AllocatorRig::addr(b), AllocatorRig::addr(a));
+    rig.device.enqueue_access(s1, AllocatorRig::addr(b), 4096);
     EXPECT_FALSE(rig.device.violations().empty());
     rig.allocator.free(b, {});
 }
 
 TEST(BlockAllocator, RecordedUseKeepsTheBlockPendingUntilTheUseCompletes) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
-    const keel_device_addr first = Rig::addr(a);
+    const keel_device_addr first = AllocatorRig::addr(a);
     std::vector<RecordedUse> uses;
     rig.device.enqueue_access(s2, first, 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
@@ -203,22 +203,22 @@ TEST(BlockAllocator, RecordedUseKeepsTheBlockPendingUntilTheUseCompletes) {
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 1u);
 
     Block* b = rig.alloc(s1, 4096);  // must not get the pending block
-    EXPECT_NE(Rig::addr(b), first);
-    rig.device.enqueue_access(s1, Rig::addr(b), 4096);
+    EXPECT_NE(AllocatorRig::addr(b), first);
+    rig.device.enqueue_access(s1, AllocatorRig::addr(b), 4096);
 
     rig.device.complete(s2);
     rig.allocator.sweep();
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
     Block* c = rig.alloc(s1, 4096);
-    EXPECT_EQ(Rig::addr(c), first);
-    rig.device.enqueue_access(s1, Rig::addr(c), 4096);
+    EXPECT_EQ(AllocatorRig::addr(c), first);
+    rig.device.enqueue_access(s1, AllocatorRig::addr(c), 4096);
     EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
     rig.allocator.free(b, {});
     rig.allocator.free(c, {});
 }
 
 TEST(BlockAllocator, RecordingOnTheOwnStreamIsANoOp) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
     std::vector<RecordedUse> uses;
@@ -229,14 +229,14 @@ TEST(BlockAllocator, RecordingOnTheOwnStreamIsANoOp) {
 }
 
 TEST(BlockAllocator, RepeatedRecordsOnOneStreamKeepOneUseAndCoverTheLatestUse) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
     std::vector<RecordedUse> uses;
-    rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
-    rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
     EXPECT_EQ(uses.size(), 1u);
     EXPECT_EQ(rig.device.counters().events_created, 0u);  // recorded at the free
@@ -251,16 +251,16 @@ TEST(BlockAllocator, RepeatedRecordsOnOneStreamKeepOneUseAndCoverTheLatestUse) {
 }
 
 TEST(BlockAllocator, AStuckStreamDoesNotHoldBackBlocksWaitingOnOtherStreams) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream stuck = rig.device.make_stream();
     keel_stream moving = rig.device.make_stream();
     rig.device.set_stuck(stuck, true);
     Block* a = rig.alloc(s1, 4096);  // freed first, used on the stuck stream
     Block* b = rig.alloc(s1, 4096);  // freed second, used on the moving stream
-    const keel_device_addr b_addr = Rig::addr(b);
+    const keel_device_addr b_addr = AllocatorRig::addr(b);
     std::vector<RecordedUse> ua, ub;
-    rig.device.enqueue_access(stuck, Rig::addr(a), 4096);
+    rig.device.enqueue_access(stuck, AllocatorRig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, stuck, ua).ok());
     rig.device.enqueue_access(moving, b_addr, 4096);
     ASSERT_TRUE(rig.allocator.record_use(b, moving, ub).ok());
@@ -278,11 +278,11 @@ TEST(BlockAllocator, AStuckStreamDoesNotHoldBackBlocksWaitingOnOtherStreams) {
 // PyTorch's record_stream: the event is recorded at the free, so a use
 // enqueued after record_stream (but before the free) is covered too.
 TEST(BlockAllocator, RecordStreamBeforeTheUseIsEnqueuedStillCoversTheUse) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
-    const keel_device_addr first = Rig::addr(a);
+    const keel_device_addr first = AllocatorRig::addr(a);
     std::vector<RecordedUse> uses;
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());  // before the use
     EXPECT_EQ(rig.device.counters().events_created, 0u);      // no plugin call at record time
@@ -290,13 +290,13 @@ TEST(BlockAllocator, RecordStreamBeforeTheUseIsEnqueuedStillCoversTheUse) {
     rig.allocator.free(a, std::move(uses));
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 1u);
     Block* b = rig.alloc(s1, 4096);
-    EXPECT_NE(Rig::addr(b), first);
+    EXPECT_NE(AllocatorRig::addr(b), first);
     rig.device.complete(s2);
     rig.allocator.sweep();
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
     Block* c = rig.alloc(s1, 4096);
-    EXPECT_EQ(Rig::addr(c), first);
-    rig.device.enqueue_access(s1, Rig::addr(c), 4096);
+    EXPECT_EQ(AllocatorRig::addr(c), first);
+    rig.device.enqueue_access(s1, AllocatorRig::addr(c), 4096);
     EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
     rig.allocator.free(b, {});
     rig.allocator.free(c, {});
@@ -305,17 +305,17 @@ TEST(BlockAllocator, RecordStreamBeforeTheUseIsEnqueuedStillCoversTheUse) {
 // Events are recorded at the free: each pending block waits for everything
 // its recorded stream enqueued before the free, not only up to the record.
 TEST(BlockAllocator, APendingBlockWaitsForAllWorkEnqueuedBeforeItsFree) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* early = rig.alloc(s1, 4096);
     Block* late = rig.alloc(s1, 4096);
     std::vector<RecordedUse> ue, ul;
-    rig.device.enqueue_access(s2, Rig::addr(early), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(early), 4096);
     ASSERT_TRUE(rig.allocator.record_use(early, s2, ue).ok());
-    rig.device.enqueue_access(s2, Rig::addr(late), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(late), 4096);
     ASSERT_TRUE(rig.allocator.record_use(late, s2, ul).ok());
-    rig.device.enqueue_access(s2, Rig::addr(early), 4096);  // a later use of `early`, not re-recorded
+    rig.device.enqueue_access(s2, AllocatorRig::addr(early), 4096);  // a later use of `early`, not re-recorded
     rig.allocator.free(late, std::move(ul));
     rig.allocator.free(early, std::move(ue));
     rig.device.complete(s2, 2);
@@ -325,18 +325,18 @@ TEST(BlockAllocator, APendingBlockWaitsForAllWorkEnqueuedBeforeItsFree) {
     rig.allocator.sweep();
     EXPECT_EQ(rig.allocator.stats().pending_free_count, 0u);
     Block* again = rig.alloc(s1, 8192);
-    rig.device.enqueue_access(s1, Rig::addr(again), 8192);
+    rig.device.enqueue_access(s1, AllocatorRig::addr(again), 8192);
     EXPECT_TRUE(rig.device.violations().empty()) << rig.device.violations().front();
     rig.allocator.free(again, {});
 }
 
 TEST(BlockAllocator, PendingFreesComeBackWhenWorkCompletesEvenIfNothingAllocates) {
-    Rig rig({}, {}, {}, std::chrono::microseconds{200});  // reclaimer thread on
+    AllocatorRig rig({}, {}, {}, std::chrono::microseconds{200});  // reclaimer thread on
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
     std::vector<RecordedUse> uses;
-    rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
     rig.allocator.free(a, std::move(uses));
     rig.device.complete(s2);
@@ -351,19 +351,19 @@ TEST(BlockAllocator, PendingFreesComeBackWhenWorkCompletesEvenIfNothingAllocates
 TEST(BlockAllocator, WaitAtReuseOrdersTheStreamOnTheDeviceInsteadOfWaiting) {
     AllocatorConfig config;
     config.wait_at_reuse = true;
-    Rig rig({}, config);
+    AllocatorRig rig({}, config);
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 1 * MiB);
     Block* filler = rig.alloc(s1, 1 * MiB);  // the small segment is now full
-    const keel_device_addr first = Rig::addr(a);
+    const keel_device_addr first = AllocatorRig::addr(a);
     std::vector<RecordedUse> uses;
     rig.device.enqueue_access(s2, first, 1 * MiB);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
     rig.allocator.free(a, std::move(uses));
 
     Block* b = rig.alloc(s1, 1 * MiB);
-    EXPECT_EQ(Rig::addr(b), first);  // reused while the use is unfinished
+    EXPECT_EQ(AllocatorRig::addr(b), first);  // reused while the use is unfinished
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 1u);
     EXPECT_EQ(rig.allocator.stats().reuse_waits, 1u);
     EXPECT_EQ(rig.device.counters().stream_waits, 1u);
@@ -382,7 +382,7 @@ TEST(BlockAllocator, WaitAtReuseOrdersTheStreamOnTheDeviceInsteadOfWaiting) {
 TEST(BlockAllocator, OutOfMemoryLadderRecoversMemoryHeldByOtherStreams) {
     FakeDevice::Options device;
     device.capacity = 6 * MiB;
-    Rig rig(device);
+    AllocatorRig rig(device);
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     keel_stream s3 = rig.device.make_stream();
@@ -392,7 +392,7 @@ TEST(BlockAllocator, OutOfMemoryLadderRecoversMemoryHeldByOtherStreams) {
     // s3: a segment pending on an unfinished use on `user`.
     Block* p = rig.alloc(s3, 2 * MiB);
     std::vector<RecordedUse> uses;
-    rig.device.enqueue_access(user, Rig::addr(p), 2 * MiB);
+    rig.device.enqueue_access(user, AllocatorRig::addr(p), 2 * MiB);
     ASSERT_TRUE(rig.allocator.record_use(p, user, uses).ok());
     rig.allocator.free(p, std::move(uses));
     EXPECT_EQ(rig.allocator.stats().reserved_bytes, 4 * MiB);
@@ -413,7 +413,7 @@ TEST(BlockAllocator, OutOfMemoryLadderRecoversMemoryHeldByOtherStreams) {
 TEST(BlockAllocator, OutOfMemoryErrorCarriesTheStatistics) {
     FakeDevice::Options device;
     device.capacity = 4 * MiB;
-    Rig rig(device);
+    AllocatorRig rig(device);
     keel_stream s1 = rig.device.make_stream();
     Block* held = rig.alloc(s1, 3 * MiB);
     auto r = rig.allocator.allocate(s1, 3 * MiB);
@@ -431,7 +431,7 @@ TEST(BlockAllocator, OutOfMemoryErrorCarriesTheStatistics) {
 TEST(BlockAllocator, ReservedLimitActsAsOutOfMemory) {
     AllocatorConfig config;
     config.reserved_limit = 4 * MiB;
-    Rig rig({}, config);
+    AllocatorRig rig({}, config);
     keel_stream s1 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 3 * MiB);
     auto r = rig.allocator.allocate(s1, 2 * MiB);
@@ -446,13 +446,13 @@ TEST(BlockAllocator, ReservedLimitActsAsOutOfMemory) {
 TEST(BlockAllocator, PendingFreeCountBoundMakesTheHostWaitForTheOldest) {
     BackPressureConfig limits;
     limits.max_pending_free_count = 2;
-    Rig rig({}, {}, limits);
+    AllocatorRig rig({}, {}, limits);
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     for (int i = 0; i < 5; ++i) {
         Block* a = rig.alloc(s1, 4096);
         std::vector<RecordedUse> uses;
-        rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+        rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);
         ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
         rig.allocator.free(a, std::move(uses));
         EXPECT_LE(rig.allocator.stats().pending_free_count, 2u);
@@ -462,13 +462,13 @@ TEST(BlockAllocator, PendingFreeCountBoundMakesTheHostWaitForTheOldest) {
 }
 
 TEST(BlockAllocator, SteadyStateCrossStreamFreesCreateNoEvents) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     for (int i = 0; i < 100; ++i) {
         Block* a = rig.alloc(s1, 8192);
         std::vector<RecordedUse> uses;
-        rig.device.enqueue_access(s2, Rig::addr(a), 8192);
+        rig.device.enqueue_access(s2, AllocatorRig::addr(a), 8192);
         ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
         rig.allocator.free(a, std::move(uses));
         rig.device.complete(s2);
@@ -479,7 +479,7 @@ TEST(BlockAllocator, SteadyStateCrossStreamFreesCreateNoEvents) {
 }
 
 TEST(BlockAllocator, ReleaseCachedReturnsOnlyEntirelyFreeSegments) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     Block* keep = rig.alloc(s1, 4096);         // small segment stays
     rig.allocator.free(rig.alloc(s1, 5 * MiB), {});  // large segment becomes free
@@ -494,11 +494,11 @@ TEST(BlockAllocator, ReleaseCachedReturnsOnlyEntirelyFreeSegments) {
 TEST(BlockAllocator, ASegmentThePluginRefusesToFreeStaysCached) {
     FakeDevice::Options device;
     device.refuse_late_free = true;
-    Rig rig(device);
+    AllocatorRig rig(device);
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 5 * MiB);
-    rig.device.enqueue_access(s2, Rig::addr(a), 5 * MiB);  // the bug: no record_use
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 5 * MiB);  // the bug: no record_use
     rig.allocator.free(a, {});
     auto released = rig.allocator.release_cached();
     ASSERT_FALSE(released.ok());
@@ -512,13 +512,13 @@ TEST(BlockAllocator, ASegmentThePluginRefusesToFreeStaysCached) {
 }
 
 TEST(BlockAllocator, SnapshotShowsSegmentsBlocksStatesAndStreams) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
     Block* b = rig.alloc(s1, 4096);
     std::vector<RecordedUse> uses;
-    rig.device.enqueue_access(s2, Rig::addr(b), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(b), 4096);
     ASSERT_TRUE(rig.allocator.record_use(b, s2, uses).ok());
     rig.allocator.free(b, std::move(uses));
     const MemorySnapshot snap = rig.allocator.snapshot();
@@ -537,7 +537,7 @@ TEST(BlockAllocator, SnapshotShowsSegmentsBlocksStatesAndStreams) {
 }
 
 TEST(BlockAllocator, PeaksTrackTheHighWaterMarkAndCanBeReset) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 1 * MiB);
     Block* b = rig.alloc(s1, 1 * MiB);
@@ -551,7 +551,7 @@ TEST(BlockAllocator, PeaksTrackTheHighWaterMarkAndCanBeReset) {
 }
 
 TEST(BlockAllocator, PeaksStayExactWhenFreedBytesAreReusedInThePool) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     rig.allocator.free(rig.alloc(s, 1 * MiB), {});
     Block* a = rig.alloc(s, 512 * KiB);
@@ -568,7 +568,7 @@ TEST(BlockAllocator, PeaksStayExactWhenFreedBytesAreReusedInThePool) {
 
 TEST(BlockAllocator, ThreadsOnOneStreamTakeSmallBlocksFromPoolsOfTheirOwn) {
     if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one hardware thread: one pool per stream";
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s = rig.device.make_stream();
     Block* mine = rig.alloc(s, 64 * KiB);
     Block* theirs = nullptr;
@@ -588,20 +588,20 @@ TEST(BlockAllocator, ThreadsOnOneStreamTakeSmallBlocksFromPoolsOfTheirOwn) {
     EXPECT_EQ(BlockAllocator::stream(theirs), s);
     // A block freed here goes back to the other thread's pool, which
     // reuses it.
-    const keel_device_addr theirs_addr = Rig::addr(theirs);
+    const keel_device_addr theirs_addr = AllocatorRig::addr(theirs);
     rig.allocator.free(theirs, {});
     rig.allocator.free(mine, {});
     freed.set_value();
     other.join();
     ASSERT_NE(again, nullptr);
-    EXPECT_EQ(Rig::addr(again), theirs_addr);
+    EXPECT_EQ(AllocatorRig::addr(again), theirs_addr);
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 2u);
     rig.allocator.free(again, {});
     EXPECT_EQ(rig.allocator.stats().allocated_bytes, 0u);
 }
 
 TEST(BlockAllocator, InvalidRequestsAreRejectedWithClearErrors) {
-    Rig rig;
+    AllocatorRig rig;
     keel_stream s1 = rig.device.make_stream();
     auto zero = rig.allocator.allocate(s1, 0);
     ASSERT_FALSE(zero.ok());
@@ -623,11 +623,11 @@ bool mentions(const Result<void>& r, const std::string& what) {
 }
 
 TEST(BlockAllocator, CheckedModeRefusesARangeOneBytePastItsBuffer) {
-    Rig rig({}, checked());
+    AllocatorRig rig({}, checked());
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 1000);
     Block* b = rig.alloc(s, 1000);
-    const keel_device_addr at = Rig::addr(a);
+    const keel_device_addr at = AllocatorRig::addr(a);
     EXPECT_TRUE(rig.allocator.check_view("copy", "the destination", at, 1000).ok());
     EXPECT_TRUE(rig.allocator.check_view("copy", "the destination", at + 999, 1).ok());
     const Result<void> past = rig.allocator.check_view("copy", "the destination", at, 1001);
@@ -644,30 +644,30 @@ TEST(BlockAllocator, CheckedModeRefusesARangeOneBytePastItsBuffer) {
 }
 
 TEST(BlockAllocator, CheckedModeRefusesAStaleViewAndQuarantinesTheBlock) {
-    Rig rig({}, checked(1 * MiB));
+    AllocatorRig rig({}, checked(1 * MiB));
     keel_stream s = rig.device.make_stream();
     Block* a = rig.alloc(s, 4096);
-    const keel_device_addr at = Rig::addr(a);
+    const keel_device_addr at = AllocatorRig::addr(a);
     rig.allocator.free(a, {});
     const Result<void> stale = rig.allocator.check_view("memset", "the destination", at, 16);
     EXPECT_TRUE(mentions(stale, "use after free")) << (stale.ok() ? "accepted" : stale.error().message());
     Block* b = rig.alloc(s, 4096);
-    EXPECT_NE(Rig::addr(b), at);  // quarantined, not handed out again
-    EXPECT_TRUE(rig.allocator.check_view("memset", "the destination", Rig::addr(b), 4096).ok());
+    EXPECT_NE(AllocatorRig::addr(b), at);  // quarantined, not handed out again
+    EXPECT_TRUE(rig.allocator.check_view("memset", "the destination", AllocatorRig::addr(b), 4096).ok());
     rig.allocator.free(b, {});
 }
 
 TEST(BlockAllocator, WithoutCachingEveryBufferIsAPluginAllocationFreedAfterItsWork) {
     AllocatorConfig config;
     config.caching = false;
-    Rig rig({}, config);
+    AllocatorRig rig({}, config);
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     Block* a = rig.alloc(s1, 4096);
     Block* b = rig.alloc(s1, 4096);
     EXPECT_EQ(rig.allocator.stats().raw_allocations, 2u);
     std::vector<RecordedUse> uses;
-    rig.device.enqueue_access(s2, Rig::addr(a), 4096);
+    rig.device.enqueue_access(s2, AllocatorRig::addr(a), 4096);
     ASSERT_TRUE(rig.allocator.record_use(a, s2, uses).ok());
     rig.device.enqueue_work(s1);
     rig.allocator.free(a, std::move(uses));  // waits for s1 and the use (the host wait runs them), then frees
@@ -683,7 +683,7 @@ TEST(BlockAllocator, WithoutCachingEveryBufferIsAPluginAllocationFreedAfterItsWo
 TEST(BlockAllocator, ManyThreadsAllocateFreeAndRecordConcurrently) {
     FakeDevice::Options device;
     device.immediate = true;
-    Rig rig(device, {}, {}, std::chrono::microseconds{100});
+    AllocatorRig rig(device, {}, {}, std::chrono::microseconds{100});
     constexpr int kThreads = 4;
     std::vector<keel_stream> streams;
     for (int i = 0; i < kThreads; ++i) streams.push_back(rig.device.make_stream());

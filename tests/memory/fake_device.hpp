@@ -12,6 +12,9 @@
 
 #include "memory/device_ops.hpp"
 
+#include <keel/memory_config.hpp>
+
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +24,13 @@
 #include <vector>
 
 namespace keel::memory::testing {
+
+// A memory config without the background reclaimer: tests sweep explicitly.
+inline MemoryConfig quiet_config() {
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{0};
+    return config;
+}
 
 class FakeDevice final : public DeviceOps {
 public:

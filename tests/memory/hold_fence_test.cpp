@@ -16,16 +16,12 @@ namespace keel::memory {
 namespace {
 
 using testing::FakeDevice;
+using testing::quiet_config;
 
-MemoryConfig quiet_config() {
-    MemoryConfig config;
-    config.reclaim_interval = std::chrono::microseconds{0};
-    return config;
-}
 
-struct Rig {
-    explicit Rig(MemoryConfig config = quiet_config()) : core(MemoryCore::create(device, config)) {}
-    ~Rig() { device.complete_all(); }
+struct HoldRig {
+    explicit HoldRig(MemoryConfig config = quiet_config()) : core(MemoryCore::create(device, config)) {}
+    ~HoldRig() { device.complete_all(); }
     FakeDevice device;
     std::shared_ptr<MemoryCore> core;
 };
@@ -47,7 +43,7 @@ private:
 };
 
 TEST(Hold, KeepsAnObjectAliveUntilTheStreamReachesThePoint) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     rig.device.enqueue_work(s);  // work before the hold point
@@ -80,7 +76,7 @@ TEST(Hold, AFailingEventQueryNeverReleasesEarlyAndAWaitStillReleases) {
 }
 
 TEST(Hold, ReleasesAreBatchedAndEventsArePooled) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     for (int round = 0; round < 10; ++round) {
@@ -94,7 +90,7 @@ TEST(Hold, ReleasesAreBatchedAndEventsArePooled) {
 }
 
 TEST(Hold, AcceptsSeveralObjectsAndSharedHandlesWithOneEvent) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     auto shared = std::make_shared<Tracked>(dead);
@@ -110,7 +106,7 @@ TEST(Hold, AcceptsSeveralObjectsAndSharedHandlesWithOneEvent) {
 TEST(Hold, ReclaimerThreadReleasesWithoutFurtherCalls) {
     MemoryConfig config;
     config.reclaim_interval = std::chrono::microseconds{200};
-    Rig rig(config);
+    HoldRig rig(config);
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     ASSERT_TRUE(hold(*rig.core, s, Tracked(dead)).ok());
@@ -126,7 +122,7 @@ TEST(Hold, TwoStreamPipelinePassesBuffersWithHoldsAndNoHostSync) {
     // s2 "sends" the buffer; the producer drops its handle at once and the
     // hold on s2 keeps the memory until the send finished. The fake flags
     // any reuse that races the send.
-    Rig rig;
+    HoldRig rig;
     keel_stream producer = rig.device.make_stream();
     keel_stream consumer = rig.device.make_stream();
     for (int step = 0; step < 50; ++step) {
@@ -194,7 +190,7 @@ TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
 }
 
 TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     auto buf = allocate(rig.core, s1, 4096);
@@ -214,7 +210,7 @@ TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {
 }
 
 TEST(Fence, WithoutAFenceTheCheckerSeesTheRace) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     auto buf = allocate(rig.core, s1, 4096);
@@ -225,7 +221,7 @@ TEST(Fence, WithoutAFenceTheCheckerSeesTheRace) {
 }
 
 TEST(Fence, ItsEventIsRecycledOnlyAfterThePointIsReached) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s1 = rig.device.make_stream();
     keel_stream s2 = rig.device.make_stream();
     rig.device.enqueue_work(s1);
@@ -245,7 +241,7 @@ TEST(Fence, ItsEventIsRecycledOnlyAfterThePointIsReached) {
 }
 
 TEST(Fence, OrderingAStreamAfterItselfIsANoOp) {
-    Rig rig;
+    HoldRig rig;
     keel_stream s1 = rig.device.make_stream();
     ASSERT_TRUE(order_after(rig.core, s1, s1).ok());
     EXPECT_EQ(rig.device.counters().stream_waits, 0u);
@@ -254,7 +250,7 @@ TEST(Fence, OrderingAStreamAfterItselfIsANoOp) {
 TEST(BackPressure, QueuedOperationsPerStreamAreBounded) {
     MemoryConfig config = quiet_config();
     config.limits.max_queued_per_stream = 4;
-    Rig rig(config);
+    HoldRig rig(config);
     keel_stream s = rig.device.make_stream();
     auto dead = std::make_shared<std::atomic<int>>(0);
     for (int i = 0; i < 20; ++i) {

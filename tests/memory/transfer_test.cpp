@@ -21,17 +21,13 @@ namespace keel::memory {
 namespace {
 
 using testing::FakeDevice;
+using testing::quiet_config;
 
-MemoryConfig quiet_config() {
-    MemoryConfig config;
-    config.reclaim_interval = std::chrono::microseconds{0};  // tests sweep explicitly
-    return config;
-}
 
-struct Rig {
-    explicit Rig(FakeDevice::Options options = {}, MemoryConfig config = quiet_config())
+struct TransferRig {
+    explicit TransferRig(FakeDevice::Options options = {}, MemoryConfig config = quiet_config())
         : device(options), core(MemoryCore::create(device, config)) {}
-    ~Rig() { device.complete_all(); }
+    ~TransferRig() { device.complete_all(); }
     Buffer buffer(keel_stream s, std::uint64_t size) {
         auto r = allocate(core, s, size);
         EXPECT_TRUE(r.ok());
@@ -51,17 +47,17 @@ struct Rig {
 // What Stream::copy does with a host range (staged) or a moved-in vector
 // (held, no staging) once it has checked the sizes.
 template <class R>
-Result<void> upload(Rig& rig, keel_stream s, const R& src, const Buffer& dst) {
+Result<void> upload(TransferRig& rig, keel_stream s, const R& src, const Buffer& dst) {
     return copy_to_device(*rig.core, s, dst.address(), std::as_bytes(std::span(src)));
 }
 template <class T>
-Result<void> upload(Rig& rig, keel_stream s, std::vector<T>&& src, const Buffer& dst) {
+Result<void> upload(TransferRig& rig, keel_stream s, std::vector<T>&& src, const Buffer& dst) {
     const auto bytes = std::as_bytes(std::span(src));
     return copy_to_device_owned(*rig.core, s, dst.address(), bytes, keel::detail::owning(std::move(src)));
 }
 // What Stream::copy_to_vector does.
 template <class T>
-Result<HostFuture<T>> download(Rig& rig, keel_stream s, const Buffer& src, std::size_t count) {
+Result<HostFuture<T>> download(TransferRig& rig, keel_stream s, const Buffer& src, std::size_t count) {
     std::vector<T> data(count);
     KEEL_TRY_ASSIGN(HostCopy copy, copy_from_device(rig.core, s, std::as_writable_bytes(std::span(data)),
                                                     src.address()));
@@ -75,7 +71,7 @@ std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t start) {
 }
 
 TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
     {
@@ -89,7 +85,7 @@ TEST(Transfer, ContainerMayBeDestroyedRightAfterAnAsyncCopy) {
 }
 
 TEST(Transfer, AMovedInVectorIsCopiedWithoutStagingAndFreedAfterTheCopyRan) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 4096 * sizeof(std::uint32_t));
     std::vector<std::uint32_t> data = iota(4096, 3);
@@ -105,7 +101,7 @@ TEST(Transfer, AMovedInVectorIsCopiedWithoutStagingAndFreedAfterTheCopyRan) {
 }
 
 TEST(Transfer, TinyCopiesTakeTheInlinePathWithoutStaging) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 64);
     const double scalar = 2.5;
@@ -120,7 +116,7 @@ TEST(Transfer, TinyCopiesTakeTheInlinePathWithoutStaging) {
 TEST(Transfer, TinyCopiesAreStagedWhenThePluginHasNoInlineCopy) {
     FakeDevice::Options options;
     options.inline_copy = false;
-    Rig rig(options);
+    TransferRig rig(options);
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 64);
     const std::int64_t scalar = -3;
@@ -133,7 +129,7 @@ TEST(Transfer, TinyCopiesAreStagedWhenThePluginHasNoInlineCopy) {
 TEST(Transfer, LargeCopiesAreSplitIntoChunks) {
     MemoryConfig config = quiet_config();
     config.staging.chunk_bytes = 1 * MiB;
-    Rig rig({}, config);
+    TransferRig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = (2 * MiB + 12345) / sizeof(std::uint32_t);
     Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
@@ -145,7 +141,7 @@ TEST(Transfer, LargeCopiesAreSplitIntoChunks) {
 }
 
 TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer a = rig.buffer(s, 64 * KiB);
     Buffer b = rig.buffer(s, 64 * KiB);
@@ -160,7 +156,7 @@ TEST(Transfer, StagingIsNotReusedBeforeItsCopyRan) {
 }
 
 TEST(Transfer, SteadyStateMakesNoPinnedAllocations) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 1 * MiB);
     const auto data = iota(MiB / 4, 3);
@@ -188,7 +184,7 @@ MemoryConfig ring_config() {
 }
 
 TEST(Transfer, ALargeCopyOnAnIdleStreamReusesItsOldestBlockOnceItsCopyRan) {
-    Rig rig({}, ring_config());
+    TransferRig rig({}, ring_config());
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 256 * 1024;  // 1 MiB: 16 chunks
     Buffer buf = rig.buffer(s, n * 4);
@@ -206,7 +202,7 @@ TEST(Transfer, ALargeCopyOnAnIdleStreamReusesItsOldestBlockOnceItsCopyRan) {
 }
 
 TEST(Transfer, ALargeCopyBehindUnfinishedWorkStopsReusingAfterRingWait) {
-    Rig rig({}, ring_config());
+    TransferRig rig({}, ring_config());
     keel_stream s = rig.device.make_stream();
     rig.device.set_stuck(s, true);
     rig.device.enqueue_work(s);  // the stream is busy and will not move
@@ -228,7 +224,7 @@ TEST(Transfer, ALargeCopyBehindUnfinishedWorkStopsReusingAfterRingWait) {
 TEST(Transfer, WithoutARingEveryChunkTakesABlockFromThePool) {
     MemoryConfig config = ring_config();
     config.staging.ring_chunks = 0;
-    Rig rig({}, config);
+    TransferRig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 256 * 1024;
     Buffer buf = rig.buffer(s, n * 4);
@@ -241,7 +237,7 @@ TEST(Transfer, WithoutARingEveryChunkTakesABlockFromThePool) {
 }
 
 TEST(Transfer, AStuckStreamDoesNotBlockReuseOfOtherStagingBlocks) {
-    Rig rig;
+    TransferRig rig;
     keel_stream stuck = rig.device.make_stream();
     keel_stream moving = rig.device.make_stream();
     rig.device.set_stuck(stuck, true);
@@ -263,7 +259,7 @@ TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
     MemoryConfig config = quiet_config();
     config.staging.chunk_bytes = 256 * KiB;
     config.limits.max_staging_in_flight_bytes = 1 * MiB;
-    Rig rig({}, config);
+    TransferRig rig({}, config);
     keel_stream s = rig.device.make_stream();
     std::vector<Buffer> buffers;
     for (int i = 0; i < 16; ++i) buffers.push_back(rig.buffer(s, 256 * KiB));
@@ -282,7 +278,7 @@ TEST(Transfer, InFlightStagingIsBoundedWhenTheHostRunsAhead) {
 }
 
 TEST(Transfer, DeviceToHostCompletesThroughAFuture) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 1000 * sizeof(std::uint32_t));
     const auto data = iota(1000, 42);
@@ -300,7 +296,7 @@ TEST(Transfer, DeviceToHostCompletesThroughAFuture) {
 TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
     MemoryConfig config = quiet_config();
     config.staging.chunk_bytes = 64 * KiB;
-    Rig rig({}, config);
+    TransferRig rig({}, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 100 * 1024;
     Buffer buf = rig.buffer(s, n * 4);
@@ -317,7 +313,7 @@ TEST(Transfer, DeviceToHostIntoASpanIsWrittenOnlyByWait) {
 }
 
 TEST(Transfer, DroppingAHostCopyCancelsDeliveryAndReturnsStagingLater) {
-    Rig rig;
+    TransferRig rig;
     keel_stream s = rig.device.make_stream();
     Buffer buf = rig.buffer(s, 4096);
     std::vector<std::uint8_t> out(4096, 0);
@@ -344,7 +340,7 @@ MemoryConfig parallel_config(std::uint32_t threads) {
 class ParallelTransfer : public ::testing::TestWithParam<std::uint32_t> {};
 
 TEST_P(ParallelTransfer, ASourceDestroyedRightAfterReturnArrivesWhole) {
-    Rig rig({}, parallel_config(GetParam()));
+    TransferRig rig({}, parallel_config(GetParam()));
     keel_stream s = rig.device.make_stream();
     const std::size_t n = (3 * MiB + 4100) / sizeof(std::uint32_t);
     Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
@@ -362,7 +358,7 @@ TEST_P(ParallelTransfer, ASourceDestroyedRightAfterReturnArrivesWhole) {
 }
 
 TEST_P(ParallelTransfer, DeviceToHostIsCopiedOutOfStagingByThePool) {
-    Rig rig({}, parallel_config(GetParam()));
+    TransferRig rig({}, parallel_config(GetParam()));
     keel_stream s = rig.device.make_stream();
     const std::size_t n = (2 * MiB + 8192) / sizeof(std::uint32_t);
     Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
@@ -390,7 +386,7 @@ TEST(Transfer, WhenPinnedMemoryRunsOutAnUploadWaitsForStagingThenGoesDirect) {
     MemoryConfig config = parallel_config(4);
     config.staging.ring_chunks = 0;
     config.staging.max_cached_bytes = 0;  // blocks go back to the device at once
-    Rig rig(options, config);
+    TransferRig rig(options, config);
     keel_stream s = rig.device.make_stream();
     const std::size_t n = 4 * MiB / sizeof(std::uint32_t);
     Buffer buf = rig.buffer(s, n * sizeof(std::uint32_t));
@@ -407,7 +403,7 @@ TEST(Transfer, WhenPinnedMemoryRunsOutAnUploadWaitsForStagingThenGoesDirect) {
     // No pinned memory at all: straight from the source, waited for.
     FakeDevice::Options none;
     none.max_live_host_blocks = 0;
-    Rig bare(none, parallel_config(4));
+    TransferRig bare(none, parallel_config(4));
     keel_stream t = bare.device.make_stream();
     Buffer dst = bare.buffer(t, n * sizeof(std::uint32_t));
     auto src = std::make_unique<std::vector<std::uint32_t>>(iota(n, 8));
@@ -426,7 +422,7 @@ TEST(Transfer, WhenPinnedMemoryRunsOutAnUploadWaitsForStagingThenGoesDirect) {
 TEST(Transfer, ConcurrentParallelCopiesFromSeveralThreadsOnOneAndOnSeveralStreams) {
     FakeDevice::Options options;
     options.immediate = true;
-    Rig rig(options, parallel_config(3));
+    TransferRig rig(options, parallel_config(3));
     constexpr int kThreads = 4;
     const std::size_t n = (1 * MiB + 4096) / sizeof(std::uint32_t);
     for (bool shared_stream : {true, false}) {

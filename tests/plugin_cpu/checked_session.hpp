@@ -7,12 +7,16 @@
 
 #include "cpu_test.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace keel::cpu::testing {
+
+// The size of the buffers the checker tests plant their bugs in.
+inline constexpr uint64_t kBytes = 4096;
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;

@@ -10,8 +10,6 @@
 namespace keel::cpu::testing {
 namespace {
 
-constexpr uint64_t kBytes = 4096;
-
 TEST(CheckerFrees, FreeingMemoryAKernelOnAnotherStreamUsesIsRefusedAndStickyOnThatStream) {
     for (const CheckerRun& run : checker_runs()) {
         SCOPED_TRACE(run.name);

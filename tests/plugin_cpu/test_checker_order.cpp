@@ -8,7 +8,6 @@
 namespace keel::cpu::testing {
 namespace {
 
-constexpr uint64_t kBytes = 4096;
 constexpr size_t kFloats = kBytes / sizeof(float);
 
 // --- a consumer stream that never waits for its producer --------------------

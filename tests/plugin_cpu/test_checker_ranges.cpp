@@ -8,8 +8,6 @@
 namespace keel::cpu::testing {
 namespace {
 
-constexpr uint64_t kBytes = 4096;
-
 // --- one byte past an allocation ---------------------------------------------
 
 TEST(CheckerRanges, AnAccessOneBytePastAnAllocationIsRefusedAtEnqueue) {

@@ -52,6 +52,8 @@ bool is_integer(keel_dtype d) noexcept {
            d == KEEL_DTYPE_U8 || d == KEEL_DTYPE_U32 || d == KEEL_DTYPE_U64;
 }
 
+}  // namespace
+
 std::string dtype_list(std::span<const keel_dtype> dtypes) {
     std::string out;
     for (keel_dtype d : dtypes) {
@@ -60,8 +62,6 @@ std::string dtype_list(std::span<const keel_dtype> dtypes) {
     }
     return out;
 }
-
-}  // namespace
 
 Result<LaunchArgsView> LaunchArgsView::make(const keel_launch_args* launch, std::string name) {
     if (launch == nullptr)

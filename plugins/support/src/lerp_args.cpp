@@ -9,12 +9,6 @@ bool contains(std::span<const keel_dtype> set, keel_dtype d) {
     return std::find(set.begin(), set.end(), d) != set.end();
 }
 
-std::string dtype_list(std::span<const keel_dtype> set) {
-    std::string out;
-    for (keel_dtype d : set) out += (out.empty() ? "" : "|") + std::string(dtype_name(d));
-    return out;
-}
-
 std::string arg_name(std::size_t i, const char* role) {
     return "argument " + std::to_string(i) + " (" + role + ")";
 }

@@ -27,13 +27,13 @@ struct SharedEntry {
     std::optional<MemoryConfig> config;
 };
 
-struct Registry {
+struct SharedInstances {
     std::mutex mu;
     std::unordered_map<const detail::DeviceSlot*, SharedEntry> entries;  // guarded by mu
 };
 
-Registry& registry() {
-    static base::NoDestructor<Registry> r;  // cores are released at exit too
+SharedInstances& shared_instances() {
+    static base::NoDestructor<SharedInstances> r;  // cores are released at exit too
     return *r;
 }
 
@@ -53,7 +53,7 @@ Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const Memo
 }
 
 Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const MemoryConfig* config) {
-    Registry& r = registry();
+    SharedInstances& r = shared_instances();
     std::lock_guard lock(r.mu);
     // Entries of devices whose plugin is gone (their address may be reused).
     std::erase_if(r.entries, [](const auto& e) { return e.second.device.expired(); });

@@ -1,5 +1,7 @@
 #include "memory/stream_registry.hpp"
 
+#include <keel/base/no_destructor.hpp>
+
 #include <atomic>
 #include <mutex>
 #include <shared_mutex>
@@ -9,21 +11,21 @@ namespace keel::memory {
 
 namespace {
 
-struct Registry {
+struct OpenStreams {
     std::shared_mutex mu;
     std::unordered_map<keel_stream, StreamGeneration> open;
     std::atomic<StreamGeneration> next{1};
 };
 
-Registry& registry() {
-    static Registry* r = new Registry;  // never destroyed: streams may close during static destruction
+OpenStreams& open_streams() {
+    static base::NoDestructor<OpenStreams> r;  // streams may close during static destruction
     return *r;
 }
 
 }  // namespace
 
 StreamGeneration register_stream(keel_stream stream) {
-    Registry& r = registry();
+    OpenStreams& r = open_streams();
     const StreamGeneration g = r.next.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock lock(r.mu);
     r.open[stream] = g;
@@ -31,13 +33,13 @@ StreamGeneration register_stream(keel_stream stream) {
 }
 
 void unregister_stream(keel_stream stream) noexcept {
-    Registry& r = registry();
+    OpenStreams& r = open_streams();
     std::unique_lock lock(r.mu);
     r.open.erase(stream);
 }
 
 StreamGeneration stream_generation(keel_stream stream) noexcept {
-    Registry& r = registry();
+    OpenStreams& r = open_streams();
     std::shared_lock lock(r.mu);
     auto it = r.open.find(stream);
     return it == r.open.end() ? 0 : it->second;

@@ -13,6 +13,8 @@
 namespace keel::plugin {
 
 [[nodiscard]] const char* dtype_name(keel_dtype dtype) noexcept;
+// "f32|f16|bf16": a set of dtypes as error messages name it.
+[[nodiscard]] std::string dtype_list(std::span<const keel_dtype> dtypes);
 [[nodiscard]] std::size_t dtype_size(keel_dtype dtype) noexcept;  // 0 for INVALID
 
 // A buffer argument after validation.

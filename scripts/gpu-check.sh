@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks keel on a GPU machine in one run of under 10 minutes, from the
 # repository root, with the folder scripts/gpu-bundle.sh made (.gpu-bundle/):
-#   1. every ctest test;
+#   1. every ctest test but the kit's (see below);
 #   2. compute-sanitizer memcheck over the CUDA tests;
 #   3. every benchmark on cuda:0: keel-cuda-bench, lerp_bench beside
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
@@ -85,7 +85,10 @@ else
 fi
 
 # 1. Every test (without a GPU the CUDA tests skip, saying why).
-run_part ctest 150 ctest --test-dir "$B" -j "$cores" --output-on-failure --timeout 120
+# The kit test is left out: it installs from the full build tree and builds
+# programs against Debian's -dev packages, which neither the bundle nor a GPU
+# machine has (CI runs it).
+run_part ctest 150 ctest --test-dir "$B" -j "$cores" --output-on-failure --timeout 120 -E '^Kit\.'
 
 # 2. compute-sanitizer memcheck over the CUDA tests (the sticky-error test
 # faults on purpose; the largest lerp shapes are left to part 1).

@@ -288,6 +288,23 @@ void bench_copies(const keel::Device& device, bool quick) {
             std::fflush(stdout);
         }
     }
+    // copy_to_vector must create its vector, and std::vector zeroes it:
+    // first-touch page faults bound that column whatever the copy does
+    // (slow in virtual machines).
+    std::printf("   a new vector alone (allocated and zeroed, as copy_to_vector must):");
+    for (std::uint64_t size : {64 * MiB, 256 * MiB}) {
+        std::vector<double> times;
+        for (int r = 0; r < std::min(reps, 3); ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            std::vector<std::uint8_t> fresh(size);
+            const volatile std::uint8_t last = fresh.back();
+            (void)last;
+            times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::printf(" %s %.2f GB/s%s", size_name(size).c_str(),
+                    static_cast<double>(size) / *std::min_element(times.begin(), times.end()) / 1e9,
+                    size == 64 * MiB ? "," : "\n");
+    }
 }
 
 // ---- 4. deferred frees ---------------------------------------------------------

@@ -3,6 +3,7 @@
 // free of host memory naming the copy (never a crash of the checker).
 #include "checked_session.hpp"
 
+#include <csignal>
 #include <sys/mman.h>
 
 namespace keel::cpu::testing {
@@ -163,6 +164,32 @@ TEST(CheckerHostMemory, AHostSourceAlreadyUnmappedAtEnqueueIsRefusedThere) {
     expect_finding(take(t.api().memcpy_h2d(s, d, gone, kLarge)), KEEL_STATUS_OUT_OF_RANGE,
                    {"use after free of host memory: memcpy_h2d on stream 1: its host source", "at enqueue"});
     expect_finding(take(t.api().stream_synchronize(s)), KEEL_STATUS_OUT_OF_RANGE, {"use after free of host memory"});
+}
+
+
+// Freed pinned blocks are guarded by a fault handler while quarantined; it
+// must not outlive the plugin (it would point into an unloaded library).
+TEST(CheckerPinnedGuard, TheFaultHandlerComesAndGoesWithTheGuardedBlocks) {
+    struct sigaction before {};
+    ASSERT_EQ(sigaction(SIGSEGV, nullptr, &before), 0);
+    {
+        CheckedSession t({{"KEEL_CPU_CHECK", "1"}, {"KEEL_CPU_POISON", "1"}});
+        void* p = t.pinned(4096);
+        ASSERT_NE(p, nullptr);
+        KEEL_ASSERT_OK(t.api().host_free(t.dev(), p));  // quarantined and guarded
+        t.forget_pinned(p);
+        struct sigaction during {};
+        ASSERT_EQ(sigaction(SIGSEGV, nullptr, &during), 0);
+        EXPECT_TRUE((during.sa_flags & SA_SIGINFO) != 0 && during.sa_sigaction != before.sa_sigaction)
+            << "no fault handler while a freed pinned block is guarded";
+    }
+    struct sigaction after {};
+    ASSERT_EQ(sigaction(SIGSEGV, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_flags & SA_SIGINFO, before.sa_flags & SA_SIGINFO);
+    if ((before.sa_flags & SA_SIGINFO) != 0)
+        EXPECT_EQ(after.sa_sigaction, before.sa_sigaction) << "the plugin left its fault handler behind";
+    else
+        EXPECT_EQ(after.sa_handler, before.sa_handler) << "the plugin left its fault handler behind";
 }
 
 }  // namespace

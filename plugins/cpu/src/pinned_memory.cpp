@@ -26,6 +26,7 @@ PinnedMemory::~PinnedMemory() {
     for (auto& [base, block] : live_)
         if (block.locked) munlock(block.memory.get(), block.memory.size());
     for (Block& block : quarantine_) release_from_quarantine(block);
+    guarded_pages::remove_handler_if_unused();
 }
 
 void PinnedMemory::release_from_quarantine(Block& block) noexcept {

@@ -23,9 +23,13 @@ constexpr std::size_t kSlots = 4096;
 std::array<Range, kSlots> g_ranges;
 std::mutex g_slots_mu;  // serialises writers; the handler only reads
 
+// The handler is installed on first use and removed once no range is
+// guarded (at the latest when the plugin shuts down): a handler left behind
+// would point into an unloaded library.
+std::mutex g_handler_mu;
+bool g_installed = false;  // guarded by g_handler_mu
 struct sigaction g_previous_segv {};
 struct sigaction g_previous_bus {};
-std::once_flag g_installed;
 
 // The stream whose host function this thread runs (0: none).
 thread_local std::uint64_t t_host_function_stream = 0;
@@ -118,12 +122,24 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 }
 
 void install_handler() noexcept {
+    std::lock_guard lock(g_handler_mu);
+    if (g_installed) return;
     struct sigaction action {};
     action.sa_sigaction = &on_fault;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
     sigaction(SIGSEGV, &action, &g_previous_segv);
     sigaction(SIGBUS, &action, &g_previous_bus);
+    g_installed = true;
+}
+
+// Puts the replaced handler back where ours is still the current one (one
+// installed after ours chains to ours and must be left alone).
+void restore(int sig, const struct sigaction& previous) noexcept {
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) != 0 &&
+        current.sa_sigaction == &on_fault)
+        sigaction(sig, &previous, nullptr);
 }
 
 }  // namespace
@@ -134,9 +150,9 @@ std::uint64_t page_rounded(std::uint64_t size) noexcept {
 }
 
 bool protect(std::byte* base, std::uint64_t size, std::uint64_t id) noexcept {
-    std::call_once(g_installed, install_handler);
     const std::uint64_t bytes = page_rounded(size);
     std::lock_guard lock(g_slots_mu);
+    install_handler();
     for (Range& r : g_ranges) {
         if (r.begin.load(std::memory_order_relaxed) != 0) continue;
         if (mprotect(base, bytes, PROT_NONE) != 0) return false;
@@ -156,6 +172,17 @@ void unprotect(std::byte* base, std::uint64_t size) noexcept {
         r.begin.store(0, std::memory_order_release);
         return;
     }
+}
+
+void remove_handler_if_unused() noexcept {
+    std::lock_guard slots(g_slots_mu);
+    for (const Range& r : g_ranges)
+        if (r.begin.load(std::memory_order_relaxed) != 0) return;
+    std::lock_guard lock(g_handler_mu);
+    if (!g_installed) return;
+    restore(SIGSEGV, g_previous_segv);
+    restore(SIGBUS, g_previous_bus);
+    g_installed = false;
 }
 
 RunningHostFunction::RunningHostFunction(std::uint64_t stream) noexcept

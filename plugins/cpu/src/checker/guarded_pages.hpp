@@ -9,7 +9,9 @@
 // what they touch), and poison alone would be read silently.
 //
 // The fault handler is installed on first use and hands faults elsewhere to
-// the handler it replaced (ASan's, or the default). Linux only.
+// the handler it replaced (ASan's, or the default); it is removed once
+// nothing is guarded (the owner of the blocks calls remove_handler_if_unused
+// when it goes, so no handler outlives the plugin). Linux only.
 //
 // Thread-safety: free functions, callable from any thread; the handler is
 // async-signal-safe.
@@ -30,6 +32,8 @@ namespace keel::cpu::guarded_pages {
 [[nodiscard]] bool protect(std::byte* base, std::uint64_t size, std::uint64_t id) noexcept;
 // Makes a protected range accessible again (before its memory is freed).
 void unprotect(std::byte* base, std::uint64_t size) noexcept;
+// Puts the replaced fault handlers back if no range is guarded any more.
+void remove_handler_if_unused() noexcept;
 
 // While alive, a fault on this thread names the host function of `stream`
 // as what touched the freed memory.

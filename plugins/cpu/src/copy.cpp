@@ -122,7 +122,7 @@ Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
 Result<void> move_poison(Device& device, const Op& op) {
     if (op.kind == OpKind::copy_h2d) {
         KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
-        std::memset(dst, poison::kFreedPinnedByte, op.size);
+        set_bytes(dst, poison::kFreedPinnedByte, op.size);
     }
     return ok();
 }

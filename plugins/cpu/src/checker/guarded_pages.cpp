@@ -34,9 +34,9 @@ struct sigaction g_previous_bus {};
 // The stream whose host function this thread runs (0: none).
 thread_local std::uint64_t t_host_function_stream = 0;
 
-std::size_t page_size() noexcept {
-    static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    return p;
+std::uint64_t page_rounded(std::uint64_t size) noexcept {
+    static const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    return (size + page - 1) / page * page;
 }
 
 // ---- async-signal-safe output ----------------------------------------------
@@ -143,11 +143,6 @@ void restore(int sig, const struct sigaction& previous) noexcept {
 }
 
 }  // namespace
-
-std::uint64_t page_rounded(std::uint64_t size) noexcept {
-    const std::uint64_t p = page_size();
-    return (size + p - 1) / p * p;
-}
 
 bool protect(std::byte* base, std::uint64_t size, std::uint64_t id) noexcept {
     const std::uint64_t bytes = page_rounded(size);

@@ -22,11 +22,9 @@
 
 namespace keel::cpu::guarded_pages {
 
-// The pages spanning [base, base + size) as one guarded range: `base` must be
-// page-aligned and the block must own whole pages up to the rounded end.
-[[nodiscard]] std::uint64_t page_rounded(std::uint64_t size) noexcept;
-
-// Makes the pages inaccessible and remembers them as pinned block `id`.
+// Makes the pages spanning [base, base + size) inaccessible and remembers
+// them as pinned block `id`: `base` must be page-aligned and the block must
+// own whole pages up to the rounded end.
 // false (nothing changed) when the table of guarded ranges is full or the
 // pages could not be protected: the block then stays only poisoned.
 [[nodiscard]] bool protect(std::byte* base, std::uint64_t size, std::uint64_t id) noexcept;

@@ -45,6 +45,23 @@ TEST_P(Conformance, AMovedInVectorIsReadFromPageableMemoryWhenTheCopyRuns) {
     EXPECT_EQ(out, pattern(n, 5));
 }
 
+TEST_P(Conformance, LargePageableCopiesArriveWholeInBothDirections) {
+    // Several of a plugin's staging chunks (4 MiB by default) and a ragged
+    // tail, queued behind a held stream so that every chunk is staged when
+    // the stream runs, not at enqueue.
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    const std::size_t n = (13u << 20) + 5;
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n));
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));
+    KEEL_ASSERT_OK(s.copy(buf, pattern(n, 9)));  // moved in: read when the copy runs
+    Bytes out(n, 0);
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy back, s.copy(std::span<std::uint8_t>(out), buf));
+    gate.open();
+    KEEL_ASSERT_OK(back.wait());
+    EXPECT_TRUE(out == pattern(n, 9));
+}
+
 TEST_P(Conformance, AStagedCopysSourceMayBeReusedAtOnce) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::size_t n : {std::size_t{8}, std::size_t{3000}, std::size_t{3} << 20}) {

@@ -1,6 +1,7 @@
 #include "device.hpp"
 
 #include "cuda_error.hpp"
+#include "pageable_copy.hpp"
 
 #include <keel/plugin/host_log.hpp>
 
@@ -81,6 +82,7 @@ Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
       label_("cuda:" + std::to_string(index)),
       allocations_("device allocation of " + label_),
       pinned_("pinned host allocation of " + label_),
+      pageable_staging_(cuda_pinned_memory(), staging::pageable_staging_config_from_env()),
       idle_streams_(kPoolCapacity),
       idle_events_(kPoolCapacity),
       idle_timing_events_(kPoolCapacity) {
@@ -106,10 +108,10 @@ void Device::release_all() noexcept try {
     const auto leaked_pinned = pinned_.take_all();
     // A device never used has nothing to release: do not create its context now.
     if ((streams.empty() && events.empty() && leaked.empty() && leaked_pinned.empty() &&
-         !staging_.holds_any()) ||
+         pageable_staging_.stats().blocks.held_bytes == 0) ||
         !make_current().ok())
         return;
-    staging_.release_all();
+    pageable_staging_.release_all();
     for (cudaStream_t s : streams) (void)cudaStreamDestroy(s);
     for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
     if (!leaked.empty())
@@ -153,11 +155,6 @@ Discovery discover_devices() {
         found.devices.push_back(std::make_unique<Device>(index, ordinal, prop));
     }
     return found;
-}
-
-staging::CopyPool& Device::host_copier() {
-    std::call_once(host_copier_once_, [this] { host_copier_ = std::make_unique<staging::CopyPool>(); });
-    return *host_copier_;
 }
 
 }  // namespace keel::cuda

@@ -4,9 +4,8 @@
 
 #include "allocation_registry.hpp"
 #include "handle_pool.hpp"
-#include "staging_pool.hpp"
 
-#include <keel/staging/copy_pool.hpp>
+#include <keel/staging/pageable_staging.hpp>
 
 #include <memory>
 #include <mutex>
@@ -65,12 +64,10 @@ public:
     // Pinned host memory from host_alloc on this device, so host_free can
     // refuse what it did not allocate and shutdown can free what leaked.
     [[nodiscard]] AllocationRegistry& pinned() noexcept { return pinned_; }
-    // Pinned buffers for copies to and from pageable host memory.
-    [[nodiscard]] StagingPool& staging() noexcept { return staging_; }
-    // The host threads that copy between pageable memory and those buffers
-    // (keel::staging, the engine the runtime stages with too); made at the
-    // first pageable copy.
-    [[nodiscard]] staging::CopyPool& host_copier();
+    // Copies to and from pageable host memory: pinned blocks and the host
+    // threads that copy between them and pageable memory (keel::staging,
+    // whose copy pool the runtime stages with too).
+    [[nodiscard]] staging::PageableStaging& pageable_staging() noexcept { return pageable_staging_; }
     // Idle non-blocking streams, synchronised before they were pooled.
     [[nodiscard]] HandlePool<cudaStream_t>& idle_streams() noexcept { return idle_streams_; }
     // Idle events whose last record (if any) has completed.
@@ -89,9 +86,7 @@ private:
     keel_device_properties properties_{};
     AllocationRegistry allocations_;
     AllocationRegistry pinned_;
-    StagingPool staging_;
-    std::once_flag host_copier_once_;
-    std::unique_ptr<staging::CopyPool> host_copier_;  // set once under host_copier_once_
+    staging::PageableStaging pageable_staging_;
     HandlePool<cudaStream_t> idle_streams_;
     HandlePool<cudaEvent_t> idle_events_;
     HandlePool<cudaEvent_t> idle_timing_events_;

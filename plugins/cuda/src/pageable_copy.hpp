@@ -5,10 +5,12 @@
 // CUDA's own pageable path does neither: cudaMemcpyAsync from pageable
 // memory may copy the source at enqueue, and into pageable memory it
 // returns only after the copy completed, so a stream held back by earlier
-// work would block the caller. Here the transfer goes through a pinned
-// staging buffer, and a stream callback does the host-side memcpy when the
-// stream reaches it (one callback per 8 MiB chunk, plus one to release the
-// buffer after an h2d copy). Pinned memory never takes this path.
+// work would block the caller. Here the transfer goes through keel::staging's
+// PageableStaging: pinned blocks from cudaHostAlloc, host steps run by
+// stream callbacks (cudaStreamAddCallback, which runs every accepted
+// callback once, also after a device error), the host copies split among
+// the device's copy threads and overlapped with the DMA of the previous
+// chunk. Pinned memory never takes this path.
 #pragma once
 
 #include "device.hpp"
@@ -18,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace keel::cuda {
 
@@ -26,13 +29,17 @@ namespace keel::cuda {
 // as pinned, registered or managed (cudaPointerGetAttributes).
 [[nodiscard]] bool is_dma_capable(Device& device, const void* ptr, std::uint64_t size) noexcept;
 
+// Pinned memory for staging blocks: cudaHostAlloc (portable), cudaFreeHost.
+[[nodiscard]] std::unique_ptr<staging::PinnedMemory> cuda_pinned_memory();
+
 // Enqueue a host -> device copy from pageable `src` on `stream` (the
-// device is current). Falls back to cudaMemcpyAsync when the staging pool
-// is at capacity.
+// device is current). When the staging capacity is used up by copies in
+// flight, falls back to cudaMemcpyAsync, which may read `src` at enqueue.
 [[nodiscard]] Result<void> enqueue_pageable_h2d(Device& device, cudaStream_t stream, void* dst,
                                                 const void* src, std::uint64_t size);
 
-// Enqueue a device -> host copy into pageable `dst`; same fallback.
+// Enqueue a device -> host copy into pageable `dst`; same fallback (which
+// may wait for the copy).
 [[nodiscard]] Result<void> enqueue_pageable_d2h(Device& device, cudaStream_t stream, void* dst,
                                                 const void* src, std::uint64_t size);
 

@@ -1,5 +1,6 @@
 #include "device.hpp"
 
+#include "transfers.hpp"
 #include "ze_error.hpp"
 #include "ze_loader.hpp"
 
@@ -174,6 +175,7 @@ Device::Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t ha
       slots_(driver.context(), handle, SlotKind::plain),
       timestamp_slots_(driver.context(), handle, SlotKind::kernel_timestamp),
       host_buffers_(driver.context()),
+      pageable_staging_(ze_pinned_memory(driver.context()), staging::pageable_staging_config_from_env()),
       modules_(driver.context(), handle, limits) {}
 
 std::uint32_t Device::next_queue_index() noexcept {
@@ -185,6 +187,7 @@ void Device::release_all() noexcept {
     slots_.release_all();
     timestamp_slots_.release_all();
     host_buffers_.release_all();
+    pageable_staging_.release_all();
 }
 
 Discovery discover_devices() {

@@ -8,6 +8,7 @@
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
+#include <keel/staging/pageable_staging.hpp>
 
 #include <level_zero/ze_api.h>
 
@@ -78,6 +79,8 @@ public:
     // Slots with kernel timestamps, for timing events.
     [[nodiscard]] EventSlotPool& timestamp_slots() noexcept { return timestamp_slots_; }
     [[nodiscard]] HostBufferPool& host_buffers() noexcept { return host_buffers_; }
+    // Copies to and from pageable host memory (transfers.hpp).
+    [[nodiscard]] staging::PageableStaging& pageable_staging() noexcept { return pageable_staging_; }
     [[nodiscard]] ModuleCache& modules() noexcept { return modules_; }
 
     // The compute queue a new stream uses: round robin over the group.
@@ -97,6 +100,7 @@ private:
     EventSlotPool slots_;
     EventSlotPool timestamp_slots_;
     HostBufferPool host_buffers_;
+    staging::PageableStaging pageable_staging_;
     ModuleCache modules_;
 };
 

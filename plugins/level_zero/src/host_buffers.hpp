@@ -1,6 +1,7 @@
 // Host memory the device can reach (zeMemAllocHost), lent to operations for
-// as long as they are in flight: staging buffers for copies to and from
-// pageable memory, the bytes of memcpy_h2d_inline, fill patterns. Sizes are
+// as long as they are in flight: the bytes of memcpy_h2d_inline, fill
+// patterns. (Copies of pageable memory stage through keel::staging, see
+// transfers.hpp.) Sizes are
 // powers of two from 256 B to 4 MiB; idle buffers are kept for reuse up to
 // 64 MiB per device, beyond which a returned buffer is freed.
 #pragma once

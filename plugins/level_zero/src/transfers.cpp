@@ -2,8 +2,8 @@
 
 #include "usm.hpp"
 
-#include <algorithm>
-#include <cstring>
+#include <memory>
+#include <string>
 
 namespace keel::level_zero {
 
@@ -28,42 +28,71 @@ Result<void> enqueue_fill(Stream& stream, void* dst, std::uint8_t value, std::ui
     return ok();
 }
 
-Result<void> enqueue_staged_h2d(Stream& stream, keel_device_addr dst, const void* src, std::uint64_t size) {
-    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(size, HostBufferPool::kLargest));
-    KEEL_TRY_ASSIGN(HostBufferRef staging, stream.device().host_buffers().lend(chunk));
-    const auto* from = static_cast<const unsigned char*>(src);
-    for (std::uint64_t done = 0; done < size; done += chunk) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
-        void* buffer = staging->data;
-        const unsigned char* part = from + done;
-        // Read when the stream gets here, not now; skipped once the stream failed.
-        KEEL_TRY(stream.enqueue_host(
-            [buffer, part, n](Status status) {
-                if (status == KEEL_STATUS_OK) std::memcpy(buffer, part, n);
-            },
-            {staging}));
-        KEEL_TRY(enqueue_copy(stream, device_pointer(dst + done), buffer, n, {staging}));
+namespace {
+
+class ZePinnedMemory final : public staging::PinnedMemory {
+public:
+    explicit ZePinnedMemory(ze_context_handle_t context) noexcept : context_(context) {}
+    Result<void*> allocate(std::size_t bytes) override {
+        void* block = nullptr;
+        ze_host_mem_alloc_desc_t desc{ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, nullptr, 0};
+        KEEL_TRY(KEEL_ZE(zeMemAllocHost, context_, &desc, bytes, 64, &block).check("staging memory"));
+        return block;
     }
-    return ok();
+    void free(void* block) noexcept override { (void)ze().zeMemFree(context_, block); }
+
+private:
+    ze_context_handle_t context_;
+};
+
+// One pageable copy's view of a stream: host steps on its host worker,
+// device copies on its command list, in the stream's order.
+class ZeStagingStream final : public staging::StagingStream {
+public:
+    ZeStagingStream(Stream& stream, keel_device_addr device, bool to_device) noexcept
+        : stream_(stream), device_(device), to_device_(to_device) {}
+
+    Result<void> enqueue_host_step(Step step) override {
+        return stream_.enqueue_host([step = std::move(step)](Status status) { step(status == KEEL_STATUS_OK); });
+    }
+    Result<void> enqueue_device_copy(std::uint64_t offset, void* block, std::size_t bytes) override {
+        void* device = device_pointer(device_ + offset);
+        if (to_device_) return enqueue_copy(stream_, device, block, bytes);
+        return enqueue_copy(stream_, block, device, bytes);
+    }
+
+private:
+    Stream& stream_;
+    keel_device_addr device_;
+    bool to_device_;
+};
+
+Result<void> staged(Result<bool> enqueued, std::uint64_t size, const staging::PageableStaging& staging) {
+    KEEL_TRY_ASSIGN(const bool done, std::move(enqueued));
+    if (done) return ok();
+    return Error(KEEL_STATUS_OUT_OF_MEMORY,
+                 "copy of " + std::to_string(size) + " bytes of pageable memory: the " +
+                     std::to_string(staging.config().capacity >> 20) +
+                     " MiB of staging memory are all in use by copies in flight "
+                     "(KEEL_PAGEABLE_STAGING_MIB raises the limit)");
+}
+
+}  // namespace
+
+std::unique_ptr<staging::PinnedMemory> ze_pinned_memory(ze_context_handle_t context) {
+    return std::make_unique<ZePinnedMemory>(context);
+}
+
+Result<void> enqueue_staged_h2d(Stream& stream, keel_device_addr dst, const void* src, std::uint64_t size) {
+    ZeStagingStream port(stream, dst, true);
+    staging::PageableStaging& staging = stream.device().pageable_staging();
+    return staged(staging.to_device(port, src, size), size, staging);
 }
 
 Result<void> enqueue_staged_d2h(Stream& stream, void* dst, keel_device_addr src, std::uint64_t size) {
-    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(size, HostBufferPool::kLargest));
-    KEEL_TRY_ASSIGN(HostBufferRef staging, stream.device().host_buffers().lend(chunk));
-    auto* to = static_cast<unsigned char*>(dst);
-    for (std::uint64_t done = 0; done < size; done += chunk) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - done));
-        void* buffer = staging->data;
-        unsigned char* part = to + done;
-        KEEL_TRY(enqueue_copy(stream, buffer, device_pointer(src + done), n, {staging}));
-        // Written when the device copy completed; not at all once the stream failed.
-        KEEL_TRY(stream.enqueue_host(
-            [buffer, part, n](Status status) {
-                if (status == KEEL_STATUS_OK) std::memcpy(part, buffer, n);
-            },
-            {staging}));
-    }
-    return ok();
+    ZeStagingStream port(stream, src, false);
+    staging::PageableStaging& staging = stream.device().pageable_staging();
+    return staged(staging.to_host(port, dst, size), size, staging);
 }
 
 }  // namespace keel::level_zero

@@ -6,23 +6,28 @@
 //
 // The Level Zero specification requires both sides of
 // zeCommandListAppendMemoryCopy to be accessible by the device; pageable
-// memory is not. So the transfer goes through a staging buffer of device-
-// accessible host memory (host_buffers.hpp): for h2d the stream's host
-// worker copies the source into it when the stream gets there, then the
-// device copies it to the destination; d2h the other way round. Copies above
-// 4 MiB go in 4 MiB chunks through one buffer. Each chunk costs one host
-// worker round trip (see README.md); pinned memory (host_alloc) never takes
-// this path.
+// memory is not. So the transfer goes through keel::staging's
+// PageableStaging: blocks of zeMemAllocHost memory, host steps run by the
+// stream's host worker, the host copies split among copy threads and
+// overlapped with the device copy of the previous chunk. When the staging
+// capacity is used up by copies in flight, a pageable copy fails with
+// KEEL_STATUS_OUT_OF_MEMORY (enqueueing nothing). Pinned memory (host_alloc)
+// never takes this path.
 #pragma once
 
 #include "stream.hpp"
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
+#include <keel/staging/pageable_staging.hpp>
 
 #include <cstdint>
+#include <memory>
 
 namespace keel::level_zero {
+
+// Host memory the device can copy from and to, for staging blocks.
+[[nodiscard]] std::unique_ptr<staging::PinnedMemory> ze_pinned_memory(ze_context_handle_t context);
 
 [[nodiscard]] Result<void> enqueue_staged_h2d(Stream& stream, keel_device_addr dst, const void* src,
                                               std::uint64_t size);

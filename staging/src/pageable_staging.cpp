@@ -1,0 +1,230 @@
+#include <keel/staging/pageable_staging.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdlib>
+#include <optional>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace keel::staging {
+
+namespace {
+
+// One staged copy, shared by its steps. The enqueueing thread writes
+// `enqueued`; everything else is touched only by the steps, which the
+// stream runs one after another.
+struct Transfer {
+    Transfer(PinnedBlocks& blocks, CopyPool& pool, unsigned char* host, std::uint64_t size,
+             std::uint64_t chunk_bytes)
+        : blocks(blocks), pool(pool), host(host), size(size), chunk_bytes(chunk_bytes),
+          chunks((size + chunk_bytes - 1) / chunk_bytes) {}
+    Transfer(const Transfer&) = delete;
+    Transfer& operator=(const Transfer&) = delete;
+
+    // Waits for the host copies it started; gives its blocks back when the
+    // last step ran, else keeps them from reuse (a device copy nobody waits
+    // for may still use them).
+    ~Transfer() {
+        batches.clear();
+        for (const PinnedBlock& b : lent) {
+            if (complete) blocks.give_back(b);
+            else blocks.retire(b);
+        }
+    }
+
+    [[nodiscard]] std::uint64_t offset(std::uint64_t k) const noexcept { return k * chunk_bytes; }
+    [[nodiscard]] std::size_t bytes(std::uint64_t k) const noexcept {
+        return static_cast<std::size_t>(std::min(chunk_bytes, size - offset(k)));
+    }
+    [[nodiscard]] void* block(std::uint64_t k) const noexcept { return lent[k % lent.size()].data; }
+
+    // Starts chunk `started`'s host copy (source to block, or block to
+    // destination).
+    void start_next(bool into_block) {
+        const std::uint64_t k = started++;
+        CopyBatch& batch = batches.emplace_back();
+        if (into_block) pool.copy_async(block(k), host + offset(k), bytes(k), batch);
+        else pool.copy_async(host + offset(k), block(k), bytes(k), batch);
+    }
+    void wait(std::uint64_t k) { pool.wait(batches[k]); }
+    void wait_all() {
+        for (CopyBatch& b : batches) pool.wait(b);
+    }
+
+    // Step k of a copy to the device: chunk k is in its block when it
+    // returns, and the next chunks are being filled.
+    void to_device_step(std::uint64_t k, bool stream_ok) {
+        if (!stream_ok || failed) {
+            failed = true;
+            wait_all();
+            return;
+        }
+        if (started == k) start_next(true);
+        wait(k);
+        // A chunk may only be read once its own step and device copy were
+        // enqueued: a copy whose enqueue failed half way reads no further.
+        const std::uint64_t limit =
+            std::min<std::uint64_t>(k + lent.size(), enqueued.load(std::memory_order_acquire));
+        while (started < limit) start_next(true);
+    }
+    // Step k of a copy to the host: chunk k is in its block; copy it out, and
+    // free the block the next device copy writes.
+    void to_host_step(std::uint64_t k, bool stream_ok) {
+        if (!stream_ok || failed) {
+            failed = true;
+            wait_all();
+        } else {
+            start_next(false);
+            const std::uint64_t next = k + 1;
+            if (next < chunks && next >= lent.size()) wait(next - lent.size());
+        }
+        if (k + 1 == chunks) finish();
+    }
+    void finish() {
+        wait_all();
+        complete = true;
+    }
+
+    PinnedBlocks& blocks;
+    CopyPool& pool;
+    unsigned char* const host;
+    const std::uint64_t size;
+    const std::uint64_t chunk_bytes;
+    const std::uint64_t chunks;
+    std::vector<PinnedBlock> lent;
+    std::atomic<std::uint64_t> enqueued{0};  // chunks whose step and device copy were enqueued
+    std::deque<CopyBatch> batches;           // one per started chunk, in order
+    std::uint64_t started = 0;
+    bool failed = false;
+    bool complete = false;
+};
+
+// A positive integer from the environment variable `name`, if set and valid.
+std::optional<std::uint64_t> env_number(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (*end != '\0' || value == 0) return std::nullopt;
+    return value;
+}
+
+// The largest block: a chunk, rounded up to a power of two, but no larger
+// than the capacity allows (smaller chunks rather than no staging at all).
+std::size_t block_bytes(const PageableStagingConfig& config) {
+    constexpr std::size_t kSmallest = 4 * 1024;
+    std::size_t bytes = std::bit_ceil(std::max(config.chunk_bytes, kSmallest));
+    if (config.capacity < bytes)
+        bytes = std::max<std::size_t>(kSmallest, std::bit_floor(static_cast<std::size_t>(config.capacity)));
+    return bytes;
+}
+
+}  // namespace
+
+PageableStagingConfig pageable_staging_config_from_env() {
+    PageableStagingConfig config;
+    if (auto kib = env_number("KEEL_PAGEABLE_CHUNK_KIB")) config.chunk_bytes = static_cast<std::size_t>(*kib) * 1024;
+    if (auto blocks = env_number("KEEL_PAGEABLE_BLOCKS")) config.blocks_per_copy = static_cast<unsigned>(*blocks);
+    if (auto mib = env_number("KEEL_PAGEABLE_STAGING_MIB")) config.capacity = *mib * 1024 * 1024;
+    if (auto threads = env_number("KEEL_PAGEABLE_THREADS")) config.copy.threads = static_cast<unsigned>(*threads);
+    return config;
+}
+
+PageableStaging::PageableStaging(std::unique_ptr<PinnedMemory> memory, const PageableStagingConfig& config)
+    : config_(config),
+      blocks_(std::move(memory), PinnedBlocksConfig{.smallest = 4 * 1024,
+                                                    .largest = block_bytes(config),
+                                                    .capacity = config.capacity}) {}
+
+PageableStaging::~PageableStaging() { release_all(); }
+
+CopyPool& PageableStaging::copier() {
+    std::call_once(copier_once_, [this] {
+        copier_ = std::make_unique<CopyPool>(config_.copy);
+        host_threads_.store(copier_->threads(), std::memory_order_relaxed);
+    });
+    return *copier_;
+}
+
+Result<bool> PageableStaging::to_device(StagingStream& stream, const void* src, std::uint64_t size) {
+    return stage(stream, static_cast<unsigned char*>(const_cast<void*>(src)), size, true);
+}
+
+Result<bool> PageableStaging::to_host(StagingStream& stream, void* dst, std::uint64_t size) {
+    return stage(stream, static_cast<unsigned char*>(dst), size, false);
+}
+
+Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
+                                    bool to_device) {
+    if (size == 0) return true;
+    const std::uint64_t chunk = blocks_.config().largest;
+    auto transfer = std::make_shared<Transfer>(blocks_, copier(), host, size, chunk);
+    const std::uint64_t wanted =
+        std::min<std::uint64_t>(std::max(config_.blocks_per_copy, 1u), transfer->chunks);
+    const std::size_t block_bytes = static_cast<std::size_t>(std::min(chunk, size));
+    transfer->lent.reserve(static_cast<std::size_t>(wanted));
+    while (transfer->lent.size() < wanted) {
+        auto lent = blocks_.lend(block_bytes);
+        if (!lent.ok()) {
+            transfer->complete = true;  // nothing enqueued: the blocks go back
+            return std::move(lent).error().context("pageable copy");
+        }
+        if (!*lent) break;
+        transfer->lent.push_back(**lent);
+    }
+    if (transfer->lent.empty()) {
+        transfer->complete = true;
+        return false;
+    }
+    if (transfer->lent.size() < wanted) short_copies_.fetch_add(1, std::memory_order_relaxed);
+    copies_.fetch_add(1, std::memory_order_relaxed);
+
+    // Until the first enqueue succeeds, a failure gives the blocks back.
+    bool any_enqueued = false;
+    auto fail = [&](Error error) -> Result<bool> {
+        if (!any_enqueued) transfer->complete = true;
+        return std::move(error).context("pageable copy");
+    };
+    for (std::uint64_t k = 0; k < transfer->chunks; ++k) {
+        Transfer* t = transfer.get();
+        if (to_device) {
+            auto stepped = stream.enqueue_host_step(
+                [transfer, k](bool ok) { transfer->to_device_step(k, ok); });
+            if (!stepped.ok()) return fail(std::move(stepped).error());
+            any_enqueued = true;
+            auto copied = stream.enqueue_device_copy(t->offset(k), t->block(k), t->bytes(k));
+            if (!copied.ok()) return fail(std::move(copied).error());
+        } else {
+            auto copied = stream.enqueue_device_copy(t->offset(k), t->block(k), t->bytes(k));
+            if (!copied.ok()) return fail(std::move(copied).error());
+            any_enqueued = true;
+            auto stepped = stream.enqueue_host_step(
+                [transfer, k](bool ok) { transfer->to_host_step(k, ok); });
+            if (!stepped.ok()) return fail(std::move(stepped).error());
+        }
+        t->enqueued.store(k + 1, std::memory_order_release);
+    }
+    if (to_device) {
+        // The last device copy reads its block after the last step: the
+        // blocks go back once it ran.
+        auto released = stream.enqueue_host_step([transfer](bool) { transfer->finish(); });
+        if (!released.ok()) return fail(std::move(released).error());
+    }
+    return true;
+}
+
+void PageableStaging::release_all() noexcept { blocks_.release_all(); }
+
+PageableStagingStats PageableStaging::stats() const {
+    PageableStagingStats s;
+    s.blocks = blocks_.stats();
+    s.copies = copies_.load(std::memory_order_relaxed);
+    s.short_copies = short_copies_.load(std::memory_order_relaxed);
+    s.host_threads = host_threads_.load(std::memory_order_relaxed);
+    return s;
+}
+
+}  // namespace keel::staging

@@ -3,23 +3,44 @@
 #include "logging.hpp"
 #include "memory/peak.hpp"
 
-#include <bit>
-#include <vector>
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace keel::memory {
 
 namespace {
 
-constexpr std::uint64_t kMinClass = 4 * KiB;
+// The plugin's host_alloc/host_free (or ordinary memory where it has none),
+// as keel::staging allocates blocks. Blocks come back on runtime threads
+// only (the caller's or the sweeper), so freeing them there is fine.
+class PluginHostMemory final : public staging::PinnedMemory {
+public:
+    explicit PluginHostMemory(DeviceOps& ops) noexcept : ops_(ops) {}
+    Result<void*> allocate(std::size_t bytes) override { return ops_.host_alloc(bytes); }
+    void free(void* block) noexcept override {
+        auto r = ops_.host_free(block);
+        if (!r.ok()) detail::log_warn("[StagingPool] " + r.error().message());
+    }
+
+private:
+    DeviceOps& ops_;
+};
+
+staging::PinnedBlocksConfig blocks_config(const StagingConfig& config) {
+    staging::PinnedBlocksConfig blocks;
+    blocks.smallest = 4 * KiB;
+    blocks.largest = static_cast<std::size_t>(std::max<std::uint64_t>(config.chunk_bytes, 4 * KiB));
+    blocks.capacity = UINT64_MAX;  // bounded by back-pressure and host_alloc instead
+    blocks.max_idle_bytes = config.max_cached_bytes;
+    return blocks;
+}
 
 }  // namespace
 
-std::uint64_t StagingPool::size_class(std::uint64_t size) noexcept {
-    if (size <= kMinClass) return kMinClass;
-    // Four classes per power of two: at most 25% waste.
-    const std::uint64_t pow = std::bit_floor(size);
-    const std::uint64_t step = pow / 4;
-    return (size + step - 1) / step * step;
+std::uint64_t StagingPool::size_class(std::uint64_t size) const noexcept {
+    return blocks_.block_size(static_cast<std::size_t>(size));
 }
 
 StagingPool::StagingPool(DeviceOps& ops, CompletionTracker& tracker, const StagingConfig& config,
@@ -27,9 +48,8 @@ StagingPool::StagingPool(DeviceOps& ops, CompletionTracker& tracker, const Stagi
     : ops_(ops),
       tracker_(tracker),
       config_(config),
-      max_in_flight_(limits.max_staging_in_flight_bytes) {}
-
-StagingPool::~StagingPool() { trim(); }
+      max_in_flight_(limits.max_staging_in_flight_bytes),
+      blocks_(std::make_unique<PluginHostMemory>(ops), blocks_config(config)) {}
 
 staging::CopyPool& StagingPool::copier() {
     std::call_once(copier_once_, [this] {
@@ -47,6 +67,9 @@ bool StagingPool::copies_in_parallel(std::uint64_t size) const noexcept {
 }
 
 Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size) {
+    if (size > blocks_.largest())
+        return Error(KEEL_STATUS_INTERNAL, "[StagingPool::acquire] " + std::to_string(size) +
+                                               " bytes asked for, above the chunk size");
     const std::uint64_t capacity = size_class(size);
     // Back-pressure: the host is too far ahead of the device.
     while (max_in_flight_ != 0 &&
@@ -58,61 +81,29 @@ Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size
         if (!tracker_.wait_oldest(WorkKind::staging, stream)) break;
         in_flight_waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    StagingBlock block = take_cached(capacity);
-    if (block.ptr != nullptr) {
-        reuses_.fetch_add(1, std::memory_order_relaxed);
-    } else {
+    const auto n = static_cast<std::size_t>(size);
+    std::optional<staging::PinnedBlock> block = blocks_.take_idle(n);
+    if (!block) {
         // No cached block: sweep once (a completed copy may return one)
         // before paying for a pinned allocation.
         tracker_.sweep();
-        block = take_cached(capacity);
-        if (block.ptr != nullptr) {
-            reuses_.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            auto ptr = ops_.host_alloc(capacity);
-            if (!ptr.ok()) return std::move(ptr).error().context("StagingPool::acquire");
-            block = StagingBlock{*ptr, capacity};
-            host_allocs_.fetch_add(1, std::memory_order_relaxed);
-            reserved_bytes_.fetch_add(capacity, std::memory_order_relaxed);
-        }
+        block = blocks_.take_idle(n);
     }
-    const std::uint64_t now =
-        in_flight_bytes_.fetch_add(block.capacity, std::memory_order_relaxed) + block.capacity;
+    if (!block) {
+        auto lent = blocks_.lend(n);
+        if (!lent.ok()) return std::move(lent).error().context("StagingPool::acquire");
+        if (!*lent) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[StagingPool::acquire] no staging memory");
+        block = **lent;
+    }
+    const std::uint64_t now = in_flight_bytes_.fetch_add(block->size, std::memory_order_relaxed) + block->size;
     update_peak(peak_in_flight_, now);
-    return block;
-}
-
-StagingBlock StagingPool::take_cached(std::uint64_t capacity) {
-    std::lock_guard lock(mu_);
-    // The smallest cached block that fits, unless it is more than twice the
-    // class (a huge block would be wasted on a small copy).
-    auto it = free_.lower_bound(capacity);
-    if (it == free_.end() || it->first > 2 * capacity) return {};
-    const StagingBlock block{it->second, it->first};
-    cached_bytes_ -= it->first;
-    free_.erase(it);
-    return block;
+    return StagingBlock{block->data, block->size};
 }
 
 void StagingPool::release(StagingBlock block) noexcept {
     if (block.ptr == nullptr) return;
     in_flight_bytes_.fetch_sub(block.capacity, std::memory_order_relaxed);
-    bool keep = false;
-    try {
-        std::lock_guard lock(mu_);
-        if (cached_bytes_ + block.capacity <= config_.max_cached_bytes) {
-            free_.emplace(block.capacity, block.ptr);
-            cached_bytes_ += block.capacity;
-            keep = true;
-        }
-    } catch (...) {
-    }
-    if (keep) return;
-    // Over the cache bound: back to the plugin (outside the lock).
-    auto r = ops_.host_free(block.ptr);
-    if (!r.ok()) detail::log_warn("[StagingPool] " + r.error().message());
-    host_frees_.fetch_add(1, std::memory_order_relaxed);
-    reserved_bytes_.fetch_sub(block.capacity, std::memory_order_relaxed);
+    blocks_.give_back(staging::PinnedBlock{block.ptr, static_cast<std::size_t>(block.capacity)});
 }
 
 Result<void> StagingPool::release_after(keel_stream stream, StagingBlock block) {
@@ -127,33 +118,18 @@ Result<void> StagingPool::release_after(keel_stream stream, StagingBlock block) 
     return std::move(tracked).error().context("StagingPool::release_after");
 }
 
-void StagingPool::trim() noexcept {
-    std::multimap<std::uint64_t, void*> blocks;
-    {
-        std::lock_guard lock(mu_);
-        blocks.swap(free_);
-        cached_bytes_ = 0;
-    }
-    for (const auto& [capacity, ptr] : blocks) {
-        auto r = ops_.host_free(ptr);
-        if (!r.ok()) detail::log_warn("[StagingPool] " + r.error().message());
-        host_frees_.fetch_add(1, std::memory_order_relaxed);
-        reserved_bytes_.fetch_sub(capacity, std::memory_order_relaxed);
-    }
-}
+void StagingPool::trim() noexcept { blocks_.trim(); }
 
 StagingStats StagingPool::stats() const {
     StagingStats s;
-    {
-        std::lock_guard lock(mu_);
-        s.cached_bytes = cached_bytes_;
-    }
-    s.reserved_bytes = reserved_bytes_.load(std::memory_order_relaxed);
+    const staging::PinnedBlocksStats blocks = blocks_.stats();
+    s.cached_bytes = blocks.idle_bytes;
+    s.reserved_bytes = blocks.held_bytes;
     s.in_flight_bytes = in_flight_bytes_.load(std::memory_order_relaxed);
     s.peak_in_flight_bytes = peak_in_flight_.load(std::memory_order_relaxed);
-    s.host_allocations = host_allocs_.load(std::memory_order_relaxed);
-    s.host_frees = host_frees_.load(std::memory_order_relaxed);
-    s.reuses = reuses_.load(std::memory_order_relaxed);
+    s.host_allocations = blocks.allocations;
+    s.host_frees = blocks.frees;
+    s.reuses = blocks.reuses;
     s.inline_copies = inline_copies_.load(std::memory_order_relaxed);
     s.in_flight_waits = in_flight_waits_.load(std::memory_order_relaxed);
     s.ring_reuses = ring_reuses_.load(std::memory_order_relaxed);

@@ -1,12 +1,15 @@
-// A cache of pinned host blocks for staging copies between host containers
-// and the device.
+// Pinned host blocks for staging copies between host containers and the
+// device: keel::staging's PinnedBlocks (the cache the plugins stage pageable
+// memory with too) over the plugin's host_alloc, plus what the runtime adds:
+// blocks that come back when an event says their copy ran, and the bound on
+// staging in flight (back-pressure).
 //
 // A block is in flight from acquire() until it is released; a block handed
 // to release_after() comes back when the event recorded after its copy
 // completes. Each block is tracked on its own (per stream, in record order),
 // so a stuck stream never keeps other streams' blocks from coming back.
-// Sizes are rounded to classes (4 per power of two) so that steady-state
-// traffic finds a cached block and makes no pinned allocation.
+// Sizes are rounded to powers of two so that steady-state traffic finds a
+// cached block and makes no pinned allocation.
 #pragma once
 
 #include "memory/completion_tracker.hpp"
@@ -15,10 +18,10 @@
 #include <keel/memory_stats.hpp>
 
 #include <keel/staging/copy_pool.hpp>
+#include <keel/staging/pinned_blocks.hpp>
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 
@@ -41,7 +44,7 @@ public:
     StagingPool(StagingPool&&) = delete;
     StagingPool& operator=(StagingPool&&) = delete;
     // Frees the cached blocks. The tracker must have been drained first.
-    ~StagingPool();
+    ~StagingPool() = default;
 
     // A block of at least `size` bytes for a copy on `stream`. When the bytes
     // in flight would pass max_staging_in_flight_bytes, first waits for the
@@ -69,27 +72,20 @@ public:
     [[nodiscard]] const StagingConfig& config() const noexcept { return config_; }
 
     // The capacity a request of `size` bytes gets.
-    [[nodiscard]] static std::uint64_t size_class(std::uint64_t size) noexcept;
+    [[nodiscard]] std::uint64_t size_class(std::uint64_t size) const noexcept;
 
 private:
-    // A cached block for a request of class `capacity`, or an empty one.
-    StagingBlock take_cached(std::uint64_t capacity);
+    // A block from the cache, or null when none is idle (no allocation).
+    [[nodiscard]] Result<StagingBlock> lend(std::uint64_t size);
 
     DeviceOps& ops_;
     CompletionTracker& tracker_;
     const StagingConfig config_;
     const std::uint64_t max_in_flight_;
+    staging::PinnedBlocks blocks_;
 
-    mutable std::mutex mu_;
-    std::multimap<std::uint64_t, void*> free_;  // capacity -> block; guarded by mu_
-    std::uint64_t cached_bytes_ = 0;            // guarded by mu_
-
-    std::atomic<std::uint64_t> reserved_bytes_{0};
     std::atomic<std::uint64_t> in_flight_bytes_{0};
     std::atomic<std::uint64_t> peak_in_flight_{0};
-    std::atomic<std::uint64_t> host_allocs_{0};
-    std::atomic<std::uint64_t> host_frees_{0};
-    std::atomic<std::uint64_t> reuses_{0};
     std::atomic<std::uint64_t> inline_copies_{0};
     std::atomic<std::uint64_t> in_flight_waits_{0};
     std::atomic<std::uint64_t> ring_reuses_{0};

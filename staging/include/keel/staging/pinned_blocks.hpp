@@ -1,12 +1,15 @@
 // PinnedBlocks: a cache of pinned (device-reachable) host blocks for staging
-// copies between pageable host memory and a device.
+// copies between pageable host memory and a device. The runtime's staging of
+// host containers and the plugins' staging of pageable memory both keep
+// their blocks here.
 //
 // Blocks come in power-of-two sizes from `smallest` to `largest` and are
 // reused, so steady-state traffic makes no pinned allocation. The bytes held
 // (idle and lent) never pass `capacity`: at the limit lend() answers nothing
-// and the caller takes another path. Blocks are allocated in lend(), on the
-// enqueueing thread, and given back without any call into the driver, so a
-// block may be given back from a driver callback thread.
+// and the caller takes another path. Idle blocks past `max_idle_bytes` are
+// freed when given back; with the default (the capacity) give_back() never
+// calls into the driver, so a block may be given back from a driver
+// callback thread. Blocks are allocated in lend(), on the calling thread.
 //
 // Thread-safety: PinnedBlocks is Sync; every member may be called from any
 // thread.
@@ -35,8 +38,10 @@ public:
 
 struct PinnedBlocksConfig {
     std::size_t smallest = 4 * 1024;
-    std::size_t largest = 4 * 1024 * 1024;  // a power of two, >= smallest
+    std::size_t largest = 4 * 1024 * 1024;  // rounded up to a power of two, >= smallest
     std::uint64_t capacity = 256ull * 1024 * 1024;
+    // Idle bytes kept for reuse; UINT64_MAX: up to the capacity.
+    std::uint64_t max_idle_bytes = UINT64_MAX;
 };
 
 struct PinnedBlock {
@@ -46,10 +51,12 @@ struct PinnedBlock {
 
 struct PinnedBlocksStats {
     std::uint64_t allocations = 0;  // pinned allocations made
+    std::uint64_t frees = 0;        // pinned blocks freed
     std::uint64_t reuses = 0;       // lend() answered from the cache
     std::uint64_t refusals = 0;     // lend() at capacity
     std::uint64_t held_bytes = 0;   // idle + lent + retired now
     std::uint64_t lent_bytes = 0;   // lent now
+    std::uint64_t idle_bytes = 0;   // cached for reuse now
 };
 
 class PinnedBlocks {
@@ -60,24 +67,35 @@ public:
     // Frees what is still held (release_all()).
     ~PinnedBlocks();
 
-    // A block of at least min(bytes, largest) bytes: an idle one, or a new
-    // allocation. Nothing when that would pass the capacity; the allocation's
-    // error when it fails.
+    // A block of at least `bytes` bytes: an idle one, or a new allocation.
+    // Nothing when that would pass the capacity; the allocation's error when
+    // it fails; INVALID_ARGUMENT when `bytes` is above `largest`.
     [[nodiscard]] Result<std::optional<PinnedBlock>> lend(std::size_t bytes);
-    // Back for reuse. No driver call.
+    // An idle block for `bytes` (<= largest), never a new allocation.
+    [[nodiscard]] std::optional<PinnedBlock> take_idle(std::size_t bytes) noexcept;
+    // Back for reuse (freed instead past max_idle_bytes).
     void give_back(PinnedBlock block) noexcept;
     // A block that may still be in use by a copy nobody waits for (an
     // enqueue failed half way): never lent again, freed by release_all().
     void retire(PinnedBlock block) noexcept;
+    // Frees the idle blocks.
+    void trim() noexcept;
     // Frees every block, idle and retired, once no stream can use them
     // (plugin shutdown). Lent blocks are freed when given back afterwards.
     void release_all() noexcept;
 
     [[nodiscard]] PinnedBlocksStats stats() const;
     [[nodiscard]] const PinnedBlocksConfig& config() const noexcept { return config_; }
+    // The size of the block lend(bytes) returns.
+    [[nodiscard]] std::size_t block_size(std::size_t bytes) const noexcept { return class_bytes(class_of(bytes)); }
+    [[nodiscard]] std::size_t largest() const noexcept { return class_bytes(classes_ - 1); }
 
 private:
     [[nodiscard]] std::size_t class_of(std::size_t bytes) const noexcept;
+    [[nodiscard]] std::size_t class_bytes(std::size_t k) const noexcept;
+    [[nodiscard]] std::optional<PinnedBlock> take_idle_locked(std::size_t k) noexcept;  // mu_ held
+    // Frees `blocks` of class k each (no lock held) and counts it.
+    void free_blocks(const std::vector<std::vector<void*>>& idle) noexcept;
 
     const std::unique_ptr<PinnedMemory> memory_;
     const PinnedBlocksConfig config_;

@@ -5,10 +5,11 @@
 #   2. compute-sanitizer memcheck over the CUDA tests;
 #   3. every benchmark on cuda:0: keel-cuda-bench, lerp_bench beside
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
-#   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores;
+#   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores,
+#      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
 # the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
-# below, 555 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# below, 575 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
@@ -133,6 +134,9 @@ export KEEL_CPU_THREADS=$cores
 run_part memory-bench-cpu 50 "$B/samples/memory_bench/keel-memory-bench" --device cpu:0
 run_part sync-latency-cpu 40 "$B/samples/sync_latency/sync_latency" --device cpu:0 \
   --iters 10000 --park-us 5000 --idle-ms 300
+# The plugins' pageable staging with this host's cores against a simulated
+# link of an H100's pinned rate: whether 2-4 blocks reach the host copy rate.
+run_part staging-bench-host 20 "$B/samples/staging_bench/keel-staging-bench" --link 55
 
 echo
 python3 scripts/gpu_goals.py "$out" | tee "$out/goals.md"

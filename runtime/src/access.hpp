@@ -84,8 +84,8 @@ struct Access {
 
     [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(HostCopy& c) noexcept { return c.memory_; }
     [[nodiscard]] static keel_stream& stream(HostCopy& c) noexcept { return c.stream_; }
-    [[nodiscard]] static std::byte*& destination(HostCopy& c) noexcept { return c.dst_; }
-    [[nodiscard]] static std::vector<memory::CopyChunk>& chunks(HostCopy& c) noexcept { return c.chunks_; }
+    [[nodiscard]] static keel_event& event(HostCopy& c) noexcept { return c.event_; }
+    [[nodiscard]] static std::uint64_t& seq(HostCopy& c) noexcept { return c.seq_; }
 };
 
 }  // namespace keel::detail

@@ -95,7 +95,7 @@ TEST(Lifetime, ABufferOutlivingItsStreamMemoryAndRuntimeKeepsThemUntilItGoes) {
     }  // stream, memory handle and Runtime are gone
     EXPECT_EQ(trace.lines(), (Lines{"init fake", "stream_destroy fake"}));
     EXPECT_TRUE(is_loaded(good_file()));
-    ASSERT_TRUE(copy->wait().ok()) << "the staging it copies from is still there";
+    ASSERT_TRUE(copy->wait().ok()) << "its event is still there";
     EXPECT_EQ(out, std::vector<std::uint8_t>(64, 0x21));
     EXPECT_EQ(buffer->size(), 64u);
     copy.reset();
@@ -121,6 +121,32 @@ TEST(Lifetime, AHeldBufferThatIsTheLastUserOfItsMemoryIsReleasedAndThePluginUnlo
         ASSERT_TRUE(s->memset(*b, 1).ok());
         ASSERT_TRUE(s->hold(std::move(b).value()).ok());
     }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (trace.lines().size() < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(trace.lines(), (Lines{"init fake", "stream_destroy fake", "shutdown fake"}));
+    while (is_loaded(good_file()) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_FALSE(is_loaded(good_file()));
+}
+
+TEST(Lifetime, ADroppedHostFutureThatIsTheLastUserOfItsMemoryFreesItsVectorAndUnloadsThePlugin) {
+    PluginTrace trace("future_last_owner");
+    std::optional<HostFuture<std::uint8_t>> future;
+    {
+        auto rt = Runtime::create(only({fake_dir("good")}));
+        ASSERT_TRUE(rt.ok());
+        auto s = Stream::create(rt->devices().at(0));
+        ASSERT_TRUE(s.ok());
+        auto b = Buffer::allocate(*s, 4096);
+        ASSERT_TRUE(b.ok());
+        ASSERT_TRUE(s->memset(*b, 3).ok());
+        auto f = s->copy_to_vector<std::uint8_t>(*b);
+        ASSERT_TRUE(f.ok());
+        future.emplace(std::move(f).value());
+    }  // stream, buffer and Runtime are gone
+    EXPECT_EQ(trace.lines(), (Lines{"init fake", "stream_destroy fake"}));
+    future.reset();  // never waited for: its vector goes to a hold, the last user of the memory
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (trace.lines().size() < 3 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <thread>
@@ -177,7 +178,8 @@ TEST_F(CpuMemory, ALargeCopyCyclesThroughItsStagingRingAndArrivesIntact) {
 // Every path of the staging engine with one copy thread and with several,
 // under the checker (it fingerprints each copy's source at enqueue and
 // checks it when the copy runs, with random delays): sources destroyed right
-// after return, downloads into the caller's buffer and into a new vector.
+// after return; then downloads, which are not staged, into the caller's
+// buffer and into a new vector.
 TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
     for (std::uint32_t threads : {1u, 4u}) {
         MemoryConfig cfg = config();
@@ -203,7 +205,7 @@ TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
         EXPECT_EQ(fresh, pattern(size, 7 + threads)) << threads << " thread(s)";
         const StagingStats st = memory.staging_stats();
         EXPECT_EQ(st.host_copy_threads, threads);
-        if (threads > 1) EXPECT_GE(st.parallel_copies, 6u * 3);  // 6 full chunks, 3 copies
+        if (threads > 1) EXPECT_EQ(st.parallel_copies, 6u);  // the upload's 6 full chunks
         else EXPECT_EQ(st.parallel_copies, 0u);
     }
 }
@@ -459,6 +461,10 @@ TEST_F(CpuMemory, AsyncErrorsSurfaceWhereTheHostObservesThem) {
     KEEL_ASSERT_OK(gate.hold(s));  // everything below is enqueued before anything fails
     KEEL_ASSERT_OK(s.copy(dst, src));
     KEEL_ASSERT_OK_AND_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(dst));
+    std::vector<std::uint8_t> out(4096, 0x3c);
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy copy, s.copy(out, dst));
+    std::vector<std::uint8_t> dropped(4096, 0);
+    KEEL_ASSERT_OK_AND_ASSIGN(HostCopy unwaited, s.copy(dropped, dst));
     src.as<std::uint8_t>()[0] ^= 1;  // changed before its copy ran: found when the copy runs
     gate.open();
     auto got = std::move(future).get();
@@ -467,6 +473,88 @@ TEST_F(CpuMemory, AsyncErrorsSurfaceWhereTheHostObservesThem) {
     EXPECT_NE(got.error().message().find("HostCopy::wait"), std::string::npos) << got.error().message();
     EXPECT_NE(got.error().message().find("changed between enqueue and execution"), std::string::npos)
         << got.error().message();
+    auto waited = copy.wait();
+    ASSERT_FALSE(waited.ok());
+    EXPECT_NE(waited.error().message().find("changed between enqueue and execution"), std::string::npos)
+        << waited.error().message();
+    EXPECT_TRUE(copy.wait().ok());  // reported once; the copy is over
+    unwaited = HostCopy();  // dropping a failed copy returns (its error is only logged)
+}
+
+// Device -> host copies are not staged by the runtime: the plugin writes
+// the caller's memory when the copy runs.
+TEST_F(CpuMemory, ADeviceToHostCopyMakesNoPinnedAllocationAndDeliversEverySize) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream(memory);
+    for (const std::size_t size : {std::size_t{1}, 4 * KiB + 3, 3 * MiB + 5}) {
+        SCOPED_TRACE(size);
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
+        KEEL_ASSERT_OK(s.copy(b, pattern(size, 50)));  // moved in: not staged either
+        const StagingStats before = memory.staging_stats();
+        std::vector<std::uint8_t> out(size + 1, 0xee);
+        KEEL_ASSERT_OK_AND_ASSIGN(HostCopy copy, s.copy(out, b));
+        KEEL_ASSERT_OK(copy.wait());
+        KEEL_ASSERT_OK_AND_ASSIGN(auto bytes, read(s, b));
+        const StagingStats after = memory.staging_stats();
+        EXPECT_EQ(std::vector<std::uint8_t>(out.begin(), out.end() - 1), pattern(size, 50));
+        EXPECT_EQ(out.back(), 0xee);
+        EXPECT_EQ(bytes, pattern(size, 50));
+        EXPECT_EQ(after.host_allocations, before.host_allocations);
+        EXPECT_EQ(after.reuses, before.reuses);
+        EXPECT_EQ(after.in_flight_bytes, 0u);
+    }
+}
+
+// Like dropping the std::future of std::async: the device writes the
+// destination when the copy runs, so the drop waits for it.
+TEST_F(CpuMemory, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream(memory);
+    const std::size_t size = 2 * MiB + 7;
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
+    KEEL_ASSERT_OK(s.copy(b, pattern(size, 60)));
+    auto out = std::make_unique<std::vector<std::uint8_t>>(size, 0);
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));  // the copy cannot run before the gate opens
+    std::optional<HostCopy> copy;
+    KEEL_ASSERT_OK_AND_ASSIGN(copy, s.copy(*out, b));
+    {
+        std::jthread opener([&gate] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            gate.open();
+        });
+        copy.reset();  // blocks until the gate opened and the copy ran
+        EXPECT_EQ(*out, pattern(size, 60));
+    }
+    out.reset();  // freed at once: a copy still to run would write freed memory (ASan)
+    KEEL_ASSERT_OK(s.synchronize());
+}
+
+// A future owns its vector: dropping it never blocks, and the vector goes
+// once the copy ran.
+TEST_F(CpuMemory, DroppingAHostFutureBehindAHeldStreamReturnsAtOnceAndFreesTheVectorLater) {
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    Stream s = stream(memory);
+    const std::size_t size = 4 * MiB;
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
+    KEEL_ASSERT_OK(s.memset(b, 0x5a));
+    KEEL_ASSERT_OK(s.synchronize());
+    memory.sweep();
+    const TrackerStats before = memory.tracker_stats();
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));
+    {
+        KEEL_ASSERT_OK_AND_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(b));
+    }  // returns although the stream is held (a wait would hang on the gate)
+    EXPECT_FALSE(gate.timed_out());
+    memory.sweep();
+    EXPECT_EQ(memory.tracker_stats().outstanding, before.outstanding + 1);  // the vector, held
+    gate.open();
+    KEEL_ASSERT_OK(s.synchronize());
+    memory.sweep();
+    const TrackerStats after = memory.tracker_stats();
+    EXPECT_EQ(after.outstanding, before.outstanding);
+    EXPECT_GE(after.swept, before.swept + 1);
 }
 
 // A use after free of plugin memory is refused by the call that commits it.

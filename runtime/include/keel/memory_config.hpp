@@ -78,7 +78,7 @@ struct StagingConfig {
     std::uint64_t max_cached_bytes = 256 * MiB;
     // Use the plugin's memcpy_h2d_inline for copies up to KEEL_INLINE_COPY_MAX.
     bool inline_small_copies = true;
-    // Host threads that copy between the container and staging, the calling
+    // Host threads that copy from the container into staging, the calling
     // thread included (a pool made at the first large copy; its workers block
     // while idle). 0: one per hardware thread, at most 16. 1: the caller
     // copies alone.

@@ -85,9 +85,9 @@ struct KEEL_API StagingStats {
     std::uint64_t in_flight_waits = 0;    // host waits forced by the in-flight bound
     std::uint64_t ring_reuses = 0;        // chunks that reused their copy's oldest block
     std::uint64_t ring_give_ups = 0;      // copies that stopped reusing (stream busy elsewhere)
-    std::uint64_t host_copy_threads = 0;  // threads copying to and from staging (0: pool not made yet)
+    std::uint64_t host_copy_threads = 0;  // threads copying into staging (0: pool not made yet)
     std::uint64_t parallel_copies = 0;    // chunks copied by several host threads
-    std::uint64_t direct_copies = 0;      // copies that found no staging memory and went direct
+    std::uint64_t direct_copies = 0;      // uploads that found no staging memory and went direct
     [[nodiscard]] std::string to_string() const;
 };
 

@@ -141,9 +141,9 @@ public:
     // Device -> pinned memory, directly (DMA). `dst` is written when the
     // copy runs: read it after synchronizing (or an event).
     [[nodiscard]] Result<void> copy(PinnedBuffer& dst, DeviceView src) const;
-    // Device -> host range, staged: HostCopy::wait() delivers the bytes into
-    // `dst`, which must stay valid until then (dropping the HostCopy
-    // cancels delivery).
+    // Device -> host range: the device writes `dst` when the copy executes
+    // (no staging in the runtime). Keep `dst` valid and untouched until
+    // HostCopy::wait() returned; dropping the HostCopy waits for the copy.
     template <WritableHostRange R>
     [[nodiscard]] Result<HostCopy> copy(R&& dst, DeviceView src) const {
         return copy_out(std::as_writable_bytes(std::span(std::ranges::data(dst), std::ranges::size(dst))),
@@ -151,7 +151,7 @@ public:
     }
     // Device -> host into a new vector of src.size() / sizeof(T) elements
     // (src.size() must be a multiple of sizeof(T)); HostFuture::get() waits
-    // and hands it over.
+    // and hands it over. Dropping the future never blocks.
     template <class T>
         requires std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>
     [[nodiscard]] Result<HostFuture<T>> copy_to_vector(DeviceView src) const {

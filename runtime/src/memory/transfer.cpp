@@ -1,11 +1,9 @@
 #include "memory/transfer.hpp"
 
 #include "access.hpp"
+#include "logging.hpp"
 #include "memory/hold.hpp"
 #include "memory/staged_upload.hpp"
-
-#include <algorithm>
-#include <cstring>
 
 namespace keel {
 
@@ -60,51 +58,29 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
     if (dst.empty()) return copy;
     if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] stream is null");
     MemoryCore& core = *core_ptr;
+    DeviceOps& ops = core.ops();
+    // The event first: failing to get one then enqueues nothing.
+    auto event = core.events().acquire();
+    if (!event.ok()) return std::move(event).error().context("Stream::copy");
+    // No staging here: the plugin writes pageable memory when the copy
+    // executes (the ABI's promise), staging it itself if it must.
+    auto copied = ops.memcpy_d2h(stream, dst.data(), src, dst.size());
+    if (!copied.ok()) {
+        core.events().release(*event);
+        return std::move(copied).error().context("Stream::copy");
+    }
+    auto recorded = ops.event_record(*event, stream);
+    if (!recorded.ok()) {
+        core.events().release(*event);
+        // The copy is enqueued without its event: the caller may free `dst`
+        // as soon as this returns, so wait for it.
+        (void)ops.stream_synchronize(stream);
+        return std::move(recorded).error().context("Stream::copy");
+    }
     detail::Access::memory(copy) = core_ptr;
     detail::Access::stream(copy) = stream;
-    detail::Access::destination(copy) = dst.data();
-    std::vector<CopyChunk>& chunks = detail::Access::chunks(copy);
-    DeviceOps& ops = core.ops();
-    StagingPool& staging = core.staging();
-    const std::uint64_t chunk = std::max<std::uint64_t>(staging.config().chunk_bytes, 4 * KiB);
-    chunks.reserve((dst.size() + chunk - 1) / chunk);
-    for (std::uint64_t offset = 0; offset < dst.size(); offset += chunk) {
-        const std::uint64_t n = std::min<std::uint64_t>(chunk, dst.size() - offset);
-        // On error, `copy` is dropped: chunks already enqueued are abandoned
-        // (their staging comes back when the device is done).
-        auto acquired = staging.acquire(stream, n);
-        if (!acquired.ok() && acquired.error().code() == KEEL_STATUS_OUT_OF_MEMORY) {
-            // Pinned memory ran out: wait for this stream's staged copies to
-            // give theirs back; failing that, the device writes straight into
-            // `dst` (then dropping the HostCopy waits for it).
-            auto synced = ops.stream_synchronize(stream);
-            if (!synced.ok()) return std::move(synced).error().context("Stream::copy");
-            core.tracker().sweep();
-            acquired = staging.acquire(stream, n);
-            if (!acquired.ok() && acquired.error().code() == KEEL_STATUS_OUT_OF_MEMORY) {
-                staging.count_direct_copy();
-                acquired = StagingBlock{};
-            }
-        }
-        if (!acquired.ok()) return std::move(acquired).error();
-        const StagingBlock block = *acquired;
-        auto event = core.events().acquire();
-        if (!event.ok()) {
-            staging.release(block);
-            return std::move(event).error().context("Stream::copy");
-        }
-        void* landing = block.ptr != nullptr ? block.ptr : static_cast<void*>(dst.data() + offset);
-        auto copied = ops.memcpy_d2h(stream, landing, src + offset, n);
-        if (copied.ok()) copied = ops.event_record(*event, stream);
-        if (!copied.ok()) {
-            core.events().release(*event);
-            // The copy may have been enqueued without its event: wait for it.
-            (void)ops.stream_synchronize(stream);
-            staging.release(block);
-            return std::move(copied).error().context("Stream::copy");
-        }
-        chunks.push_back(CopyChunk{block, *event, core.tracker().next_seq(), offset, n});
-    }
+    detail::Access::event(copy) = *event;
+    detail::Access::seq(copy) = core.tracker().next_seq();
     return copy;
 }
 
@@ -115,91 +91,69 @@ HostCopy::HostCopy() noexcept = default;
 HostCopy::HostCopy(HostCopy&& other) noexcept
     : memory_(std::move(other.memory_)),
       stream_(std::exchange(other.stream_, nullptr)),
-      dst_(std::exchange(other.dst_, nullptr)),
-      chunks_(std::move(other.chunks_)) {
-    other.chunks_.clear();
-}
+      event_(std::exchange(other.event_, nullptr)),
+      seq_(std::exchange(other.seq_, 0)) {}
 
 HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
     if (this != &other) {
-        abandon();
+        finish();
         memory_ = std::move(other.memory_);
         stream_ = std::exchange(other.stream_, nullptr);
-        dst_ = std::exchange(other.dst_, nullptr);
-        chunks_ = std::move(other.chunks_);
-        other.chunks_.clear();
+        event_ = std::exchange(other.event_, nullptr);
+        seq_ = std::exchange(other.seq_, 0);
     }
     return *this;
 }
 
-HostCopy::~HostCopy() { abandon(); }
+HostCopy::~HostCopy() { finish(); }
 
 Result<bool> HostCopy::ready() {
-    if (chunks_.empty()) return true;
-    auto done = memory_->ops().event_query(chunks_.back().event);
+    if (event_ == nullptr) return true;
+    auto done = memory_->ops().event_query(event_);
     if (!done.ok()) return std::move(done).error().context("HostCopy::ready");
     return *done;
 }
 
 Result<void> HostCopy::wait() {
-    if (chunks_.empty()) {
+    if (event_ == nullptr) {
         memory_.reset();
         return ok();
     }
-    Result<void> result = ok();
-    memory::StagingPool& staging = memory_->staging();
-    // Chunk by chunk: the pool's threads copy a chunk out of staging while
-    // the device still writes later ones.
-    staging::CopyPool* pool = nullptr;
-    if (staging.copies_in_parallel(chunks_.front().size)) pool = &staging.copier();
-    {
-        staging::CopyBatch batch;
-        for (memory::CopyChunk& c : chunks_) {
-            auto waited = memory_->ops().event_synchronize(c.event);
-            if (!waited.ok()) {
-                if (result.ok()) result = std::move(waited).error().context("HostCopy::wait");
-                continue;
-            }
-            if (c.block.ptr == nullptr) continue;  // the device wrote dst directly
-            if (pool != nullptr) pool->copy_async(dst_ + c.offset, c.block.ptr, c.size, batch);
-            else std::memcpy(dst_ + c.offset, c.block.ptr, c.size);
-        }
-        if (pool != nullptr) pool->wait(batch);
-    }
-    for (memory::CopyChunk& c : chunks_) {
-        memory_->events().release(c.event);
-        staging.release(c.block);
-    }
-    chunks_.clear();
+    // A failed wait is the stream's error: its work, the copy included, is
+    // over either way, so the event goes back too.
+    Result<void> waited = memory_->ops().event_synchronize(event_);
+    memory_->events().release(event_);
+    event_ = nullptr;
+    stream_ = nullptr;
     memory_.reset();
-    return result;
+    if (!waited.ok()) return std::move(waited).error().context("HostCopy::wait");
+    return ok();
 }
 
-void HostCopy::abandon() noexcept {
-    if (chunks_.empty()) {
+void HostCopy::finish() noexcept {
+    auto waited = wait();
+    if (!waited.ok()) detail::log_debug("[HostCopy] dropped: " + waited.error().message());
+}
+
+void HostCopy::release_after_copy(HostFunc keep_alive) noexcept {
+    if (event_ == nullptr) {
         memory_.reset();
-        return;
+        return;  // nothing in flight: keep_alive goes now
     }
     memory::MemoryCore& core = *memory_;
-    for (memory::CopyChunk& c : chunks_) {
-        memory::StagingPool* staging = &core.staging();
-        const memory::StagingBlock block = c.block;
-        if (block.ptr == nullptr) {
-            // The device writes the destination itself: wait for it.
-            (void)core.ops().event_synchronize(c.event);
-            core.events().release(c.event);
-            continue;
-        }
-        try {
-            core.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, memory::WorkKind::staging,
-                                 HostFunc([staging, block] { staging->release(block); }));
-        } catch (...) {
-            (void)core.ops().event_synchronize(c.event);
-            core.events().release(c.event);
-            staging->release(block);
-        }
+    // Shared with the tracked task only so that a track() that throws (out
+    // of memory) cannot destroy it before the copy ran: then we wait here.
+    std::shared_ptr<HostFunc> held;
+    try {
+        held = std::make_shared<HostFunc>(std::move(keep_alive));
+        core.tracker().track(stream_, seq_, event_, /*owns_event=*/true, memory::WorkKind::hold,
+                             HostFunc([held] { held->run(); }));
+    } catch (...) {
+        (void)core.ops().event_synchronize(event_);
+        core.events().release(event_);
     }
-    chunks_.clear();
+    event_ = nullptr;
+    stream_ = nullptr;
     memory_.reset();
 }
 

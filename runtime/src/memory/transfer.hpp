@@ -9,17 +9,16 @@
 // device has read it. Large copies are split into chunks so that filling
 // one chunk overlaps with the device copying the previous one.
 //
-// Device -> host lands in pinned staging; HostCopy::wait() waits for it and
-// copies it into the destination (with the staging pool's copy threads). Dropping a HostCopy without waiting
-// cancels delivery: the destination is never touched and the staging
-// returns to the pool when the device is done.
+// Device -> host is not staged here: the plugin's memcpy_d2h writes the
+// destination when the copy executes (staging it itself if its device
+// cannot reach pageable memory), and a pooled event recorded after it is
+// what HostCopy waits on.
 #pragma once
 
 #include <keel/host_copy.hpp>
 #include <keel/host_func.hpp>
 
 #include "memory/memory_core.hpp"
-#include "memory/staging_pool.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -27,15 +26,6 @@
 #include <span>
 
 namespace keel::memory {
-
-// One staged chunk of a device -> host copy in flight.
-struct CopyChunk {
-    StagingBlock block;
-    keel_event event = nullptr;
-    std::uint64_t seq = 0;
-    std::uint64_t offset = 0;
-    std::uint64_t size = 0;
-};
 
 // Enqueues a copy of `src` to device memory [dst, dst + src.size()) on
 // `stream`. `src` may be destroyed as soon as this returns.
@@ -50,8 +40,8 @@ struct CopyChunk {
                                                 HostFunc keep_alive);
 
 // Enqueues a copy of device memory [src, src + dst.size()) into `dst` on
-// `stream`. `dst` must stay valid until wait() returns (or the HostCopy is
-// dropped).
+// `stream`, straight into `dst`. `dst` must stay valid until wait() returns
+// (or the HostCopy is dropped, which waits).
 [[nodiscard]] Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core,
                                                 keel_stream stream, std::span<std::byte> dst,
                                                 keel_device_addr src);

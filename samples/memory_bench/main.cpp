@@ -193,11 +193,12 @@ void bench_copies(const keel::Device& device, bool quick) {
     const keel::MemoryConfig config = copy_config();
     std::printf("\n3. Copies between pageable host memory and the device (GB/s, best of %d; goal: >= 70%% of the\n"
                 "   pinned copy for >= 64 MiB on a many-core host). pinned = the same copy from/to a PinnedBuffer;\n"
-                "   staged = a pageable vector through the staging engine (h2d: Stream::copy(view, vector);\n"
-                "   d2h: into the caller's vector, HostCopy::wait); owned = h2d: the vector moved in, d2h:\n"
-                "   copy_to_vector (a new vector). ratio = vs pinned: each copy is timed right after a pinned\n"
-                "   copy of its own, the median of those pairs. threads = host threads copying to/from staging;\n"
-                "   allocs = pinned allocations and give-ups = ring give-ups during the timed runs.\n"
+                "   staged = a pageable vector (h2d: Stream::copy(view, vector), through the runtime's staging\n"
+                "   engine; d2h: into the caller's vector, HostCopy::wait, written by the plugin, which stages\n"
+                "   it itself if it must); owned = h2d: the vector moved in, d2h: copy_to_vector (a new vector).\n"
+                "   ratio = vs pinned: each copy is timed right after a pinned copy of its own, the median of\n"
+                "   those pairs. threads = host threads copying into the runtime's staging; allocs = the\n"
+                "   runtime's pinned allocations and give-ups = ring give-ups during the timed runs.\n"
                 "   staging: %llu KiB chunks, %u staged ahead, ring %u, copy_threads %u (0 = the machine's)\n",
                 reps, static_cast<unsigned long long>(config.staging.chunk_bytes / KiB), config.staging.stage_ahead,
                 config.staging.ring_chunks, config.staging.copy_threads);

@@ -122,7 +122,8 @@ TEST_P(Conformance, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     const std::size_t n = (1 << 20) + 3;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n));
-    KEEL_ASSERT_OK(s.copy(buf, pattern(n, 17)));
+    const Bytes expected = pattern(n, 17);
+    KEEL_ASSERT_OK(s.copy(buf, expected));
     auto out = std::make_unique<Bytes>(n, 0);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));  // the copy cannot run before the gate opens
@@ -130,11 +131,11 @@ TEST_P(Conformance, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
     KEEL_ASSERT_OK_AND_ASSIGN(copy, s.copy(*out, buf));
     {
         std::jthread opener([&gate] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
             gate.open();
         });
         copy.reset();  // blocks until the gate opened and the copy ran
-        EXPECT_EQ(*out, pattern(n, 17));
+        EXPECT_EQ(*out, expected);
     }
     out.reset();  // a copy still to run would now write freed memory
     KEEL_ASSERT_OK(s.synchronize());

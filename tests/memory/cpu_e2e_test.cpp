@@ -512,7 +512,8 @@ TEST_F(CpuMemory, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
     Stream s = stream(memory);
     const std::size_t size = 2 * MiB + 7;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
-    KEEL_ASSERT_OK(s.copy(b, pattern(size, 60)));
+    const auto expected = pattern(size, 60);  // made now: the check below must not take long
+    KEEL_ASSERT_OK(s.copy(b, expected));
     auto out = std::make_unique<std::vector<std::uint8_t>>(size, 0);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));  // the copy cannot run before the gate opens
@@ -520,11 +521,11 @@ TEST_F(CpuMemory, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
     KEEL_ASSERT_OK_AND_ASSIGN(copy, s.copy(*out, b));
     {
         std::jthread opener([&gate] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
             gate.open();
         });
         copy.reset();  // blocks until the gate opened and the copy ran
-        EXPECT_EQ(*out, pattern(size, 60));
+        EXPECT_EQ(*out, expected);
     }
     out.reset();  // freed at once: a copy still to run would write freed memory (ASan)
     KEEL_ASSERT_OK(s.synchronize());

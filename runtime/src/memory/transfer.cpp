@@ -5,6 +5,9 @@
 #include "memory/hold.hpp"
 #include "memory/staged_upload.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace keel {
 
 namespace memory {
@@ -31,6 +34,21 @@ Result<bool> try_inline_copy(MemoryCore& core, keel_stream stream, keel_device_a
 }
 
 }  // namespace
+
+Result<void> wait_for_copy(DeviceOps& ops, keel_event event) {
+    auto waited = ops.event_synchronize(event);
+    if (waited.ok()) return waited;
+    // Usually the stream failed, and a failed stream never runs its later
+    // work. But if the wait itself failed, the copy may still be running
+    // and writing memory the caller frees once we return: poll until the
+    // event completes or its query fails too.
+    for (;;) {
+        auto done = ops.event_query(event);
+        if (!done.ok() || *done) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return waited;
+}
 
 Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
                             std::span<const std::byte> src) {
@@ -65,17 +83,13 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
     // No staging here: the plugin writes pageable memory when the copy
     // executes (the ABI's promise), staging it itself if it must.
     auto copied = ops.memcpy_d2h(stream, dst.data(), src, dst.size());
+    if (copied.ok()) copied = ops.event_record(*event, stream);
     if (!copied.ok()) {
         core.events().release(*event);
-        return std::move(copied).error().context("Stream::copy");
-    }
-    auto recorded = ops.event_record(*event, stream);
-    if (!recorded.ok()) {
-        core.events().release(*event);
-        // The copy is enqueued without its event: the caller may free `dst`
-        // as soon as this returns, so wait for it.
+        // The copy may have been enqueued without its event, and the caller
+        // may free `dst` as soon as this returns: wait for it.
         (void)ops.stream_synchronize(stream);
-        return std::move(recorded).error().context("Stream::copy");
+        return std::move(copied).error().context("Stream::copy");
     }
     detail::Access::memory(copy) = core_ptr;
     detail::Access::stream(copy) = stream;
@@ -119,9 +133,7 @@ Result<void> HostCopy::wait() {
         memory_.reset();
         return ok();
     }
-    // A failed wait is the stream's error: its work, the copy included, is
-    // over either way, so the event goes back too.
-    Result<void> waited = memory_->ops().event_synchronize(event_);
+    Result<void> waited = memory::wait_for_copy(memory_->ops(), event_);
     memory_->events().release(event_);
     event_ = nullptr;
     stream_ = nullptr;
@@ -149,7 +161,7 @@ void HostCopy::release_after_copy(HostFunc keep_alive) noexcept {
         core.tracker().track(stream_, seq_, event_, /*owns_event=*/true, memory::WorkKind::hold,
                              HostFunc([held] { held->run(); }));
     } catch (...) {
-        (void)core.ops().event_synchronize(event_);
+        (void)memory::wait_for_copy(core.ops(), event_);
         core.events().release(event_);
     }
     event_ = nullptr;

@@ -39,6 +39,10 @@ namespace keel::memory {
                                                 keel_device_addr dst, std::span<const std::byte> src,
                                                 HostFunc keep_alive);
 
+// Blocks until the copy before `event` is over: completed, or skipped by a
+// failed stream (then returns the stream's error).
+[[nodiscard]] Result<void> wait_for_copy(DeviceOps& ops, keel_event event);
+
 // Enqueues a copy of device memory [src, src + dst.size()) into `dst` on
 // `stream`, straight into `dst`. `dst` must stay valid until wait() returns
 // (or the HostCopy is dropped, which waits).

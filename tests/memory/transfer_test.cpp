@@ -382,6 +382,25 @@ TEST(Transfer, DroppingAHostFutureNeverBlocksAndFreesItsVectorOnlyOnceTheCopyRan
     EXPECT_TRUE(rig.device.violations().empty());
 }
 
+TEST(Transfer, AFailedDownloadReturnsTheErrorAndGivesItsEventBack) {
+    TransferRig rig;
+    keel_stream s = rig.device.make_stream();
+    Buffer buf = rig.buffer(s, 4096);
+    rig.device.complete(s);
+    std::vector<std::uint8_t> out(4096, 0);
+    int not_a_stream = 0;
+    auto failed = copy_from_device(rig.core, reinterpret_cast<keel_stream>(&not_a_stream),
+                                   std::as_writable_bytes(std::span(out)), buf.address());
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.error().message().find("Stream::copy"), std::string::npos) << failed.error().message();
+    const std::uint64_t events = rig.core->tracker().stats().events_created;
+    EXPECT_EQ(events, 1u);
+    auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.address());
+    ASSERT_TRUE(copy.ok());
+    ASSERT_TRUE(copy->wait().ok());
+    EXPECT_EQ(rig.core->tracker().stats().events_created, events);  // the same event, reused
+}
+
 TEST(Transfer, AssigningOverAHostFutureInFlightHandsItsVectorToAHold) {
     TransferRig rig;
     keel_stream s = rig.device.make_stream();

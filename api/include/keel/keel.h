@@ -543,12 +543,17 @@ typedef struct keel_plugin_api {
      * without blocking the enqueue (e.g. through its own pinned staging,
      * filled when the stream reaches the copy).
      *
-     * Who stages pageable memory: the runtime stages host containers
-     * itself (its copies read the container before returning, so it hands
-     * the plugin pinned memory from host_alloc); a plugin stages only the
-     * pageable memory it is given directly through this entry, where the
-     * read must happen when the copy executes. Both use one engine, the
-     * keel::staging host copy pool, linked statically on each side. */
+     * Who stages pageable memory: the plugin, when the copy executes,
+     * because only it knows whether its device can reach pageable memory
+     * (the CPU plugin copies directly; CUDA and Level Zero stage through
+     * pinned blocks). The runtime hands pageable memory straight to this
+     * entry (a vector moved into a copy) and to memcpy_d2h (a host
+     * destination). The one exception is a borrowed container, which the
+     * runtime promises to have read before its call returns, a promise
+     * this entry cannot make: the runtime copies it into pinned memory
+     * from host_alloc itself. Both sides use one engine, keel::staging
+     * (pinned block cache, host copy threads, and the execution-time
+     * pipeline PageableStaging), linked statically on each side. */
     keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size);
 

@@ -292,6 +292,24 @@ def sync_latency(p, device, with_goals):
         p.missing(device, goals[3:])
 
 
+def staging_bench(p):
+    """The plugins' pageable staging against a simulated link (host side)."""
+    goal = ("plugins' pageable staging on a simulated 55 GB/s link, 3 blocks: >= 70% of min(host copy, link) "
+            "(64, 256 MiB, both directions)")
+    if p.why:
+        return p.missing("host", [goal])
+    rows = [m for m in (re.match(r"^\s*(\d+) MiB\s+(h2d|d2h)\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+\d+%\s+([\d.]+)"
+                                 r"\s+([\d.]+)\s+([\d.]+)\s+(\d+)%", line)
+                         for line in p.log.splitlines()) if m]
+    picked = [m for m in rows if m.group(1) in ("64", "256") and m.group(4) == "3"]
+    if not picked:
+        return p.missing("host", [goal])
+    figure = ", ".join(f"{m.group(1)} MiB {m.group(2)}: {m.group(5)} GB/s = {m.group(9)}% "
+                       f"(host {m.group(6)}, 1 block {next((r.group(5) for r in rows if r.group(1) == m.group(1) and r.group(2) == m.group(2) and r.group(4) == '1'), '?')})"
+                       for m in picked)
+    add("host", goal, figure + p.note(), verdict(all(int(m.group(9)) >= 70 for m in picked)))
+
+
 def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".gpu-check")
     part = lambda name: Part(root, name)  # noqa: E731
@@ -303,6 +321,7 @@ def main():
     sync_latency(part("sync-latency-cuda"), "cuda:0", with_goals=False)
     memory_bench(part("memory-bench-cpu"), "cpu:0")
     sync_latency(part("sync-latency-cpu"), "cpu:0", with_goals=True)
+    staging_bench(part("staging-bench-host"))
 
     info = (root / "keel-info.log").read_text(errors="replace") if (root / "keel-info.log").exists() else ""
     gpu = re.search(r"^\s*cuda:0\s+(.*)$", info, re.M)

@@ -160,14 +160,14 @@ Result<bool> PageableStaging::to_host(StagingStream& stream, void* dst, std::uin
 Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
                                     bool to_device) {
     if (size == 0) return true;
-    const std::uint64_t chunk = blocks_.config().largest;
+    const std::uint64_t chunk = blocks_.largest();
     auto transfer = std::make_shared<Transfer>(blocks_, copier(), host, size, chunk);
     const std::uint64_t wanted =
         std::min<std::uint64_t>(std::max(config_.blocks_per_copy, 1u), transfer->chunks);
-    const std::size_t block_bytes = static_cast<std::size_t>(std::min(chunk, size));
+    const std::size_t first_chunk = transfer->bytes(0);
     transfer->lent.reserve(static_cast<std::size_t>(wanted));
     while (transfer->lent.size() < wanted) {
-        auto lent = blocks_.lend(block_bytes);
+        auto lent = blocks_.lend(first_chunk);
         if (!lent.ok()) {
             transfer->complete = true;  // nothing enqueued: the blocks go back
             return std::move(lent).error().context("pageable copy");

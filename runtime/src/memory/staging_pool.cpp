@@ -67,9 +67,6 @@ bool StagingPool::copies_in_parallel(std::uint64_t size) const noexcept {
 }
 
 Result<StagingBlock> StagingPool::acquire(keel_stream stream, std::uint64_t size) {
-    if (size > blocks_.largest())
-        return Error(KEEL_STATUS_INTERNAL, "[StagingPool::acquire] " + std::to_string(size) +
-                                               " bytes asked for, above the chunk size");
     const std::uint64_t capacity = size_class(size);
     // Back-pressure: the host is too far ahead of the device.
     while (max_in_flight_ != 0 &&

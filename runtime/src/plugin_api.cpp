@@ -197,5 +197,8 @@ Result<void> PluginApi::device_native_handle(keel_device d, keel_native_handle* 
 Result<void> PluginApi::stream_native_handle(keel_stream s, keel_native_handle* out) const {
     return call(table_.stream_native_handle, "stream_native_handle", s, out);
 }
+Result<void> PluginApi::device_pageable_staging_stats(keel_device d, keel_pageable_staging_stats* out) const {
+    return call(table_.device_pageable_staging_stats, "device_pageable_staging_stats", d, out);
+}
 
 }  // namespace keel::detail

@@ -94,6 +94,8 @@ public:
                                                  const void* src, std::uint64_t size) const;
     [[nodiscard]] Result<void> device_native_handle(keel_device d, keel_native_handle* out) const;
     [[nodiscard]] Result<void> stream_native_handle(keel_stream s, keel_native_handle* out) const;
+    [[nodiscard]] Result<void> device_pageable_staging_stats(keel_device d,
+                                                             keel_pageable_staging_stats* out) const;
 
 private:
     template <class Fn, class... Args>

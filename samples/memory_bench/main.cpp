@@ -198,12 +198,15 @@ void bench_copies(const keel::Device& device, bool quick) {
                 "   it itself if it must); owned = h2d: the vector moved in, d2h: copy_to_vector (a new vector).\n"
                 "   ratio = vs pinned: each copy is timed right after a pinned copy of its own, the median of\n"
                 "   those pairs. threads = host threads copying into the runtime's staging; allocs = the\n"
-                "   runtime's pinned allocations and give-ups = ring give-ups during the timed runs.\n"
+                "   runtime's pinned allocations and give-ups = ring give-ups during the timed runs. The plugin's\n"
+                "   own staging (moved-in vectors and every d2h, where it must stage: '-' where it copies pageable\n"
+                "   memory directly): p-thr = its host copy threads, p-allocs = its pinned allocations and\n"
+                "   p-refused = copies that found no staging block, during the timed runs.\n"
                 "   staging: %llu KiB chunks, %u staged ahead, ring %u, copy_threads %u (0 = the machine's)\n",
                 reps, static_cast<unsigned long long>(config.staging.chunk_bytes / KiB), config.staging.stage_ahead,
                 config.staging.ring_chunks, config.staging.copy_threads);
-    std::printf("   %-9s %-4s %8s %9s %6s %9s %6s %8s %7s %9s\n", "size", "dir", "pinned", "staged", "ratio",
-                "owned", "ratio", "threads", "allocs", "give-ups");
+    std::printf("   %-9s %-4s %8s %9s %6s %9s %6s %8s %7s %9s %6s %8s %9s\n", "size", "dir", "pinned", "staged",
+                "ratio", "owned", "ratio", "threads", "allocs", "give-ups", "p-thr", "p-allocs", "p-refused");
     auto memory = check(keel::DeviceMemory::create(device, config), "DeviceMemory::create");
     auto stream = check(keel::Stream::create(memory), "Stream::create");
     for (std::uint64_t size : {4 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB}) {
@@ -266,6 +269,7 @@ void bench_copies(const keel::Device& device, bool quick) {
             refill();
             (void)timed(owned_copy);
             const auto before = memory.staging_stats();
+            const auto plugin_before = device.pageable_staging_stats();
             Contender staged, owned;
             std::vector<double> pinned_times;
             const auto pair = [&](Contender& c, auto&& body) {
@@ -280,12 +284,30 @@ void bench_copies(const keel::Device& device, bool quick) {
                 pair(owned, owned_copy);
             }
             const auto after = memory.staging_stats();
-            std::printf("   %-9s %-4s %8.2f %9.2f %5.0f%% %9.2f %5.0f%% %8llu %7llu %9llu\n",
+            const auto plugin_after = device.pageable_staging_stats();
+            // '-' where the plugin has no staging of its own to report.
+            const bool plugin_stages = plugin_before.ok() && plugin_after.ok();
+            const auto plugin_column = [&](int width, auto value) {
+                char text[32];
+                if (plugin_stages)
+                    std::snprintf(text, sizeof text, "%*llu", width, static_cast<unsigned long long>(value()));
+                else
+                    std::snprintf(text, sizeof text, "%*s", width, "-");
+                return std::string(text);
+            };
+            std::printf("   %-9s %-4s %8.2f %9.2f %5.0f%% %9.2f %5.0f%% %8llu %7llu %9llu %s %s %s\n",
                         size_name(size).c_str(), h2d ? "h2d" : "d2h", gbs(pinned_times), gbs(staged.times),
                         median_percent(staged.ratios), gbs(owned.times), median_percent(owned.ratios),
                         static_cast<unsigned long long>(std::max<std::uint64_t>(copy_threads_used(after), 1)),
                         static_cast<unsigned long long>(after.host_allocations - before.host_allocations),
-                        static_cast<unsigned long long>(after.ring_give_ups - before.ring_give_ups));
+                        static_cast<unsigned long long>(after.ring_give_ups - before.ring_give_ups),
+                        plugin_column(6, [&] { return plugin_after->host_copy_threads; }).c_str(),
+                        plugin_column(8, [&] {
+                            return plugin_after->pinned_allocations - plugin_before->pinned_allocations;
+                        }).c_str(),
+                        plugin_column(9, [&] {
+                            return plugin_after->refused_copies - plugin_before->refused_copies;
+                        }).c_str());
             std::fflush(stdout);
         }
     }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <deque>
 #include <string>
@@ -177,6 +178,7 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     }
     if (transfer->lent.empty()) {
         transfer->complete = true;
+        refused_copies_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
     if (transfer->lent.size() < wanted) short_copies_.fetch_add(1, std::memory_order_relaxed);
@@ -223,8 +225,28 @@ PageableStagingStats PageableStaging::stats() const {
     s.blocks = blocks_.stats();
     s.copies = copies_.load(std::memory_order_relaxed);
     s.short_copies = short_copies_.load(std::memory_order_relaxed);
+    s.refused_copies = refused_copies_.load(std::memory_order_relaxed);
     s.host_threads = host_threads_.load(std::memory_order_relaxed);
     return s;
+}
+
+Result<void> PageableStaging::write_stats(keel_pageable_staging_stats* out) const {
+    if (out == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "out is null");
+    const PageableStagingStats s = stats();
+    keel_pageable_staging_stats abi{};
+    abi.struct_size = out->struct_size;
+    abi.copies = s.copies;
+    abi.short_copies = s.short_copies;
+    abi.refused_copies = s.refused_copies;
+    abi.pinned_allocations = s.blocks.allocations;
+    abi.pinned_frees = s.blocks.frees;
+    abi.block_reuses = s.blocks.reuses;
+    abi.held_bytes = s.blocks.held_bytes;
+    abi.lent_bytes = s.blocks.lent_bytes;
+    abi.capacity_bytes = config_.capacity;
+    abi.host_copy_threads = s.host_threads;
+    std::memcpy(out, &abi, std::min<std::size_t>(out->struct_size, sizeof abi));
+    return ok();
 }
 
 }  // namespace keel::staging

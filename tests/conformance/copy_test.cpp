@@ -66,6 +66,39 @@ TEST_P(Conformance, LargePageableCopiesArriveWholeInBothDirections) {
     EXPECT_TRUE(out == pattern(n, 9));
 }
 
+TEST_P(Conformance, PageableCopiesAllocateNoPinnedMemoryOnceWarm) {
+    auto before = device().pageable_staging_stats();
+    if (!before.ok()) {
+        ASSERT_EQ(before.error().code(), KEEL_STATUS_UNIMPLEMENTED) << before.error().message();
+        GTEST_SKIP() << device().name() << " reports no pageable staging: " << before.error().message();
+    }
+    // Both directions, through the plugin's staging (a moved-in vector and a
+    // vector destination are pageable), several chunks each.
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    const std::size_t n = (9u << 20) + 3;
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n));
+    Bytes out(n, 0);
+    auto round_trip = [&](std::uint8_t seed) {
+        KEEL_ASSERT_OK(s.copy(buf, pattern(n, seed)));
+        KEEL_ASSERT_OK_AND_ASSIGN(HostCopy back, s.copy(std::span<std::uint8_t>(out), buf));
+        KEEL_ASSERT_OK(back.wait());
+        EXPECT_TRUE(out == pattern(n, seed));
+    };
+    round_trip(1);  // warms the plugin's pinned blocks
+    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK_AND_ASSIGN(PageableStagingStats warm, device().pageable_staging_stats());
+    for (std::uint8_t seed = 2; seed < 6; ++seed) round_trip(seed);
+    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK_AND_ASSIGN(PageableStagingStats after, device().pageable_staging_stats());
+    SCOPED_TRACE(after.to_string());
+    EXPECT_EQ(after.copies - warm.copies, 8u) << "every copy is staged";
+    EXPECT_EQ(after.pinned_allocations, warm.pinned_allocations) << "warm copies reuse the blocks";
+    EXPECT_GE(after.block_reuses - warm.block_reuses, 8u);
+    EXPECT_EQ(after.lent_bytes, 0u) << "a copy gives its blocks back once it ran";
+    EXPECT_LE(after.held_bytes, after.capacity_bytes);
+    EXPECT_GE(after.host_copy_threads, 1u);
+}
+
 TEST_P(Conformance, AStagedCopysSourceMayBeReusedAtOnce) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::size_t n : {std::size_t{8}, std::size_t{3000}, std::size_t{3} << 20}) {

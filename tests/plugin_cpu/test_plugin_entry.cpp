@@ -45,12 +45,14 @@ TEST_F(CpuPluginTable, ImplementsEveryEntryOfThisVersion) {
     EXPECT_EQ(a.abi_minor, KEEL_ABI_VERSION_MINOR);
     EXPECT_EQ(a.struct_size, KEEL_PLUGIN_API_STRUCT_SIZE);
     // Every pointer of 1.0 after the header is set (required and optional
-    // alike); 1.1's native handles are absent: a CPU has no driver object.
+    // alike); 1.1's native handles are absent: a CPU has no driver object;
+    // 1.2's pageable staging stats too: it copies pageable memory directly.
     const auto* entries = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&a) + 16);
     const size_t n = (KEEL_PLUGIN_API_STRUCT_SIZE_1_0 - 16) / sizeof(void*);
     for (size_t i = 0; i < n; ++i) EXPECT_NE(entries[i], nullptr) << "entry " << i;
     EXPECT_EQ(a.device_native_handle, nullptr);
     EXPECT_EQ(a.stream_native_handle, nullptr);
+    EXPECT_EQ(a.device_pageable_staging_stats, nullptr);
 }
 
 TEST_F(CpuPluginTable, DescribesOneCpuDeviceThatIsNotHostAddressable) {

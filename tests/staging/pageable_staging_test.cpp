@@ -158,11 +158,46 @@ TEST(PageableStaging, StagingMemoryIsBoundedAndACopyMakesDoWithFewerBlocks) {
     EXPECT_FALSE(*second);
     EXPECT_EQ(rig.staging.stats().blocks.refusals, 2u);  // the first copy's second block, then this
     EXPECT_EQ(rig.staging.stats().copies, 1u);
+    EXPECT_EQ(rig.staging.stats().refused_copies, 1u);
     stream.release();
     stream.synchronize();
     EXPECT_EQ(stream.device(), src);
     EXPECT_LE(rig.staging.stats().blocks.held_bytes, kChunk);
     EXPECT_EQ(rig.live_blocks(), 1u);
+}
+
+TEST(PageableStaging, WritesItsStatsInTheAbisFormOnlyAsFarAsTheCallersStruct) {
+    auto config = Rig::small_config(2, 2);
+    Rig rig(config);
+    const std::size_t n = 3 * kChunk;
+    FakeStream stream(n);
+    const auto src = test_bytes(n, 3);
+    ASSERT_TRUE(to_device(rig.staging, stream, 0, src.data(), n));
+    stream.synchronize();
+
+    keel_pageable_staging_stats full{};
+    full.struct_size = sizeof full;
+    ASSERT_TRUE(rig.staging.write_stats(&full).ok());
+    const auto stats = rig.staging.stats();
+    EXPECT_EQ(full.struct_size, sizeof full);
+    EXPECT_EQ(full.copies, 1u);
+    EXPECT_EQ(full.pinned_allocations, stats.blocks.allocations);
+    EXPECT_EQ(full.held_bytes, stats.blocks.held_bytes);
+    EXPECT_EQ(full.lent_bytes, 0u);
+    EXPECT_EQ(full.capacity_bytes, config.capacity);
+    EXPECT_EQ(full.host_copy_threads, stats.host_threads);
+
+    // A caller built against an older layout: nothing past its size changes.
+    keel_pageable_staging_stats older{};
+    older.struct_size = KEEL_STRUCT_SIZE(keel_pageable_staging_stats, short_copies);
+    older.refused_copies = 77;
+    ASSERT_TRUE(rig.staging.write_stats(&older).ok());
+    EXPECT_EQ(older.copies, 1u);
+    EXPECT_EQ(older.refused_copies, 77u);
+
+    auto null_out = rig.staging.write_stats(nullptr);
+    ASSERT_FALSE(null_out.ok());
+    EXPECT_EQ(null_out.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(PageableStaging, AFailedStreamTouchesNoDestinationAndLosesNoBlock) {

@@ -149,7 +149,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 1u
+#define KEEL_ABI_VERSION_MINOR 2u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -430,6 +430,30 @@ typedef struct keel_native_handle {
 #define KEEL_NATIVE_HANDLE_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_native_handle, value)
 
 /* ======================================================================== */
+/* Pageable staging statistics (ABI 1.2)                                    */
+/* ======================================================================== */
+
+/* What a plugin's staging of pageable host memory (memcpy_h2d/memcpy_d2h
+ * with memory not from host_alloc) has done on one device, so a framework
+ * can see whether its copies allocate pinned memory in steady state and
+ * whether they run out of it. Counters count since the device was first
+ * used; the byte figures are the state now. */
+typedef struct keel_pageable_staging_stats {
+    size_t struct_size;              /* [in] set by the caller */
+    uint64_t copies;                 /* copies staged through pinned blocks */
+    uint64_t short_copies;           /* of those, copies that got fewer blocks than wanted */
+    uint64_t refused_copies;         /* copies that found no block free (slower path or error) */
+    uint64_t pinned_allocations;     /* pinned blocks the plugin allocated */
+    uint64_t pinned_frees;           /* pinned blocks it freed */
+    uint64_t block_reuses;           /* blocks served from its cache */
+    uint64_t held_bytes;             /* pinned memory held now, lent or idle */
+    uint64_t lent_bytes;             /* of that, lent to copies in flight */
+    uint64_t capacity_bytes;         /* the bound on held_bytes */
+    uint64_t host_copy_threads;      /* threads copying between pageable memory and blocks (0: none yet) */
+} keel_pageable_staging_stats;
+#define KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_pageable_staging_stats, host_copy_threads)
+
+/* ======================================================================== */
 /* The plugin table                                                         */
 /* ======================================================================== */
 
@@ -627,13 +651,22 @@ typedef struct keel_plugin_api {
      * host function. */
     keel_error* (*stream_native_handle)(keel_stream stream, keel_native_handle* out);
 
+    /* ---- ABI 1.2 ---------------------------------------------------- */
+
+    /* [optional, 1.2] What the plugin's staging of pageable host memory did
+     * on `device` (see keel_pageable_staging_stats); the plugin writes the
+     * fields that fit `out->struct_size`. Absent where pageable memory is
+     * copied directly, as on the CPU plugin. Any thread. */
+    keel_error* (*device_pageable_staging_stats)(keel_device device, keel_pageable_staging_stats* out);
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -684,7 +717,9 @@ KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_laun
 KEEL_STATIC_ASSERT(sizeof(keel_native_handle_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_0 == 8 + 30 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 32 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_1 == 8 + 32 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 33 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 
 /* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
@@ -696,7 +731,9 @@ KEEL_STATIC_ASSERT(KEEL_DEVICE_PROPERTIES_STRUCT_SIZE == 360,
                    "keel_device_properties layout changed");
 KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout changed");
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 31 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
+                   "keel_pageable_staging_stats layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 32 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 #endif
 

@@ -52,6 +52,13 @@ keel_error* device_native_handle(keel_device device, keel_native_handle* out) no
     });
 }
 
+keel_error* device_pageable_staging_stats(keel_device device, keel_pageable_staging_stats* out) noexcept {
+    return plugin::entry("cuda device_pageable_staging_stats", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        return d->pageable_staging().write_stats(out);
+    });
+}
+
 keel_error* device_memory_info(keel_device device, uint64_t* out_free, uint64_t* out_total) noexcept {
     return plugin::entry("cuda device_memory_info", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));

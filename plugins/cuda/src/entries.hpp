@@ -13,6 +13,7 @@ keel_error* device_get(uint32_t index, keel_device* out_device) noexcept;
 keel_error* device_properties(keel_device device, keel_device_properties* out) noexcept;
 keel_error* device_memory_info(keel_device device, uint64_t* out_free, uint64_t* out_total) noexcept;
 keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept;
+keel_error* device_pageable_staging_stats(keel_device device, keel_pageable_staging_stats* out) noexcept;
 
 // stream.cpp
 keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept;

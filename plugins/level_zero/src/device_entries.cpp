@@ -40,6 +40,13 @@ keel_error* device_native_handle(keel_device device, keel_native_handle* out) no
     });
 }
 
+keel_error* device_pageable_staging_stats(keel_device device, keel_pageable_staging_stats* out) noexcept {
+    return plugin::entry("level_zero device_pageable_staging_stats", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        return d->pageable_staging().write_stats(out);
+    });
+}
+
 keel_error* device_properties(keel_device device, keel_device_properties* out) noexcept {
     return plugin::entry("level_zero device_properties", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));

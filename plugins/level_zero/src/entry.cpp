@@ -63,6 +63,7 @@ constexpr keel_plugin_api kApi = {
     .memcpy_h2d_inline = &memcpy_h2d_inline,
     .device_native_handle = &device_native_handle,
     .stream_native_handle = &stream_native_handle,
+    .device_pageable_staging_stats = &device_pageable_staging_stats,
 };
 
 }  // namespace

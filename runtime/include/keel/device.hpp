@@ -3,6 +3,7 @@
 
 #include <keel/export.hpp>
 #include <keel/keel.h>
+#include <keel/memory_stats.hpp>
 #include <keel/result.hpp>
 
 #include <cstdint>
@@ -109,6 +110,11 @@ public:
     // The driver's device behind this one (see NativeHandle). UNIMPLEMENTED
     // where there is none (the CPU plugin) or the plugin predates ABI 1.1.
     [[nodiscard]] Result<NativeHandle> native_handle() const;
+
+    // What the plugin's staging of pageable host memory did on this device.
+    // UNIMPLEMENTED where the plugin copies pageable memory directly (the
+    // CPU plugin) or predates ABI 1.2.
+    [[nodiscard]] Result<PageableStagingStats> pageable_staging_stats() const;
 
     // The plugin's handle, for extensions that call the C ABI themselves.
     // Owned by the plugin; valid while this Device (or any copy) lives.

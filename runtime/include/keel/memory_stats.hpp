@@ -91,6 +91,24 @@ struct KEEL_API StagingStats {
     [[nodiscard]] std::string to_string() const;
 };
 
+// What the plugin's staging of pageable host memory did on one device: the
+// copies the runtime hands it straight (a vector moved into a copy, every
+// device->host copy into host memory not from PinnedBuffer). Read from the
+// plugin with Device::pageable_staging_stats().
+struct KEEL_API PageableStagingStats {
+    std::uint64_t copies = 0;              // copies staged through pinned blocks
+    std::uint64_t short_copies = 0;        // of those, copies with fewer blocks than wanted
+    std::uint64_t refused_copies = 0;      // copies that found no block (slower path or error)
+    std::uint64_t pinned_allocations = 0;  // pinned blocks the plugin allocated
+    std::uint64_t pinned_frees = 0;
+    std::uint64_t block_reuses = 0;        // blocks served from its cache
+    std::uint64_t held_bytes = 0;          // pinned memory held now, lent or idle
+    std::uint64_t lent_bytes = 0;          // of that, lent to copies in flight
+    std::uint64_t capacity_bytes = 0;      // the bound on held_bytes
+    std::uint64_t host_copy_threads = 0;   // 0: no copy staged yet
+    [[nodiscard]] std::string to_string() const;
+};
+
 struct KEEL_API TrackerStats {
     std::uint64_t outstanding = 0;        // tracked operations not yet swept
     std::uint64_t peak_outstanding = 0;

@@ -65,6 +65,16 @@ std::string StagingStats::to_string() const {
            (direct_copies == 1 ? "y" : "ies");
 }
 
+std::string PageableStagingStats::to_string() const {
+    return "pageable staging: " + std::to_string(copies) + " staged cop" + (copies == 1 ? "y" : "ies") +
+           " (" + std::to_string(short_copies) + " short, " + std::to_string(refused_copies) +
+           " refused), " + std::to_string(pinned_allocations) + " pinned allocation(s), " +
+           std::to_string(pinned_frees) + " free(s), " + std::to_string(block_reuses) +
+           " block reuse(s), held " + format_bytes(held_bytes) + " of " + format_bytes(capacity_bytes) +
+           " (lent " + format_bytes(lent_bytes) + "), " + std::to_string(host_copy_threads) +
+           " host copy thread(s)";
+}
+
 std::string TrackerStats::to_string() const {
     return std::to_string(outstanding) + " tracked operation(s) outstanding (peak " +
            std::to_string(peak_outstanding) + "), " + std::to_string(swept) + " released, " +

@@ -27,6 +27,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
     switch (minor) {
         case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
+        case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         default: return 0;
     }
 }
@@ -168,6 +169,38 @@ void check_device(Checker& c, const keel_plugin_api& t, std::uint32_t index) {
             c.expect(h.kind != KEEL_NATIVE_HANDLE_NONE, at + "device_native_handle",
                      "succeeded with kind NONE");
         }
+    }
+    if (!KEEL_CTS_HAS(t, device_pageable_staging_stats)) {
+        c.skip(at + "device_pageable_staging_stats", "optional entry absent (answers UNIMPLEMENTED)");
+    } else {
+        // A caller of an older minor sets a shorter struct: nothing past it is written.
+        struct {
+            keel_pageable_staging_stats stats;
+            std::uint64_t canary;
+        } shorter{};
+        shorter.stats.struct_size = KEEL_STRUCT_SIZE(keel_pageable_staging_stats, copies);
+        shorter.stats.held_bytes = 12345;
+        shorter.canary = 0xfeedu;
+        auto e = take(t.device_pageable_staging_stats(device, &shorter.stats));
+        if (e) {
+            c.expect(e->code == KEEL_STATUS_UNIMPLEMENTED, at + "device_pageable_staging_stats",
+                     "expected stats or UNIMPLEMENTED, got " + describe(*e));
+        } else {
+            c.expect(shorter.stats.held_bytes == 12345 && shorter.canary == 0xfeedu,
+                     at + "device_pageable_staging_stats writes only what fits struct_size",
+                     "a field past the caller's struct_size was written");
+            keel_pageable_staging_stats s{};
+            s.struct_size = sizeof s;
+            auto full = take(t.device_pageable_staging_stats(device, &s));
+            c.expect(!full && s.lent_bytes <= s.held_bytes && s.pinned_frees <= s.pinned_allocations,
+                     at + "device_pageable_staging_stats is consistent",
+                     full ? describe(*full) : "lent > held or more frees than allocations");
+        }
+        auto null_out = take(t.device_pageable_staging_stats(device, nullptr));
+        c.expect(null_out && (null_out->code == KEEL_STATUS_INVALID_ARGUMENT ||
+                              null_out->code == KEEL_STATUS_UNIMPLEMENTED),
+                 at + "device_pageable_staging_stats(null) is INVALID_ARGUMENT",
+                 null_out ? describe(*null_out) : "it succeeded");
     }
 }
 

@@ -29,6 +29,7 @@
 // pinned memory.
 #pragma once
 
+#include <keel/keel.h>
 #include <keel/result.hpp>
 #include <keel/staging/copy_pool.hpp>
 #include <keel/staging/pinned_blocks.hpp>
@@ -82,6 +83,7 @@ struct PageableStagingStats {
     PinnedBlocksStats blocks;
     std::uint64_t copies = 0;        // copies staged
     std::uint64_t short_copies = 0;  // copies that got fewer blocks than blocks_per_copy
+    std::uint64_t refused_copies = 0;  // copies that found no block free (nothing enqueued)
     unsigned host_threads = 0;       // the CopyPool's threads (0: not started yet)
 };
 
@@ -104,6 +106,9 @@ public:
     void release_all() noexcept;
 
     [[nodiscard]] PageableStagingStats stats() const;
+    // The same, in the ABI's form (device_pageable_staging_stats): writes the
+    // fields that fit out->struct_size. INVALID_ARGUMENT when `out` is null.
+    [[nodiscard]] Result<void> write_stats(keel_pageable_staging_stats* out) const;
     [[nodiscard]] const PageableStagingConfig& config() const noexcept { return config_; }
 
 private:
@@ -117,6 +122,7 @@ private:
     std::unique_ptr<CopyPool> copier_;  // made by the first staged copy
     std::atomic<std::uint64_t> copies_{0};
     std::atomic<std::uint64_t> short_copies_{0};
+    std::atomic<std::uint64_t> refused_copies_{0};
     std::atomic<unsigned> host_threads_{0};
 };
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -278,9 +279,23 @@ TEST(PageableStaging, SeveralThreadsOnSeveralStreamsAtOnce) {
             }
         });
     }
+    // A framework reads the stats while copies run (Sync).
+    std::atomic<bool> done{false};
+    std::uint64_t inconsistent = 0;
+    std::thread reader([&] {
+        while (!done.load()) {
+            keel_pageable_staging_stats s{};
+            s.struct_size = sizeof s;
+            if (!rig.staging.write_stats(&s).ok() || s.lent_bytes > s.held_bytes) ++inconsistent;
+        }
+    });
     for (auto& th : threads) th.join();
+    done = true;
+    reader.join();
     for (int f : failures) EXPECT_EQ(f, 0);
+    EXPECT_EQ(inconsistent, 0u);
     EXPECT_EQ(rig.staging.stats().blocks.lent_bytes, 0u);
+    EXPECT_EQ(rig.staging.stats().copies, 2u * kThreads * 20);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,9 @@ namespace keel::staging {
 namespace {
 
 // One staged copy, shared by its steps. The enqueueing thread writes
-// `enqueued`; everything else is touched only by the steps, which the
-// stream runs one after another.
+// `enqueued` and, if its enqueue fails half way, `abandoned`; everything
+// else is touched only by the steps, which the stream runs one after
+// another.
 struct Transfer {
     Transfer(PinnedBlocks& blocks, CopyPool& pool, unsigned char* host, std::uint64_t size,
              std::uint64_t chunk_bytes)
@@ -43,30 +45,46 @@ struct Transfer {
     [[nodiscard]] void* block(std::uint64_t k) const noexcept { return lent[k % lent.size()].data; }
 
     // Starts chunk `started`'s host copy (source to block, or block to
-    // destination).
+    // destination). `mu` held.
     void start_next(bool into_block) {
         const std::uint64_t k = started++;
         CopyBatch& batch = batches.emplace_back();
         if (into_block) pool.copy_async(block(k), host + offset(k), bytes(k), batch);
         else pool.copy_async(host + offset(k), block(k), bytes(k), batch);
     }
+    // Batches are only appended, and a deque's elements stay put: waiting on
+    // one needs no lock.
     void wait(std::uint64_t k) { pool.wait(batches[k]); }
     void wait_all() {
-        for (CopyBatch& b : batches) pool.wait(b);
+        std::uint64_t n = 0;
+        {
+            std::lock_guard lock(mu);
+            n = batches.size();
+        }
+        for (std::uint64_t k = 0; k < n; ++k) pool.wait(batches[k]);
+    }
+    // Whether a step may start host copies; false also marks it failed.
+    [[nodiscard]] bool may_copy(bool stream_ok) {
+        if (!stream_ok || abandoned) failed = true;
+        return !failed;
     }
 
     // Step k of a copy to the device: chunk k is in its block when it
     // returns, and the next chunks are being filled.
     void to_device_step(std::uint64_t k, bool stream_ok) {
-        if (!stream_ok || failed) {
-            failed = true;
+        {
+            std::lock_guard lock(mu);
+            if (may_copy(stream_ok) && started == k) start_next(true);
+        }
+        if (failed) {
             wait_all();
             return;
         }
-        if (started == k) start_next(true);
         wait(k);
         // A chunk may only be read once its own step and device copy were
         // enqueued: a copy whose enqueue failed half way reads no further.
+        std::lock_guard lock(mu);
+        if (!may_copy(true)) return;
         const std::uint64_t limit =
             std::min<std::uint64_t>(k + lent.size(), enqueued.load(std::memory_order_acquire));
         while (started < limit) start_next(true);
@@ -74,11 +92,13 @@ struct Transfer {
     // Step k of a copy to the host: chunk k is in its block; copy it out, and
     // free the block the next device copy writes.
     void to_host_step(std::uint64_t k, bool stream_ok) {
-        if (!stream_ok || failed) {
-            failed = true;
+        {
+            std::lock_guard lock(mu);
+            if (may_copy(stream_ok)) start_next(false);
+        }
+        if (failed) {
             wait_all();
         } else {
-            start_next(false);
             const std::uint64_t next = k + 1;
             if (next < chunks && next >= lent.size()) wait(next - lent.size());
         }
@@ -87,6 +107,17 @@ struct Transfer {
     void finish() {
         wait_all();
         complete = true;
+    }
+    // The enqueue failed after some steps were enqueued and the caller is
+    // about to get the error, after which it may free or reuse the host
+    // memory: the steps start no more host copies, and the ones started are
+    // waited for here (host copies only, never the device).
+    void abandon() {
+        {
+            std::lock_guard lock(mu);
+            abandoned = true;
+        }
+        wait_all();
     }
 
     PinnedBlocks& blocks;
@@ -97,9 +128,11 @@ struct Transfer {
     const std::uint64_t chunks;
     std::vector<PinnedBlock> lent;
     std::atomic<std::uint64_t> enqueued{0};  // chunks whose step and device copy were enqueued
-    std::deque<CopyBatch> batches;           // one per started chunk, in order
-    std::uint64_t started = 0;
-    bool failed = false;
+    std::mutex mu;                 // orders starting host copies against abandon()
+    bool abandoned = false;        // guarded by mu
+    std::deque<CopyBatch> batches;  // one per started chunk, in order; appended under mu
+    std::uint64_t started = 0;      // guarded by mu
+    bool failed = false;            // steps only
     bool complete = false;
 };
 
@@ -184,10 +217,12 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     if (transfer->lent.size() < wanted) short_copies_.fetch_add(1, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
 
-    // Until the first enqueue succeeds, a failure gives the blocks back.
+    // Until the first enqueue succeeds, a failure gives the blocks back;
+    // after it, the steps already enqueued leave the host memory alone.
     bool any_enqueued = false;
     auto fail = [&](Error error) -> Result<bool> {
         if (!any_enqueued) transfer->complete = true;
+        else transfer->abandon();
         return std::move(error).context("pageable copy");
     };
     for (std::uint64_t k = 0; k < transfer->chunks; ++k) {

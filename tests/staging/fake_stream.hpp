@@ -30,8 +30,10 @@ public:
     };
     explicit HeapPinned(std::shared_ptr<Counts> counts) : counts_(std::move(counts)) {}
     Result<void*> allocate(std::size_t bytes) override {
-        void* p = std::aligned_alloc(4096, (bytes + 4095) & ~std::size_t{4095});
+        const std::size_t rounded = (bytes + 4095) & ~std::size_t{4095};
+        void* p = std::aligned_alloc(4096, rounded);
         if (p == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "aligned_alloc");
+        std::memset(p, 0, rounded);  // no stale heap bytes for tests to mistake for data
         std::lock_guard lock(counts_->mu);
         counts_->live.insert(p);
         return p;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -256,6 +257,44 @@ TEST(PageableStaging, AnEnqueueFailingHalfWayReportsItAndNeverReusesBlocksInUse)
         stream.synchronize();
         if (refuse == 0) EXPECT_EQ(rig.staging.stats().blocks.allocations, stats.allocations);
         else EXPECT_GT(rig.staging.stats().blocks.allocations, stats.allocations);
+    }
+}
+
+// A caller that got an error may free or reuse its host memory at once:
+// the steps enqueued before the failure must not read or write it when the
+// stream gets to them.
+TEST(PageableStaging, HostMemoryIsNotTouchedAfterAFailedEnqueueReturned) {
+    const std::size_t n = 4 * kChunk;
+    // Outlives every iteration: freed memory full of 0xEE could come back
+    // as a staging block.
+    std::vector<unsigned char> host(n);
+    for (bool to_device : {true, false}) {
+        // Every enqueue after the first: a step and a device copy per chunk,
+        // and to the device a last step that gives the blocks back.
+        const std::uint64_t enqueues = to_device ? 9 : 8;
+        for (std::uint64_t refuse = 1; refuse < enqueues; ++refuse) {
+            SCOPED_TRACE(::testing::Message() << (to_device ? "to the device" : "to the host")
+                                              << ", enqueue " << refuse << " refused");
+            Rig rig;
+            FakeStream stream(n, /*held=*/true);
+            std::fill(stream.device().begin(), stream.device().end(), 0x11);
+            for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<unsigned char>(i & 0x7F);
+            stream.refuse_enqueue(refuse);
+            FakeStream::Port port(stream, 0, to_device);
+            auto r = to_device ? rig.staging.to_device(port, host.data(), n) : rig.staging.to_host(port, host.data(), n);
+            ASSERT_FALSE(r.ok());
+            std::fill(host.begin(), host.end(), 0xEE);  // reused, as the error allows
+            stream.release();
+            stream.synchronize();
+            if (to_device) {
+                EXPECT_EQ(std::count(stream.device().begin(), stream.device().end(), 0xEE), 0)
+                    << "a step read the source after the enqueue failed";
+            } else {
+                EXPECT_EQ(std::count(host.begin(), host.end(), 0xEE), static_cast<std::ptrdiff_t>(n))
+                    << "a step wrote the destination after the enqueue failed";
+            }
+            EXPECT_EQ(rig.staging.stats().blocks.lent_bytes, 0u);
+        }
     }
 }
 

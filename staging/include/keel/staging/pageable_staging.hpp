@@ -97,7 +97,9 @@ public:
     // Enqueues a copy of `size` bytes from pageable `src` to the device.
     // false (nothing enqueued) when the capacity leaves no block for it.
     // On an error after part of the copy was enqueued, that part runs and its
-    // blocks are never reused.
+    // blocks are never reused, but it no longer touches the host memory: the
+    // host copies already started are waited for before the error returns,
+    // so the caller may free or reuse `src`/`dst` at once.
     [[nodiscard]] Result<bool> to_device(StagingStream& stream, const void* src, std::uint64_t size);
     // The same from the device into pageable `dst`.
     [[nodiscard]] Result<bool> to_host(StagingStream& stream, void* dst, std::uint64_t size);

@@ -1,6 +1,7 @@
 #include "device.hpp"
 
 #include "cuda_error.hpp"
+#include "kernel_preload.hpp"
 #include "pageable_copy.hpp"
 
 #include <keel/plugin/host_log.hpp>
@@ -76,6 +77,17 @@ Result<void> ensure_context(int ordinal) {
     return make_current(ordinal);
 }
 
+Result<void> Device::make_current() const {
+    KEEL_TRY(cuda::make_current(ordinal_));
+    std::call_once(kernels_loaded_, load_registered_kernels);
+    return ok();
+}
+
+Result<void> Device::ensure_context() const {
+    if (t_has_context) return ok();
+    return make_current();
+}
+
 Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
     : index_(index),
       ordinal_(ordinal),
@@ -109,7 +121,7 @@ void Device::release_all() noexcept try {
     // A device never used has nothing to release: do not create its context now.
     if ((streams.empty() && events.empty() && leaked.empty() && leaked_pinned.empty() &&
          pageable_staging_.stats().blocks.held_bytes == 0) ||
-        !make_current().ok())
+        !cuda::make_current(ordinal_).ok())
         return;
     pageable_staging_.release_all();
     for (cudaStream_t s : streams) (void)cudaStreamDestroy(s);

@@ -57,8 +57,13 @@ public:
     [[nodiscard]] const keel_device_properties& properties() const noexcept { return properties_; }
     [[nodiscard]] std::uint32_t sm_count() const noexcept { return properties_.compute_units; }
 
-    [[nodiscard]] Result<void> make_current() const { return cuda::make_current(ordinal_); }
-    [[nodiscard]] Result<void> ensure_context() const { return cuda::ensure_context(ordinal_); }
+    // cuda::make_current for this device. The first time in the process it
+    // also loads the plugin's kernels on it (kernel_preload.hpp): every keel
+    // entry reaches this before keel has a stream on the device (the first
+    // stream_create finds the stream pool empty and makes the device current).
+    [[nodiscard]] Result<void> make_current() const;
+    // cuda::ensure_context, loading the kernels as make_current does.
+    [[nodiscard]] Result<void> ensure_context() const;
 
     [[nodiscard]] AllocationRegistry& allocations() noexcept { return allocations_; }
     // Pinned host memory from host_alloc on this device, so host_free can
@@ -83,6 +88,7 @@ private:
     const std::uint32_t index_;
     const int ordinal_;
     const std::string label_;
+    mutable std::once_flag kernels_loaded_;
     keel_device_properties properties_{};
     AllocationRegistry allocations_;
     AllocationRegistry pinned_;

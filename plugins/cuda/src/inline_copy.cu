@@ -1,6 +1,7 @@
 #include "inline_copy.hpp"
 
 #include "cuda_error.hpp"
+#include "kernel_preload.hpp"
 
 #include <cstring>
 
@@ -22,6 +23,7 @@ __global__ void inline_copy_kernel(unsigned char* dst, InlineBytes src, unsigned
 
 Result<void> enqueue_inline_copy(cudaStream_t stream, keel_device_addr dst, const void* src,
                                  std::uint32_t size) {
+    (void)kPreloaded<&inline_copy_kernel>;  // loaded before the device's first use
     InlineBytes bytes{};
     std::memcpy(bytes.bytes, src, size);
     auto* out = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(dst));

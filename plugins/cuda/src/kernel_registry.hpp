@@ -7,8 +7,10 @@
 //      `args` (plugin::LaunchArgsView, or a parser of plugins/support), checks
 //      every buffer lies inside a device allocation with
 //      plugin::check_buffer(s)(..., ctx.inside()), then enqueues with
-//      launch_kernel() from kernels/launch.cuh. Validate everything before
-//      enqueuing: on error nothing may reach the stream.
+//      launch_kernel<foo_kernel>() from kernels/launch.cuh (never a bare
+//      cudaLaunchKernel: the helper registers the kernel to be loaded before
+//      keel's first use of a device, see kernel_preload.hpp). Validate
+//      everything before enqueuing: on error nothing may reach the stream.
 //   2. Define the table entry in that file:
 //        extern const KernelDef kFooKernel{"foo", &launch_foo, false};
 //   3. Add KEEL_CUDA_KERNEL(kFooKernel) to kernels/kernel_list.inc.

@@ -19,7 +19,7 @@ Result<void> launch_axpy(const LaunchContext& ctx, const plugin::LaunchArgsView&
     KEEL_TRY_ASSIGN(const plugin::AxpyArgs a, plugin::parse_axpy(args));
     KEEL_TRY(plugin::check_buffer(args, 1, "x", a.x, ctx.inside()));
     KEEL_TRY(plugin::check_buffer(args, 2, "y", a.y, ctx.inside()));
-    return launch_kernel(ctx, axpy_f32, grid_for(a.count, ctx), dim3(kBlockSize), a.alpha,
+    return launch_kernel<axpy_f32>(ctx, grid_for(a.count, ctx), dim3(kBlockSize), a.alpha,
                          device_pointer<const float>(a.x), device_pointer<float>(a.y), a.count);
 }
 

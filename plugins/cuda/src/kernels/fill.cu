@@ -17,7 +17,7 @@ __global__ void fill_f32(float* out, std::uint64_t n, float value) {
 Result<void> launch_fill(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY_ASSIGN(const plugin::FillArgs f, plugin::parse_fill(args));
     KEEL_TRY(plugin::check_buffer(args, 0, "out", f.out, ctx.inside()));
-    return launch_kernel(ctx, fill_f32, grid_for(f.count, ctx), dim3(kBlockSize), device_pointer<float>(f.out),
+    return launch_kernel<fill_f32>(ctx, grid_for(f.count, ctx), dim3(kBlockSize), device_pointer<float>(f.out),
                          f.count, f.value);
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cuda_error.hpp"
+#include "kernel_preload.hpp"
 #include "kernel_registry.hpp"
 
 #include <array>
@@ -37,19 +38,24 @@ cudaError_t launch_with(void (*kernel)(Params...), dim3 grid, dim3 block, cudaSt
     std::array<void*, sizeof...(Params)> pointers{static_cast<void*>(&std::get<I>(values))...};
     return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, pointers.data(), 0, stream);
 }
-}  // namespace detail
-
-// Enqueues kernel<<<grid, block, 0, ctx.stream>>>(args...), returning the
-// launch's own error. cudaLaunchKernel is used instead of <<<>>> because
-// <<<>>> reports through cudaGetLastError, which may hold an older error
-// of the calling thread.
 template <class... Params, class... Args>
-[[nodiscard]] Result<void> launch_kernel(const LaunchContext& ctx, void (*kernel)(Params...), dim3 grid,
-                                         dim3 block, Args&&... args) {
+[[nodiscard]] Result<void> launch_kernel_now(const LaunchContext& ctx, void (*kernel)(Params...), dim3 grid,
+                                             dim3 block, Args&&... args) {
     static_assert(sizeof...(Params) == sizeof...(Args), "argument count differs from the kernel's");
     std::tuple<Params...> values(std::forward<Args>(args)...);
-    return check_cuda(detail::launch_with(kernel, grid, block, ctx.stream, values,
-                                          std::index_sequence_for<Params...>{}));
+    return check_cuda(launch_with(kernel, grid, block, ctx.stream, values, std::index_sequence_for<Params...>{}));
+}
+}  // namespace detail
+
+// Enqueues Kernel<<<grid, block, 0, ctx.stream>>>(args...), returning the
+// launch's own error. cudaLaunchKernel is used instead of <<<>>> because
+// <<<>>> reports through cudaGetLastError, which may hold an older error
+// of the calling thread. Kernel is a template argument so that every kernel
+// launched here is loaded before keel first uses a device (kernel_preload.hpp).
+template <auto Kernel, class... Args>
+[[nodiscard]] Result<void> launch_kernel(const LaunchContext& ctx, dim3 grid, dim3 block, Args&&... args) {
+    (void)kPreloaded<Kernel>;
+    return detail::launch_kernel_now(ctx, Kernel, grid, block, std::forward<Args>(args)...);
 }
 
 }  // namespace keel::cuda

@@ -2,6 +2,7 @@
 // their compute type, 16-byte packed loads, warp sums, launch geometry.
 #pragma once
 
+#include "kernel_preload.hpp"
 #include "lerp_index.cuh"
 
 #include <keel/keel.h>
@@ -69,18 +70,28 @@ std::int64_t grid_blocks(std::int64_t work, std::int64_t per_block);
 // A CUDA error as a keel error: "[where] what: cudaErrorX: text".
 [[nodiscard]] Result<void> cuda_result(cudaError_t e, const char* where, const char* what);
 
-// Enqueues kernel<<<grid, block, 0, stream>>>(args...) and returns this
-// launch's own error (cudaLaunchKernel, not <<<>>>: the latter reports
-// through cudaGetLastError, which may hold an older error of the thread).
+namespace detail {
 template <class... Params, class... Args>
-[[nodiscard]] Result<void> launch(const char* where, void (*kernel)(Params...), dim3 grid, dim3 block,
-                                  cudaStream_t stream, Args&&... args) {
+[[nodiscard]] Result<void> launch_now(const char* where, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                      cudaStream_t stream, Args&&... args) {
     static_assert(sizeof...(Params) == sizeof...(Args), "argument count differs from the kernel's");
     std::tuple<Params...> values(std::forward<Args>(args)...);
     std::array<void*, sizeof...(Params)> pointers = std::apply(
         [](auto&... v) { return std::array<void*, sizeof...(Params)>{static_cast<void*>(&v)...}; }, values);
     return cuda_result(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, pointers.data(), 0, stream),
                        where, "kernel launch");
+}
+}  // namespace detail
+
+// Enqueues Kernel<<<grid, block, 0, stream>>>(args...) and returns this
+// launch's own error (cudaLaunchKernel, not <<<>>>: the latter reports
+// through cudaGetLastError, which may hold an older error of the thread).
+// Kernel is a template argument so that it is loaded before keel first uses
+// a device (kernel_preload.hpp).
+template <auto Kernel, class... Args>
+[[nodiscard]] Result<void> launch(const char* where, dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+    (void)kPreloaded<Kernel>;
+    return detail::launch_now(where, Kernel, grid, block, stream, std::forward<Args>(args)...);
 }
 
 // Element type of a keel dtype, handed to `f` as a value of that type.

@@ -122,14 +122,14 @@ Result<void> enqueue_typed(const LerpPlan& p, cudaStream_t stream) {
                             flat_mode(l, plugin::kLerpX, false), flat_mode(l, plugin::kLerpY, false),
                             flat_mode(l, plugin::kLerpW, p.w.is_scalar), l.numel};
         const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount * kUnroll);
-        return launch("lerp", lerp_flat_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
+        return launch<lerp_flat_kernel<T>>("lerp", dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
                       stream, a);
     }
     const auto strided = [&](auto index) {
         using Index = decltype(index);
         const StridedSpace<Index> s(l);
         const std::int64_t threads = static_cast<std::int64_t>(s.items) * (s.by_row ? 32 : 1);
-        return launch("lerp", lerp_strided_kernel<T, Index>,
+        return launch<lerp_strided_kernel<T, Index>>("lerp",
                       dim3(static_cast<unsigned>(grid_blocks(threads, kBlockThreads))), dim3(kBlockThreads),
                       stream, out, x, y, w, w_value, s);
     };

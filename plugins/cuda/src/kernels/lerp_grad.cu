@@ -75,7 +75,7 @@ template <class Index, class T>
 Result<void> launch_strided(GradPointers<T> q, const plugin::StridedLayout& l, cudaStream_t stream) {
     const StridedSpace<Index> s(l);
     const std::int64_t threads = static_cast<std::int64_t>(s.items) * (s.by_row ? 32 : 1);
-    return launch("lerp_grad", grad_strided_kernel<T, Index>,
+    return launch<grad_strided_kernel<T, Index>>("lerp_grad",
                   dim3(static_cast<unsigned>(grid_blocks(threads, kBlockThreads))), dim3(kBlockThreads), stream,
                   q, s);
 }
@@ -88,7 +88,7 @@ Result<void> enqueue_elementwise(GradPointers<T> q, const LerpGradPass& pass, cu
     const bool w_full = q.w && l.is_identity(plugin::kGradW);
     if (l.is_identity(plugin::kGradDout) && (!q.w || w_full || l.is_uniform(plugin::kGradW))) {
         const std::int64_t blocks = grid_blocks(l.numel, kBlockThreads * Pack<T>::kCount);
-        return launch("lerp_grad", grad_flat_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
+        return launch<grad_flat_kernel<T>>("lerp_grad", dim3(static_cast<unsigned>(blocks)), dim3(kBlockThreads),
                       stream, q, w_full, l.numel);
     }
     return fits_32_bits(l.numel) ? launch_strided<std::uint32_t>(q, l, stream)

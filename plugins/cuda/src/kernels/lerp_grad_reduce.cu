@@ -302,11 +302,11 @@ Result<void> launch_reduction(const GradPointers<T>& q, const LerpGradPass& pass
     const auto launch_kernel = [&]() -> Result<void> {
         if (r.inner_reduced) {
             const std::int64_t blocks = grid_blocks(targets * splits, kWarpsPerBlock);
-            return launch("lerp_grad", grad_row_reduce_kernel<T, Index>, dim3(static_cast<unsigned>(blocks)),
+            return launch<grad_row_reduce_kernel<T, Index>>("lerp_grad", dim3(static_cast<unsigned>(blocks)),
                           dim3(kBlockThreads), stream, a);
         }
         const dim3 grid(static_cast<unsigned>(ceil_div(targets, 32)), static_cast<unsigned>(splits));
-        return launch("lerp_grad", grad_column_reduce_kernel<T, Index>, grid, dim3(kBlockThreads), stream, a);
+        return launch<grad_column_reduce_kernel<T, Index>>("lerp_grad", grid, dim3(kBlockThreads), stream, a);
     };
     if (splits == 1) return launch_kernel();
 

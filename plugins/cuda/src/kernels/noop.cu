@@ -9,7 +9,7 @@ __global__ void noop_kernel() {}
 
 Result<void> launch_noop(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY(args.expect_count(0));
-    return launch_kernel(ctx, noop_kernel, dim3(1), dim3(1));
+    return launch_kernel<noop_kernel>(ctx, dim3(1), dim3(1));
 }
 
 }  // namespace

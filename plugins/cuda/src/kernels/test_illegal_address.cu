@@ -13,7 +13,7 @@ __global__ void illegal_address_kernel(int* unmapped) { *reinterpret_cast<volati
 Result<void> launch_illegal_address(const LaunchContext& ctx, const plugin::LaunchArgsView& args) {
     KEEL_TRY(args.expect_count(0));
     // Page 0 is never mapped in a CUDA context.
-    return launch_kernel(ctx, illegal_address_kernel, dim3(1), dim3(1), reinterpret_cast<int*>(0x10));
+    return launch_kernel<illegal_address_kernel>(ctx, dim3(1), dim3(1), reinterpret_cast<int*>(0x10));
 }
 
 }  // namespace

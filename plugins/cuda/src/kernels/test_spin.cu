@@ -22,7 +22,7 @@ Result<void> launch_spin(const LaunchContext& ctx, const plugin::LaunchArgsView&
     KEEL_TRY_ASSIGN(const std::int64_t ns, args.scalar_i64(0, "duration_ns"));
     if (ns < 0 || ns > kMaxSpinNs)
         return args.invalid("argument 0 (duration_ns) must be in [0, 1e10], got " + std::to_string(ns));
-    return launch_kernel(ctx, spin_kernel, dim3(1), dim3(1), static_cast<std::uint64_t>(ns));
+    return launch_kernel<spin_kernel>(ctx, dim3(1), dim3(1), static_cast<std::uint64_t>(ns));
 }
 
 }  // namespace

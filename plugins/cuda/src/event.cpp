@@ -47,6 +47,7 @@ keel_error* event_destroy(keel_event handle) noexcept {
         KEEL_TRY_ASSIGN(Event * raw, event_from(handle));
         std::unique_ptr<Event> event(raw);
         Device& device = event->device();
+        (void)device.ensure_context();  // best effort, as in stream_destroy
         // Only an event whose last record completed may be reused: the next
         // owner must see it as complete until it records it. A pending one
         // is destroyed; CUDA lets its record (and waits on it) finish.
@@ -77,6 +78,7 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
     return plugin::entry("cuda event_query", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        KEEL_TRY(e->device().ensure_context());
         KEEL_TRY_ASSIGN(*out_done, completion(cudaEventQuery(e->cuda())));
         return ok();
     });
@@ -85,6 +87,7 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
 keel_error* event_synchronize(keel_event event) noexcept {
     return plugin::entry("cuda event_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        KEEL_TRY(e->device().ensure_context());
         return check_cuda(cudaEventSynchronize(e->cuda()));
     });
 }
@@ -104,6 +107,7 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         if (&a->device() != &b->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "start is on " + a->device().label() +
                                                            ", end on " + b->device().label());
+        KEEL_TRY(a->device().ensure_context());
         float ms = 0.0f;
         const cudaError_t measured = cudaEventElapsedTime(&ms, a->cuda(), b->cuda());
         if (measured == cudaErrorNotReady)

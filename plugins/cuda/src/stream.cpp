@@ -54,6 +54,9 @@ keel_error* stream_destroy(keel_stream handle) noexcept {
         KEEL_TRY_ASSIGN(Stream * raw, stream_from(handle));
         std::unique_ptr<Stream> stream(raw);
         Device& device = stream->device();
+        // Best effort: on a thread new to keel, without it CUDA would make
+        // device 0's context current for these calls (see ensure_context).
+        (void)device.ensure_context();
         stream->scratch().release(stream->cuda());
         const cudaError_t drained = cudaStreamSynchronize(stream->cuda());
         // An idle, healthy stream is as good as new; anything else goes.
@@ -67,6 +70,7 @@ keel_error* stream_destroy(keel_stream handle) noexcept {
 keel_error* stream_synchronize(keel_stream handle) noexcept {
     return plugin::entry("cuda stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
+        KEEL_TRY(s->device().ensure_context());
         return check_cuda(cudaStreamSynchronize(s->cuda()));
     });
 }
@@ -85,6 +89,7 @@ keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
     return plugin::entry("cuda stream_query", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        KEEL_TRY(s->device().ensure_context());
         const cudaError_t state = cudaStreamQuery(s->cuda());
         if (state == cudaErrorNotReady) {
             *out_done = 0;

@@ -33,13 +33,13 @@ namespace keel::cuda {
 [[nodiscard]] std::unique_ptr<staging::PinnedMemory> cuda_pinned_memory();
 
 // Enqueue a host -> device copy from pageable `src` on `stream` (the
-// device is current). When the staging capacity is used up by copies in
-// flight, falls back to cudaMemcpyAsync, which may read `src` at enqueue.
+// device is current). OUT_OF_MEMORY, with nothing enqueued, when the
+// staging capacity is used up by copies in flight (never CUDA's own
+// pageable path, which may block or read `src` at enqueue).
 [[nodiscard]] Result<void> enqueue_pageable_h2d(Device& device, cudaStream_t stream, void* dst,
                                                 const void* src, std::uint64_t size);
 
-// Enqueue a device -> host copy into pageable `dst`; same fallback (which
-// may wait for the copy).
+// Enqueue a device -> host copy into pageable `dst`; the same.
 [[nodiscard]] Result<void> enqueue_pageable_d2h(Device& device, cudaStream_t stream, void* dst,
                                                 const void* src, std::uint64_t size);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -15,15 +17,42 @@ namespace keel::staging {
 
 namespace {
 
+// How many transfers are alive, for release_all() to wait on.
+class Alive {
+public:
+    void add() {
+        std::lock_guard lock(mu_);
+        ++count_;
+    }
+    void remove() noexcept {
+        // Notified under the lock: the waiter may free this the moment it
+        // sees zero.
+        std::lock_guard lock(mu_);
+        if (--count_ == 0) none_.notify_all();
+    }
+    // Whether none is alive within `patience`.
+    [[nodiscard]] bool wait_none(std::chrono::milliseconds patience) {
+        std::unique_lock lock(mu_);
+        return none_.wait_for(lock, patience, [this] { return count_ == 0; });
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable none_;
+    std::uint64_t count_ = 0;  // guarded by mu_
+};
+
 // One staged copy, shared by its steps. The enqueueing thread writes
 // `enqueued` and, if its enqueue fails half way, `abandoned`; everything
 // else is touched only by the steps, which the stream runs one after
 // another.
 struct Transfer {
-    Transfer(PinnedBlocks& blocks, CopyPool& pool, unsigned char* host, std::uint64_t size,
+    Transfer(PinnedBlocks& blocks, CopyPool& pool, Alive& alive, unsigned char* host, std::uint64_t size,
              std::uint64_t chunk_bytes)
-        : blocks(blocks), pool(pool), host(host), size(size), chunk_bytes(chunk_bytes),
-          chunks((size + chunk_bytes - 1) / chunk_bytes) {}
+        : blocks(blocks), pool(pool), alive(alive), host(host), size(size), chunk_bytes(chunk_bytes),
+          chunks((size + chunk_bytes - 1) / chunk_bytes) {
+        alive.add();
+    }
     Transfer(const Transfer&) = delete;
     Transfer& operator=(const Transfer&) = delete;
 
@@ -36,6 +65,7 @@ struct Transfer {
             if (complete) blocks.give_back(b);
             else blocks.retire(b);
         }
+        alive.remove();  // last: release_all() may free everything then
     }
 
     [[nodiscard]] std::uint64_t offset(std::uint64_t k) const noexcept { return k * chunk_bytes; }
@@ -122,6 +152,7 @@ struct Transfer {
 
     PinnedBlocks& blocks;
     CopyPool& pool;
+    Alive& alive;
     unsigned char* const host;
     const std::uint64_t size;
     const std::uint64_t chunk_bytes;
@@ -167,20 +198,30 @@ PageableStagingConfig pageable_staging_config_from_env() {
     return config;
 }
 
+struct PageableStaging::Core {
+    Core(std::unique_ptr<PinnedMemory> memory, const PinnedBlocksConfig& config)
+        : blocks(std::move(memory), config) {}
+
+    PinnedBlocks blocks;
+    std::once_flag copier_once;
+    std::unique_ptr<CopyPool> copier;  // made by the first staged copy
+    Alive alive;
+};
+
 PageableStaging::PageableStaging(std::unique_ptr<PinnedMemory> memory, const PageableStagingConfig& config)
     : config_(config),
-      blocks_(std::move(memory), PinnedBlocksConfig{.smallest = 4 * 1024,
-                                                    .largest = block_bytes(config),
-                                                    .capacity = config.capacity}) {}
+      core_(std::make_unique<Core>(std::move(memory), PinnedBlocksConfig{.smallest = 4 * 1024,
+                                                                        .largest = block_bytes(config),
+                                                                        .capacity = config.capacity})) {}
 
 PageableStaging::~PageableStaging() { release_all(); }
 
 CopyPool& PageableStaging::copier() {
-    std::call_once(copier_once_, [this] {
-        copier_ = std::make_unique<CopyPool>(config_.copy);
-        host_threads_.store(copier_->threads(), std::memory_order_relaxed);
+    std::call_once(core_->copier_once, [this] {
+        core_->copier = std::make_unique<CopyPool>(config_.copy);
+        host_threads_.store(core_->copier->threads(), std::memory_order_relaxed);
     });
-    return *copier_;
+    return *core_->copier;
 }
 
 Result<bool> PageableStaging::to_device(StagingStream& stream, const void* src, std::uint64_t size) {
@@ -194,14 +235,15 @@ Result<bool> PageableStaging::to_host(StagingStream& stream, void* dst, std::uin
 Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
                                     bool to_device) {
     if (size == 0) return true;
-    const std::uint64_t chunk = blocks_.largest();
-    auto transfer = std::make_shared<Transfer>(blocks_, copier(), host, size, chunk);
+    PinnedBlocks& blocks = core_->blocks;
+    const std::uint64_t chunk = blocks.largest();
+    auto transfer = std::make_shared<Transfer>(blocks, copier(), core_->alive, host, size, chunk);
     const std::uint64_t wanted =
         std::min<std::uint64_t>(std::max(config_.blocks_per_copy, 1u), transfer->chunks);
     const std::size_t first_chunk = transfer->bytes(0);
     transfer->lent.reserve(static_cast<std::size_t>(wanted));
     while (transfer->lent.size() < wanted) {
-        auto lent = blocks_.lend(first_chunk);
+        auto lent = blocks.lend(first_chunk);
         if (!lent.ok()) {
             transfer->complete = true;  // nothing enqueued: the blocks go back
             return std::move(lent).error().context("pageable copy");
@@ -253,11 +295,28 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     return true;
 }
 
-void PageableStaging::release_all() noexcept { blocks_.release_all(); }
+void PageableStaging::release_all() noexcept {
+    if (!core_) return;
+    // Normally nothing is alive here (every stream was synchronised). A
+    // stream that failed may run its steps a little later; a driver that
+    // never runs them leaves the staging leaked: steps that still come find
+    // it intact and give their blocks back without calling the driver.
+    constexpr std::chrono::milliseconds kPatience{10'000};
+    try {
+        if (!core_->alive.wait_none(kPatience)) {
+            (void)core_.release();
+            return;
+        }
+    } catch (...) {
+        (void)core_.release();  // could not wait (std::system_error): leak, never free under a step
+        return;
+    }
+    core_->blocks.release_all();
+}
 
 PageableStagingStats PageableStaging::stats() const {
     PageableStagingStats s;
-    s.blocks = blocks_.stats();
+    if (core_) s.blocks = core_->blocks.stats();
     s.copies = copies_.load(std::memory_order_relaxed);
     s.short_copies = short_copies_.load(std::memory_order_relaxed);
     s.refused_copies = refused_copies_.load(std::memory_order_relaxed);

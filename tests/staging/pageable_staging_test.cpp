@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -296,6 +297,31 @@ TEST(PageableStaging, HostMemoryIsNotTouchedAfterAFailedEnqueueReturned) {
             EXPECT_EQ(rig.staging.stats().blocks.lent_bytes, 0u);
         }
     }
+}
+
+// At shutdown a stream that failed may still have steps queued: CUDA runs
+// every accepted callback, also after a device error, while
+// cudaStreamSynchronize returns that error at once. release_all() waits for
+// them, so no step uses the staging after it is gone and no block is freed
+// by a step (a driver callback thread, where the driver may not be called).
+TEST(PageableStaging, ReleaseAllWaitsForTheStepsOfCopiesStillQueued) {
+    const std::size_t n = 3 * kChunk + 5;
+    const auto src = test_bytes(n, 4);
+    std::vector<unsigned char> dst(n, 0);
+    FakeStream stream(n, /*held=*/true);
+    auto rig = std::make_unique<Rig>();
+    ASSERT_TRUE(to_device(rig->staging, stream, 0, src.data(), n));
+    ASSERT_TRUE(to_host(rig->staging, stream, 0, dst.data(), n));
+    std::thread opener([&stream] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        stream.release();
+    });
+    rig->staging.release_all();
+    EXPECT_EQ(rig->live_blocks(), 0u) << "release_all returned before the queued steps gave their blocks back";
+    opener.join();
+    stream.synchronize();
+    EXPECT_EQ(dst, src);
+    rig.reset();
 }
 
 TEST(PageableStaging, SeveralThreadsOnSeveralStreamsAtOnce) {

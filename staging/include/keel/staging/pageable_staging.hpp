@@ -105,6 +105,10 @@ public:
     [[nodiscard]] Result<bool> to_host(StagingStream& stream, void* dst, std::uint64_t size);
 
     // Frees the pinned blocks; call once every stream is gone (shutdown).
+    // First waits (up to a few seconds) for copies whose steps are still
+    // queued: a stream that failed may run them after its synchronisation
+    // returned the error. If they never come, the staging is leaked rather
+    // than freed under them.
     void release_all() noexcept;
 
     [[nodiscard]] PageableStagingStats stats() const;
@@ -118,10 +122,13 @@ private:
                                      bool to_device);
     [[nodiscard]] CopyPool& copier();
 
+    // The blocks, the copy threads and a count of the copies alive, which
+    // the copies' steps use: on the heap so that release_all() can leave it
+    // to steps that never ran.
+    struct Core;
+
     const PageableStagingConfig config_;
-    PinnedBlocks blocks_;
-    std::once_flag copier_once_;
-    std::unique_ptr<CopyPool> copier_;  // made by the first staged copy
+    std::unique_ptr<Core> core_;  // null once leaked by release_all()
     std::atomic<std::uint64_t> copies_{0};
     std::atomic<std::uint64_t> short_copies_{0};
     std::atomic<std::uint64_t> refused_copies_{0};

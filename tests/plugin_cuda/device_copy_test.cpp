@@ -105,7 +105,7 @@ TEST_F(CudaCopy, APageableSourceIsReadWhenTheCopyRuns) {
 }
 
 TEST_F(CudaCopy, LargePageableCopiesRoundTripInChunks) {
-    constexpr std::size_t n = (20u << 20) + 3;  // several 8 MiB staging chunks and a tail
+    constexpr std::size_t n = (20u << 20) + 3;  // several 4 MiB staging chunks and a tail
     const std::vector<unsigned char> expected = pattern(n, 11);
     Stream stream(api(), device());
     DeviceBuffer buf(api(), device(), n);

@@ -224,17 +224,17 @@ CopyPool& PageableStaging::copier() {
     return *core_->copier;
 }
 
-Result<bool> PageableStaging::to_device(StagingStream& stream, const void* src, std::uint64_t size) {
+Result<void> PageableStaging::to_device(StagingStream& stream, const void* src, std::uint64_t size) {
     return stage(stream, static_cast<unsigned char*>(const_cast<void*>(src)), size, true);
 }
 
-Result<bool> PageableStaging::to_host(StagingStream& stream, void* dst, std::uint64_t size) {
+Result<void> PageableStaging::to_host(StagingStream& stream, void* dst, std::uint64_t size) {
     return stage(stream, static_cast<unsigned char*>(dst), size, false);
 }
 
-Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
+Result<void> PageableStaging::stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
                                     bool to_device) {
-    if (size == 0) return true;
+    if (size == 0) return ok();
     PinnedBlocks& blocks = core_->blocks;
     const std::uint64_t chunk = blocks.largest();
     auto transfer = std::make_shared<Transfer>(blocks, copier(), core_->alive, host, size, chunk);
@@ -254,7 +254,14 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     if (transfer->lent.empty()) {
         transfer->complete = true;
         refused_copies_.fetch_add(1, std::memory_order_relaxed);
-        return false;
+        // Not a slower path of CUDA's or the driver's own: those read pageable
+        // memory at enqueue or wait for the copy, which keel.h rules out. The
+        // caller (the runtime) may wait for its stream and try again.
+        return Error(KEEL_STATUS_OUT_OF_MEMORY,
+                     "pageable copy of " + std::to_string(size) + " bytes: the " +
+                         std::to_string(config_.capacity >> 20) +
+                         " MiB of pinned staging memory are all in use by copies in flight; nothing was "
+                         "enqueued (KEEL_PAGEABLE_STAGING_MIB raises the limit)");
     }
     if (transfer->lent.size() < wanted) short_copies_.fetch_add(1, std::memory_order_relaxed);
     copies_.fetch_add(1, std::memory_order_relaxed);
@@ -262,7 +269,7 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     // Until the first enqueue succeeds, a failure gives the blocks back;
     // after it, the steps already enqueued leave the host memory alone.
     bool any_enqueued = false;
-    auto fail = [&](Error error) -> Result<bool> {
+    auto fail = [&](Error error) -> Result<void> {
         if (!any_enqueued) transfer->complete = true;
         else transfer->abandon();
         return std::move(error).context("pageable copy");
@@ -292,7 +299,7 @@ Result<bool> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
         auto released = stream.enqueue_host_step([transfer](bool) { transfer->finish(); });
         if (!released.ok()) return fail(std::move(released).error());
     }
-    return true;
+    return ok();
 }
 
 void PageableStaging::release_all() noexcept {

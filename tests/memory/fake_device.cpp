@@ -320,17 +320,29 @@ Result<bool> FakeDevice::stream_query(keel_stream stream) {
     return s->completed >= s->ops.size();
 }
 
+Result<void> FakeDevice::stage_pageable(Op& op, const void* host) {
+    op.pageable = host_blocks_.count(const_cast<void*>(host)) == 0;
+    if (!op.pageable || options_.max_pageable_copies_in_flight == UINT64_MAX) return ok();
+    std::uint64_t in_flight = 0;
+    for (const auto& s : streams_)
+        for (std::size_t i = s->completed; i < s->ops.size(); ++i) in_flight += s->ops[i].pageable ? 1 : 0;
+    if (in_flight < options_.max_pageable_copies_in_flight) return ok();
+    ++counters_.refused_pageable_copies;
+    return Error(KEEL_STATUS_OUT_OF_MEMORY, "[fake memcpy] staging for pageable memory all in use");
+}
+
 Result<void> FakeDevice::memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                                     std::uint64_t size) {
     std::lock_guard lock(mu_);
     Stream* s = stream_of(stream);
     if (s == nullptr || src == nullptr) return invalid("memcpy_h2d with a null handle");
-    ++counters_.h2d;
     Op op;
     op.kind = OpKind::h2d;
     op.lo = dst;
     op.hi = dst + size;
     op.src = src;
+    KEEL_TRY(stage_pageable(op, src));
+    ++counters_.h2d;
     enqueue(*s, std::move(op));
     return ok();
 }
@@ -340,12 +352,13 @@ Result<void> FakeDevice::memcpy_d2h(keel_stream stream, void* dst, keel_device_a
     std::lock_guard lock(mu_);
     Stream* s = stream_of(stream);
     if (s == nullptr || dst == nullptr) return invalid("memcpy_d2h with a null handle");
-    ++counters_.d2h;
     Op op;
     op.kind = OpKind::d2h;
     op.lo = src;
     op.hi = src + size;
     op.dst = dst;
+    KEEL_TRY(stage_pageable(op, dst));
+    ++counters_.d2h;
     enqueue(*s, std::move(op));
     return ok();
 }

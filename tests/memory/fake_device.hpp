@@ -49,6 +49,11 @@ public:
         // event_query fails (DEVICE_ERROR) although the work goes on: a
         // query that fails must never be taken for completion.
         bool failing_event_query = false;
+        // A plugin's bounded staging of pageable memory: a memcpy_h2d/d2h
+        // whose host pointer is not a host_alloc block is refused
+        // (OUT_OF_MEMORY, nothing enqueued) while this many such copies are
+        // unfinished on all streams together.
+        std::uint64_t max_pageable_copies_in_flight = UINT64_MAX;
     };
     explicit FakeDevice(Options options);
     FakeDevice() : FakeDevice(Options{}) {}
@@ -77,6 +82,7 @@ public:
         std::uint64_t host_allocs = 0, host_frees = 0;
         std::uint64_t events_created = 0, events_live = 0, event_records = 0;
         std::uint64_t stream_waits = 0, h2d = 0, d2h = 0, inline_h2d = 0, host_syncs = 0;
+        std::uint64_t refused_pageable_copies = 0;
     };
     [[nodiscard]] Counters counters();
 
@@ -116,6 +122,7 @@ private:
         std::vector<std::uint8_t> inline_bytes;
         const Stream* wait_stream = nullptr;  // for waits
         std::size_t wait_position = 0;
+        bool pageable = false;  // h2d/d2h with host memory not from host_alloc
     };
     struct Stream {
         std::vector<Op> ops;
@@ -137,6 +144,8 @@ private:
     void check_hazards(const Stream& s, keel_device_addr lo, keel_device_addr hi);
     std::uint8_t* bytes_at(keel_device_addr addr, std::uint64_t size);
     bool event_done(const Event& e) const;
+    // Refuses a pageable copy when the staging bound is reached.
+    Result<void> stage_pageable(Op& op, const void* host);
 
     const Options options_;
     std::mutex mu_;

@@ -401,6 +401,63 @@ TEST(Transfer, AFailedDownloadReturnsTheErrorAndGivesItsEventBack) {
     EXPECT_EQ(rig.core->tracker().stats().events_created, events);  // the same event, reused
 }
 
+TEST(Transfer, WhenThePluginsPageableStagingIsFullACopyWaitsForItsStreamInsteadOfFailing) {
+    FakeDevice::Options options;
+    options.max_pageable_copies_in_flight = 2;
+    TransferRig rig(options);
+    keel_stream s = rig.device.make_stream();
+    constexpr std::size_t n = 4096;
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < 3; ++i) bufs.push_back(rig.buffer(s, n * sizeof(std::uint32_t)));
+    rig.device.complete(s);
+    // Moved-in vectors: the third finds the staging full, waits for the
+    // first two to run, and goes through.
+    for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(upload(rig, s, iota(n, 100 * i), bufs[i]).ok()) << i;
+    EXPECT_EQ(rig.device.counters().refused_pageable_copies, 1u);
+    EXPECT_EQ(rig.core->staging().stats().plugin_staging_waits, 1u);
+    rig.device.complete(s);
+    for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(rig.device_bytes<std::uint32_t>(bufs[i], n), iota(n, 100 * i));
+    // Downloads the same way.
+    std::vector<std::vector<std::uint32_t>> outs(3, std::vector<std::uint32_t>(n, 0));
+    std::vector<HostCopy> copies;
+    for (std::size_t i = 0; i < 3; ++i) {
+        auto copy = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(outs[i])), bufs[i].address());
+        ASSERT_TRUE(copy.ok()) << i << ": " << copy.error().message();
+        copies.push_back(std::move(*copy));
+    }
+    EXPECT_EQ(rig.core->staging().stats().plugin_staging_waits, 2u);
+    rig.device.complete(s);
+    for (std::size_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(copies[i].wait().ok());
+        EXPECT_EQ(outs[i], iota(n, 100 * static_cast<std::uint32_t>(i)));
+    }
+    EXPECT_TRUE(rig.device.violations().empty());
+}
+
+TEST(Transfer, WhenAnotherStreamHoldsThePluginsPageableStagingACopySaysSoAndEnqueuesNothing) {
+    FakeDevice::Options options;
+    options.max_pageable_copies_in_flight = 1;
+    TransferRig rig(options);
+    keel_stream busy = rig.device.make_stream(), s = rig.device.make_stream();
+    Buffer other = rig.buffer(busy, 4096), buf = rig.buffer(s, 4096);
+    rig.device.complete_all();
+    ASSERT_TRUE(upload(rig, busy, std::vector<std::uint8_t>(4096, 1), other).ok());  // holds the staging
+    const auto before = rig.device.counters();
+    auto refused = upload(rig, s, std::vector<std::uint8_t>(4096, 2), buf);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code(), KEEL_STATUS_OUT_OF_MEMORY);
+    EXPECT_NE(refused.error().message().find("Stream::copy"), std::string::npos) << refused.error().message();
+    std::vector<std::uint8_t> out(4096, 0);
+    auto download = copy_from_device(rig.core, s, std::as_writable_bytes(std::span(out)), buf.address());
+    ASSERT_FALSE(download.ok());
+    EXPECT_EQ(download.error().code(), KEEL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(rig.device.counters().h2d, before.h2d);
+    EXPECT_EQ(rig.device.counters().d2h, before.d2h);
+    EXPECT_EQ(rig.device.unfinished(s), 0u);
+    rig.device.complete_all();
+    EXPECT_TRUE(rig.device.violations().empty());
+}
+
 TEST(Transfer, AssigningOverAHostFutureInFlightHandsItsVectorToAHold) {
     TransferRig rig;
     keel_stream s = rig.device.make_stream();

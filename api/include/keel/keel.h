@@ -577,14 +577,19 @@ typedef struct keel_plugin_api {
      * this entry cannot make: the runtime copies it into pinned memory
      * from host_alloc itself. Both sides use one engine, keel::staging
      * (pinned block cache, host copy threads, and the execution-time
-     * pipeline PageableStaging), linked statically on each side. */
+     * pipeline PageableStaging), linked statically on each side.
+     *
+     * A plugin's staging memory is bounded: while copies in flight hold all
+     * of it, the entry returns KEEL_STATUS_OUT_OF_MEMORY and enqueues
+     * nothing (never a path that reads `src` at enqueue or waits for the
+     * stream). The runtime then waits for its stream and retries once. */
     keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size);
 
     /* [required] Async copy device -> host. `dst` is written when the copy
      * executes; it must stay valid until then. Pinned or pageable host
      * memory, as for memcpy_h2d: a pageable destination must not make the
-     * enqueue wait for the copy. */
+     * enqueue wait for the copy; OUT_OF_MEMORY as for memcpy_h2d. */
     keel_error* (*memcpy_d2h)(keel_stream stream, void* dst, keel_device_addr src,
                               uint64_t size);
 

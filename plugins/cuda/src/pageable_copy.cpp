@@ -48,24 +48,6 @@ private:
     cudaMemcpyKind kind_;
 };
 
-// When every staging block is lent to copies in flight the copy fails
-// rather than going to cudaMemcpyAsync with pageable memory, which would
-// break keel.h's promises: CUDA documents that such a copy "might be
-// synchronous" (to the host it returns only once the copy completed; from
-// the host the driver "may synchronize with the stream" and reads the source
-// at enqueue), so it could wait behind a held stream (a deadlock) or copy
-// bytes that a host function earlier on the stream had yet to write. The
-// Level Zero plugin answers the same way.
-Result<void> staged(Result<bool> enqueued, std::uint64_t size, const staging::PageableStaging& staging) {
-    KEEL_TRY_ASSIGN(const bool done, std::move(enqueued));
-    if (done) return ok();
-    return Error(KEEL_STATUS_OUT_OF_MEMORY,
-                 "copy of " + std::to_string(size) + " bytes of pageable memory: the " +
-                     std::to_string(staging.config().capacity >> 20) +
-                     " MiB of staging memory are all in use by copies in flight "
-                     "(KEEL_PAGEABLE_STAGING_MIB raises the limit)");
-}
-
 }  // namespace
 
 std::unique_ptr<staging::PinnedMemory> cuda_pinned_memory() { return std::make_unique<CudaPinnedMemory>(); }
@@ -81,14 +63,14 @@ Result<void> enqueue_pageable_h2d(Device& device, cudaStream_t stream, void* dst
                                   std::uint64_t size) {
     CudaStagingStream port(stream, static_cast<unsigned char*>(dst), cudaMemcpyHostToDevice);
     staging::PageableStaging& staging = device.pageable_staging();
-    return staged(staging.to_device(port, src, size), size, staging);
+    return staging.to_device(port, src, size);
 }
 
 Result<void> enqueue_pageable_d2h(Device& device, cudaStream_t stream, void* dst, const void* src,
                                   std::uint64_t size) {
     CudaStagingStream port(stream, static_cast<unsigned char*>(const_cast<void*>(src)), cudaMemcpyDeviceToHost);
     staging::PageableStaging& staging = device.pageable_staging();
-    return staged(staging.to_host(port, dst, size), size, staging);
+    return staging.to_host(port, dst, size);
 }
 
 }  // namespace keel::cuda

@@ -67,15 +67,6 @@ private:
     bool to_device_;
 };
 
-Result<void> staged(Result<bool> enqueued, std::uint64_t size, const staging::PageableStaging& staging) {
-    KEEL_TRY_ASSIGN(const bool done, std::move(enqueued));
-    if (done) return ok();
-    return Error(KEEL_STATUS_OUT_OF_MEMORY,
-                 "copy of " + std::to_string(size) + " bytes of pageable memory: the " +
-                     std::to_string(staging.config().capacity >> 20) +
-                     " MiB of staging memory are all in use by copies in flight "
-                     "(KEEL_PAGEABLE_STAGING_MIB raises the limit)");
-}
 
 }  // namespace
 
@@ -86,13 +77,13 @@ std::unique_ptr<staging::PinnedMemory> ze_pinned_memory(ze_context_handle_t cont
 Result<void> enqueue_staged_h2d(Stream& stream, keel_device_addr dst, const void* src, std::uint64_t size) {
     ZeStagingStream port(stream, dst, true);
     staging::PageableStaging& staging = stream.device().pageable_staging();
-    return staged(staging.to_device(port, src, size), size, staging);
+    return staging.to_device(port, src, size);
 }
 
 Result<void> enqueue_staged_d2h(Stream& stream, void* dst, keel_device_addr src, std::uint64_t size) {
     ZeStagingStream port(stream, src, false);
     staging::PageableStaging& staging = stream.device().pageable_staging();
-    return staged(staging.to_host(port, dst, size), size, staging);
+    return staging.to_host(port, dst, size);
 }
 
 }  // namespace keel::level_zero

@@ -88,6 +88,9 @@ struct KEEL_API StagingStats {
     std::uint64_t host_copy_threads = 0;  // threads copying into staging (0: pool not made yet)
     std::uint64_t parallel_copies = 0;    // chunks copied by several host threads
     std::uint64_t direct_copies = 0;      // uploads that found no staging memory and went direct
+    // Copies the plugin refused because its own staging of pageable memory
+    // was all in use, retried after waiting for their stream.
+    std::uint64_t plugin_staging_waits = 0;
     [[nodiscard]] std::string to_string() const;
 };
 

@@ -1,6 +1,7 @@
 #include "memory/staged_upload.hpp"
 
 #include "logging.hpp"
+#include "memory/transfer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -110,7 +111,8 @@ Result<void> StagedUpload::wait_for_staging() {
 
 Result<void> StagedUpload::copy_direct(keel_device_addr dst, std::span<const std::byte> rest) {
     core_.staging().count_direct_copy();
-    auto copied = core_.ops().memcpy_h2d(stream_, dst, rest.data(), rest.size());
+    auto copied = enqueue_pageable_copy(
+        core_, stream_, [&] { return core_.ops().memcpy_h2d(stream_, dst, rest.data(), rest.size()); });
     if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
     // The device reads the source when the copy runs: wait for it.
     auto synced = core_.ops().stream_synchronize(stream_);

@@ -132,6 +132,7 @@ StagingStats StagingPool::stats() const {
     s.ring_reuses = ring_reuses_.load(std::memory_order_relaxed);
     s.ring_give_ups = ring_give_ups_.load(std::memory_order_relaxed);
     s.direct_copies = direct_copies_.load(std::memory_order_relaxed);
+    s.plugin_staging_waits = plugin_staging_waits_.load(std::memory_order_relaxed);
     if (const staging::CopyPool* pool = copier_ready_.load(std::memory_order_acquire)) {
         s.host_copy_threads = pool->threads();
         s.parallel_copies = pool->parallel_copies();

@@ -64,6 +64,7 @@ public:
     void count_ring_reuse() noexcept { ring_reuses_.fetch_add(1, std::memory_order_relaxed); }
     void count_ring_give_up() noexcept { ring_give_ups_.fetch_add(1, std::memory_order_relaxed); }
     void count_direct_copy() noexcept { direct_copies_.fetch_add(1, std::memory_order_relaxed); }
+    void count_plugin_staging_wait() noexcept { plugin_staging_waits_.fetch_add(1, std::memory_order_relaxed); }
     // The host threads that copy to and from staging blocks, made at the
     // first call (threads are only started by a large copy).
     [[nodiscard]] staging::CopyPool& copier();
@@ -91,6 +92,7 @@ private:
     std::atomic<std::uint64_t> ring_reuses_{0};
     std::atomic<std::uint64_t> ring_give_ups_{0};
     std::atomic<std::uint64_t> direct_copies_{0};
+    std::atomic<std::uint64_t> plugin_staging_waits_{0};
 
     std::once_flag copier_once_;
     std::unique_ptr<staging::CopyPool> copier_;  // set once under copier_once_

@@ -62,7 +62,8 @@ std::string StagingStats::to_string() const {
            std::to_string(ring_give_ups) + " ring give-up(s), " + std::to_string(host_copy_threads) +
            " host copy thread(s), " + std::to_string(parallel_copies) + " parallel cop" +
            (parallel_copies == 1 ? "y" : "ies") + ", " + std::to_string(direct_copies) + " direct cop" +
-           (direct_copies == 1 ? "y" : "ies");
+           (direct_copies == 1 ? "y" : "ies") + ", " + std::to_string(plugin_staging_waits) +
+           " wait(s) for the plugin's staging";
 }
 
 std::string PageableStagingStats::to_string() const {

@@ -35,6 +35,16 @@ Result<bool> try_inline_copy(MemoryCore& core, keel_stream stream, keel_device_a
 
 }  // namespace
 
+Result<void> enqueue_pageable_copy(MemoryCore& core, keel_stream stream,
+                                   const std::function<Result<void>()>& enqueue) {
+    auto copied = enqueue();
+    if (copied.ok() || copied.error().code() != KEEL_STATUS_OUT_OF_MEMORY) return copied;
+    core.staging().count_plugin_staging_wait();
+    KEEL_TRY(core.ops().stream_synchronize(stream));
+    core.tracker().sweep();
+    return enqueue();
+}
+
 Result<void> wait_for_copy(DeviceOps& ops, keel_event event) {
     auto waited = ops.event_synchronize(event);
     if (waited.ok()) return waited;
@@ -65,7 +75,8 @@ Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_dev
     if (stream == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] stream is null");
     KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
     if (inlined) return ok();  // captured: keep_alive may go now
-    auto copied = core.ops().memcpy_h2d(stream, dst, src.data(), src.size());
+    auto copied = enqueue_pageable_copy(
+        core, stream, [&] { return core.ops().memcpy_h2d(stream, dst, src.data(), src.size()); });
     if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
     return hold_task(core, stream, std::move(keep_alive));
 }
@@ -82,7 +93,8 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
     if (!event.ok()) return std::move(event).error().context("Stream::copy");
     // No staging here: the plugin writes pageable memory when the copy
     // executes (the ABI's promise), staging it itself if it must.
-    auto copied = ops.memcpy_d2h(stream, dst.data(), src, dst.size());
+    auto copied = enqueue_pageable_copy(
+        core, stream, [&] { return ops.memcpy_d2h(stream, dst.data(), src, dst.size()); });
     if (copied.ok()) copied = ops.event_record(*event, stream);
     if (!copied.ok()) {
         core.events().release(*event);

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -38,6 +39,16 @@ namespace keel::memory {
 [[nodiscard]] Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream,
                                                 keel_device_addr dst, std::span<const std::byte> src,
                                                 HostFunc keep_alive);
+
+// Runs `enqueue`, a memcpy_h2d or memcpy_d2h with pageable host memory. A
+// plugin that stages such memory bounds its pinned blocks, and refuses with
+// OUT_OF_MEMORY (enqueueing nothing) while copies in flight hold them all.
+// Those of `stream` give theirs back once they ran: this waits for the
+// stream and tries once more, so that a host running ahead is slowed down
+// instead of failed (the same back-pressure as the runtime's own bounds).
+// The second refusal (blocks held by other streams) is returned.
+[[nodiscard]] Result<void> enqueue_pageable_copy(MemoryCore& core, keel_stream stream,
+                                                 const std::function<Result<void>()>& enqueue);
 
 // Blocks until the copy before `event` is over: completed, or skipped by a
 // failed stream (then returns the stream's error).

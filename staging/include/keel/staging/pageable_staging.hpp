@@ -95,14 +95,15 @@ public:
     ~PageableStaging();
 
     // Enqueues a copy of `size` bytes from pageable `src` to the device.
-    // false (nothing enqueued) when the capacity leaves no block for it.
+    // OUT_OF_MEMORY, naming the limit, when the copies in flight hold the
+    // whole capacity: nothing is enqueued.
     // On an error after part of the copy was enqueued, that part runs and its
     // blocks are never reused, but it no longer touches the host memory: the
     // host copies already started are waited for before the error returns,
     // so the caller may free or reuse `src`/`dst` at once.
-    [[nodiscard]] Result<bool> to_device(StagingStream& stream, const void* src, std::uint64_t size);
+    [[nodiscard]] Result<void> to_device(StagingStream& stream, const void* src, std::uint64_t size);
     // The same from the device into pageable `dst`.
-    [[nodiscard]] Result<bool> to_host(StagingStream& stream, void* dst, std::uint64_t size);
+    [[nodiscard]] Result<void> to_host(StagingStream& stream, void* dst, std::uint64_t size);
 
     // Frees the pinned blocks; call once every stream is gone (shutdown).
     // First waits (up to a few seconds) for copies whose steps are still
@@ -118,7 +119,7 @@ public:
     [[nodiscard]] const PageableStagingConfig& config() const noexcept { return config_; }
 
 private:
-    [[nodiscard]] Result<bool> stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
+    [[nodiscard]] Result<void> stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
                                      bool to_device);
     [[nodiscard]] CopyPool& copier();
 

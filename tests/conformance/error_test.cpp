@@ -117,6 +117,19 @@ TEST_P(Conformance, AnAllocationLargerThanTheDeviceIsOutOfMemory) {
     KEEL_EXPECT_OK(Buffer::allocate(s, 1));
 }
 
+TEST_P(Conformance, APinnedBufferLargerThanTheHostIsOutOfMemory) {
+    // Sizes near 2^64 wrap in an allocator that rounds them up; none may
+    // come back as a buffer claiming that size.
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    for (std::uint64_t size : {max, max - 100, std::uint64_t{1} << 62}) {
+        auto pinned = PinnedBuffer::allocate(device(), size);
+        ASSERT_FALSE(pinned.ok()) << size << " bytes: a buffer of " << pinned->size() << " bytes";
+        EXPECT_EQ(pinned.error().code(), KEEL_STATUS_OUT_OF_MEMORY) << pinned.error().message();
+        EXPECT_NE(pinned.error().message().find(device().name()), std::string::npos) << pinned.error().message();
+    }
+    KEEL_EXPECT_OK(PinnedBuffer::allocate(device(), 1));  // the device is still usable
+}
+
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_EXPECT_ERROR(Buffer::allocate(s, 0), KEEL_STATUS_INVALID_ARGUMENT);

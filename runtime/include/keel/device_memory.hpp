@@ -67,7 +67,9 @@ public:
     // Waits for every outstanding tracked operation (pending frees, staged
     // copies, holds, fences) and releases it.
     void synchronize() const noexcept;
-    // Returns every entirely free cached segment to the plugin.
+    // Returns every entirely free cached segment to the plugin, each once
+    // the work its stream enqueued before (which may still use a freed
+    // buffer's memory) ran: it may wait for that work.
     [[nodiscard]] Result<void> release_cached() const;
 
     [[nodiscard]] AllocatorStats stats() const;

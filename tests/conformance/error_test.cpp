@@ -41,6 +41,25 @@ TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
     KEEL_EXPECT_OK(moved.synchronize());
 }
 
+TEST_P(Conformance, AMovedFromDeviceMemoryStillRefersToItsInstance) {
+    // Like Device, a DeviceMemory handle has no empty state: moving copies.
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
+    DeviceMemory moved = std::move(memory);
+    DeviceMemory assigned = moved;
+    assigned = std::move(moved);
+    for (const DeviceMemory* m : {&memory, &moved, &assigned}) {  // NOLINT(bugprone-use-after-move): the point
+        EXPECT_EQ(*m, assigned);
+        EXPECT_EQ(m->device(), device());
+        EXPECT_EQ(m->stats().allocated_bytes, 0u);
+        m->sweep();
+        KEEL_EXPECT_OK(m->release_cached());
+        KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(*m));
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
+        KEEL_EXPECT_OK(s.memset(b, 1));
+        KEEL_EXPECT_OK(s.synchronize());
+    }
+}
+
 TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));

@@ -53,8 +53,14 @@ public:
 
     DeviceMemory(const DeviceMemory&) = default;
     DeviceMemory& operator=(const DeviceMemory&) = default;
-    DeviceMemory(DeviceMemory&&) noexcept = default;
-    DeviceMemory& operator=(DeviceMemory&&) noexcept = default;
+    // Moving copies (like Device): a handle has no empty state, so a
+    // moved-from one still refers to its instance.
+    DeviceMemory(DeviceMemory&& other) noexcept : device_(other.device_), core_(other.core_) {}
+    DeviceMemory& operator=(DeviceMemory&& other) noexcept {
+        device_ = other.device_;
+        core_ = other.core_;
+        return *this;
+    }
     ~DeviceMemory() = default;
 
     [[nodiscard]] const Device& device() const noexcept { return device_; }

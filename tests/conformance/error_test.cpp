@@ -4,8 +4,11 @@
 #include "conformance.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace keel::conformance {
@@ -147,6 +150,29 @@ TEST_P(Conformance, APinnedBufferLargerThanTheHostIsOutOfMemory) {
         EXPECT_NE(pinned.error().message().find(device().name()), std::string::npos) << pinned.error().message();
     }
     KEEL_EXPECT_OK(PinnedBuffer::allocate(device(), 1));  // the device is still usable
+}
+
+TEST_P(Conformance, AMemoryConfigWhoseSizesWouldWrapIsInvalid) {
+    // These sizes are rounded up (to a power of two or to the rounding
+    // quantum): near 2^64 that wraps, so they are refused by name.
+    const std::vector<std::pair<const char*, std::function<void(MemoryConfig&)>>> fields = {
+        {"allocator.rounding", [](MemoryConfig& c) { c.allocator.rounding = ~std::uint64_t{0}; }},
+        {"allocator.small_size_limit", [](MemoryConfig& c) { c.allocator.small_size_limit = ~std::uint64_t{0}; }},
+        {"allocator.small_segment_size", [](MemoryConfig& c) { c.allocator.small_segment_size = ~std::uint64_t{0}; }},
+        {"allocator.large_segment_size", [](MemoryConfig& c) { c.allocator.large_segment_size = ~std::uint64_t{0}; }},
+        {"allocator.large_rounding", [](MemoryConfig& c) { c.allocator.large_rounding = ~std::uint64_t{0}; }},
+        {"staging.chunk_bytes", [](MemoryConfig& c) { c.staging.chunk_bytes = ~std::uint64_t{0}; }},
+    };
+    for (const auto& [name, set] : fields) {
+        MemoryConfig config;
+        set(config);
+        for (auto made : {DeviceMemory::create(device(), config), DeviceMemory::shared(device(), config)}) {
+            ASSERT_FALSE(made.ok()) << name;
+            EXPECT_EQ(made.error().code(), KEEL_STATUS_INVALID_ARGUMENT) << made.error().message();
+            EXPECT_NE(made.error().message().find(name), std::string::npos) << made.error().message();
+        }
+    }
+    KEEL_EXPECT_OK(DeviceMemory::shared(device()));  // a refused configuration is not remembered
 }
 
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {

@@ -47,6 +47,8 @@ public:
     // first buffer, staged copy, hold or fence). The configuration is
     // remembered: a shared instance created later for this device uses it.
     [[nodiscard]] static Result<DeviceMemory> shared(const Device& device, const MemoryConfig& config);
+    // (Every form: INVALID_ARGUMENT, naming the field, for a size of
+    // `config` that is rounded up and above 2^62 bytes, which would wrap.)
     // A private instance with its own pools (tests, benchmarks, isolation).
     [[nodiscard]] static Result<DeviceMemory> create(const Device& device,
                                                      const MemoryConfig& config = {});

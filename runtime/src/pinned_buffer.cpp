@@ -7,18 +7,36 @@
 #include "plugin.hpp"
 
 #include <cstdlib>
+#include <limits>
 #include <utility>
+
+#include <unistd.h>
 
 namespace keel {
 
 namespace {
 constexpr std::uint64_t kFallbackAlignment = 4096;
+
+// Physical memory of the host: page-locked memory cannot exceed it.
+std::uint64_t host_memory_bytes() noexcept {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
 }  // namespace
 
 Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t size) {
     if (size == 0)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[PinnedBuffer::allocate] size must be > 0 (for " + device.name() + ")");
+    // Checked here, for every plugin: a size near 2^64 would otherwise reach
+    // allocators whose rounding wraps it to a few bytes.
+    if (const std::uint64_t host = host_memory_bytes(); size > host)
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[PinnedBuffer::allocate] " + format_bytes(size) + " (" +
+                                                    std::to_string(size) + " bytes) for " + device.name() +
+                                                    " is more than the host's memory (" +
+                                                    format_bytes(host) + ")");
     const detail::PluginApi& api = detail::Access::slot(device).api();
     if (api.has_host_alloc()) {
         void* p = nullptr;

@@ -105,10 +105,16 @@ Stream::~Stream() {
 Result<void> Stream::close() {
     if (handle_ == nullptr) return ok();
     keel_stream handle = std::exchange(handle_, nullptr);
-    Result<void> destroyed = detail::Access::slot(device_).api().stream_destroy(handle);
-    // After the destroy, which waited for the stream's work.
+    const detail::PluginApi& api = detail::Access::slot(device_).api();
+    // Closed means "its work is done" to the memory machinery, which then
+    // stops calling the plugin on the handle: so the work is waited for
+    // first, then the handle leaves the registry (waiting for such calls in
+    // flight), and only then does the plugin destroy it. The sticky error
+    // comes from the destroy, as before.
+    if (auto drained = api.stream_synchronize(handle); !drained.ok())
+        detail::log_debug("[Stream::close] " + drained.error().message());
     memory::unregister_stream(handle);
-    return destroyed;
+    return api.stream_destroy(handle);
 }
 
 namespace {

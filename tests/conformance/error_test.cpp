@@ -4,8 +4,11 @@
 #include "conformance.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace keel::conformance {
@@ -39,6 +42,25 @@ TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
     EXPECT_NE(r.error().message().find("moved-from"), std::string::npos) << r.error().message();
     KEEL_EXPECT_OK(s.close());  // closing an empty stream does nothing
     KEEL_EXPECT_OK(moved.synchronize());
+}
+
+TEST_P(Conformance, AMovedFromDeviceMemoryStillRefersToItsInstance) {
+    // Like Device, a DeviceMemory handle has no empty state: moving copies.
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
+    DeviceMemory moved = std::move(memory);
+    DeviceMemory assigned = moved;
+    assigned = std::move(moved);
+    for (const DeviceMemory* m : {&memory, &moved, &assigned}) {  // NOLINT(bugprone-use-after-move): the point
+        EXPECT_EQ(*m, assigned);
+        EXPECT_EQ(m->device(), device());
+        EXPECT_EQ(m->stats().allocated_bytes, 0u);
+        m->sweep();
+        KEEL_EXPECT_OK(m->release_cached());
+        KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(*m));
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
+        KEEL_EXPECT_OK(s.memset(b, 1));
+        KEEL_EXPECT_OK(s.synchronize());
+    }
 }
 
 TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
@@ -115,6 +137,42 @@ TEST_P(Conformance, AnAllocationLargerThanTheDeviceIsOutOfMemory) {
     }
     KEEL_EXPECT_OK(RawBuffer::allocate(device(), 1));  // the device is still usable
     KEEL_EXPECT_OK(Buffer::allocate(s, 1));
+}
+
+TEST_P(Conformance, APinnedBufferLargerThanTheHostIsOutOfMemory) {
+    // Sizes near 2^64 wrap in an allocator that rounds them up; none may
+    // come back as a buffer claiming that size.
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    for (std::uint64_t size : {max, max - 100, std::uint64_t{1} << 62}) {
+        auto pinned = PinnedBuffer::allocate(device(), size);
+        ASSERT_FALSE(pinned.ok()) << size << " bytes: a buffer of " << pinned->size() << " bytes";
+        EXPECT_EQ(pinned.error().code(), KEEL_STATUS_OUT_OF_MEMORY) << pinned.error().message();
+        EXPECT_NE(pinned.error().message().find(device().name()), std::string::npos) << pinned.error().message();
+    }
+    KEEL_EXPECT_OK(PinnedBuffer::allocate(device(), 1));  // the device is still usable
+}
+
+TEST_P(Conformance, AMemoryConfigWhoseSizesWouldWrapIsInvalid) {
+    // These sizes are rounded up (to a power of two or to the rounding
+    // quantum): near 2^64 that wraps, so they are refused by name.
+    const std::vector<std::pair<const char*, std::function<void(MemoryConfig&)>>> fields = {
+        {"allocator.rounding", [](MemoryConfig& c) { c.allocator.rounding = ~std::uint64_t{0}; }},
+        {"allocator.small_size_limit", [](MemoryConfig& c) { c.allocator.small_size_limit = ~std::uint64_t{0}; }},
+        {"allocator.small_segment_size", [](MemoryConfig& c) { c.allocator.small_segment_size = ~std::uint64_t{0}; }},
+        {"allocator.large_segment_size", [](MemoryConfig& c) { c.allocator.large_segment_size = ~std::uint64_t{0}; }},
+        {"allocator.large_rounding", [](MemoryConfig& c) { c.allocator.large_rounding = ~std::uint64_t{0}; }},
+        {"staging.chunk_bytes", [](MemoryConfig& c) { c.staging.chunk_bytes = ~std::uint64_t{0}; }},
+    };
+    for (const auto& [name, set] : fields) {
+        MemoryConfig config;
+        set(config);
+        for (auto made : {DeviceMemory::create(device(), config), DeviceMemory::shared(device(), config)}) {
+            ASSERT_FALSE(made.ok()) << name;
+            EXPECT_EQ(made.error().code(), KEEL_STATUS_INVALID_ARGUMENT) << made.error().message();
+            EXPECT_NE(made.error().message().find(name), std::string::npos) << made.error().message();
+        }
+    }
+    KEEL_EXPECT_OK(DeviceMemory::shared(device()));  // a refused configuration is not remembered
 }
 
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {

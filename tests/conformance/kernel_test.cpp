@@ -100,6 +100,24 @@ TEST_P(Conformance, AKernelArgumentThatIsAnEmptyBufferIsRejected) {
                       KEEL_STATUS_INVALID_ARGUMENT);
 }
 
+TEST_P(Conformance, AKernelBufferOutsideTheDevicesAllocationsIsRejectedAtLaunch) {
+    // docs/kernels.md: refused before anything is enqueued, so the stream
+    // stays usable (a raw buffer used after its free, here).
+    KEEL_FIND_KERNEL_OR_SKIP(fill, "fill");
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer raw, RawBuffer::allocate(device(), 256));
+    const DeviceView freed = raw.view();
+    KEEL_ASSERT_OK(raw.free());
+    KEEL_EXPECT_ERROR(s.launch(fill, KernelArgs().buffer(freed, KEEL_DTYPE_F32).scalar(1.0f)),
+                      KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
+    KEEL_ASSERT_OK(s.launch(fill, KernelArgs().buffer(buf, KEEL_DTYPE_F32).scalar(2.0f)));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto out, s.copy_to_vector<float>(buf));
+    KEEL_ASSERT_OK_AND_ASSIGN(std::vector<float> values, std::move(out).get());
+    EXPECT_EQ(values, std::vector<float>(64, 2.0f));
+    KEEL_EXPECT_OK(s.synchronize());
+}
+
 TEST_P(Conformance, KernelsAndBuffersOfAnotherDeviceAreRejected) {
     const Device* other = other_device();
     if (other == nullptr) GTEST_SKIP() << "needs a second device";

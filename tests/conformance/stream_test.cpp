@@ -7,6 +7,7 @@
 #include <memory>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,59 @@ TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
     ASSERT_FALSE(held.ok());
     EXPECT_EQ(held.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(destroyed->load(), 1);
+}
+
+TEST_P(Conformance, ABufferMayOutliveItsStreamInEveryAllocatorMode) {
+    // Freeing such a buffer must not call the plugin on the closed stream:
+    // uncached memory waits for its stream, checked memory poisons on it.
+    MemoryConfig uncached;
+    uncached.allocator.caching = false;
+    MemoryConfig checked;
+    checked.allocator.checked = true;
+    for (const MemoryConfig& config : {uncached, checked}) {
+        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config));
+        Buffer buffer;
+        {
+            KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(memory));
+            KEEL_ASSERT_OK_AND_ASSIGN(buffer, Buffer::allocate(s, 4096));
+            KEEL_ASSERT_OK(s.memset(buffer, 0x11));
+        }
+        buffer.reset();
+        KEEL_EXPECT_OK(memory.release_cached());
+        // The instance still serves new streams.
+        KEEL_ASSERT_OK_AND_ASSIGN(Stream again, Stream::create(memory));
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer fresh, Buffer::allocate(again, 4096));
+        KEEL_ASSERT_OK(again.memset(fresh, 0x22));
+        KEEL_ASSERT_OK_AND_ASSIGN(Bytes out, read_bytes(again, fresh));
+        EXPECT_EQ(out, Bytes(4096, 0x22));
+    }
+}
+
+TEST_P(Conformance, ReleasingCachedMemoryWaitsForTheWorkThatStillUsesIt) {
+    // A freed buffer is at once reusable by its stream, whose queued work
+    // may still use it: giving its segment back to the plugin must wait.
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(memory));
+    Gate gate;
+    std::optional<HostFuture<std::uint8_t>> pending;
+    {
+        KEEL_ASSERT_OK_AND_ASSIGN(Buffer buffer, Buffer::allocate(s, 1 << 16));
+        KEEL_ASSERT_OK(gate.hold(s));
+        KEEL_ASSERT_OK(s.memset(buffer, 0x5a));
+        KEEL_ASSERT_OK_AND_ASSIGN(pending, s.copy_to_vector<std::uint8_t>(buffer));
+    }  // freed, stream-ordered, while the memset and the read are held back
+    // release_cached() returns only once the held work ran, so the gate
+    // opens from another thread.
+    std::thread opener([&gate] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        gate.open();
+    });
+    const Result<void> released = memory.release_cached();
+    opener.join();
+    KEEL_EXPECT_OK(released);
+    KEEL_ASSERT_OK_AND_ASSIGN(Bytes out, std::move(*pending).get());
+    EXPECT_EQ(out, Bytes(1 << 16, 0x5a));
+    KEEL_EXPECT_OK(s.synchronize());
 }
 
 TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {

@@ -256,11 +256,19 @@ Result<void> require_stream(keel_stream s) {
 
 constexpr keel_dtype kF32[] = {KEEL_DTYPE_F32};
 
+// docs/kernels.md: a kernel buffer outside the allocations is INVALID_ARGUMENT
+// (a copy's is OUT_OF_RANGE).
+Result<void> check_kernel_buffer(keel_device_t* dev, keel_device_addr addr, std::uint64_t size, const char* role) {
+    auto inside = dev->check_range(addr, size, role);
+    if (!inside.ok()) return Error(KEEL_STATUS_INVALID_ARGUMENT, inside.error().message());
+    return ok();
+}
+
 Result<Worker::Task> prepare_fill(keel_device_t* dev, const keel::plugin::LaunchArgsView& args) {
     KEEL_TRY(args.expect_count(2));
     KEEL_TRY_ASSIGN(auto out, args.buffer(0, "out", kF32));
     KEEL_TRY_ASSIGN(double value, args.scalar_f64(1, "value"));
-    KEEL_TRY(dev->check_range(out.addr, out.size, "[fill] out"));
+    KEEL_TRY(check_kernel_buffer(dev, out.addr, out.size, "[fill] out"));
     return Worker::Task([out, v = static_cast<float>(value)] {
         auto* p = reinterpret_cast<float*>(out.addr);
         for (std::uint64_t i = 0; i < out.size / sizeof(float); ++i) p[i] = v;
@@ -275,8 +283,8 @@ Result<Worker::Task> prepare_axpy(keel_device_t* dev, const keel::plugin::Launch
     if (x.size != y.size)
         return args.invalid("x has " + std::to_string(x.size) + " bytes but y has " +
                             std::to_string(y.size));
-    KEEL_TRY(dev->check_range(x.addr, x.size, "[axpy] x"));
-    KEEL_TRY(dev->check_range(y.addr, y.size, "[axpy] y"));
+    KEEL_TRY(check_kernel_buffer(dev, x.addr, x.size, "[axpy] x"));
+    KEEL_TRY(check_kernel_buffer(dev, y.addr, y.size, "[axpy] y"));
     return Worker::Task([x, y, a = static_cast<float>(alpha)] {
         const auto* px = reinterpret_cast<const float*>(x.addr);
         auto* py = reinterpret_cast<float*>(y.addr);

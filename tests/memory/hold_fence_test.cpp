@@ -189,6 +189,33 @@ TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
     EXPECT_TRUE(device.violations().empty());
 }
 
+TEST(Hold, AHeldLastOwnerIsReleasedByTheReclaimerWhenEveryQueryFails) {
+    // A failed stream fails every query of its events: only a wait tells
+    // that its work is over. Nobody else calls into the core (the held
+    // buffer is its last owner), so the reclaimer must wait itself, or the
+    // core, its thread and its plugin live for ever.
+    FakeDevice::Options options;
+    options.failing_event_query = true;
+    static FakeDevice device(options);  // outlives the thread that destroys the core
+    keel_stream s = device.make_stream();
+    MemoryConfig config;
+    config.reclaim_interval = std::chrono::microseconds{200};
+    {
+        auto core = MemoryCore::create(device, config);
+        auto b = allocate(core, s, 4096);
+        ASSERT_TRUE(b.ok());
+        device.enqueue_access(s, b->address(), 4096);
+        ASSERT_TRUE(hold(*core, s, std::move(b).value()).ok());
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((device.counters().live_device_bytes != 0 || device.counters().events_live != 0) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(device.counters().live_device_bytes, 0u) << "the core was never destroyed";
+    EXPECT_EQ(device.counters().events_live, 0u);
+    EXPECT_TRUE(device.violations().empty());
+}
+
 TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {
     HoldRig rig;
     keel_stream s1 = rig.device.make_stream();

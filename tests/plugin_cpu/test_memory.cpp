@@ -149,6 +149,18 @@ TEST_F(CpuMemory, FreeingSomethingThatIsNotAnAllocationFails) {
     EXPECT_EQ(e->code, KEEL_STATUS_INVALID_ARGUMENT);
 }
 
+TEST_F(CpuMemory, PinnedMemoryWhoseRoundedSizeWouldWrapIsOutOfMemory) {
+    // Rounding such a size up to a page wraps to a few bytes: it must fail,
+    // not hand out a tiny block that claims 16 EiB.
+    for (uint64_t size : {~uint64_t{0}, ~uint64_t{0} - 4000}) {
+        void* p = nullptr;
+        auto e = take(api().host_alloc(dev(), size, &p));
+        ASSERT_TRUE(e) << size;
+        EXPECT_EQ(e->code, KEEL_STATUS_OUT_OF_MEMORY) << e->message;
+        EXPECT_EQ(p, nullptr) << "output written on failure";
+    }
+}
+
 TEST_F(CpuMemory, PinnedMemoryIsPageAlignedAndUsable) {
     auto* p = static_cast<uint8_t*>(pinned(10000));
     ASSERT_NE(p, nullptr);

@@ -83,6 +83,21 @@ TEST_F(OnFakeDriver, NoEnqueueEntryWaitsForTheDevice) {
     KEEL_EXPECT_OK(api().device_free(device(), b));
 }
 
+TEST_F(OnFakeDriver, ANullDeviceAddressIsRefusedAsSuch) {
+    // Not in the driver's words ("zeMemGetAllocProperties: null pointer").
+    const keel_stream s = new_stream();
+    std::vector<std::uint8_t> host(64);
+    for (const CError& e : {outcome(api().memcpy_h2d(s, 0, host.data(), 64)),
+                            outcome(api().memcpy_d2h(s, host.data(), 0, 64)),
+                            outcome(api().memset_d8(s, 0, 1, 64)),
+                            outcome(api().device_free(device(), 0))}) {
+        EXPECT_EQ(e.code, KEEL_STATUS_INVALID_ARGUMENT) << e.message;
+        EXPECT_TRUE(contains(e.message, "null device address")) << e.message;
+    }
+    KEEL_EXPECT_OK(api().stream_synchronize(s));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+}
+
 TEST_F(OnFakeDriver, PageableMemoryIsReadAndWrittenWhenTheCopyRunsInChunks) {
     // 9 MiB + 3: three chunks through one 4 MiB staging buffer.
     const std::size_t n = (9u << 20) + 3;

@@ -1,7 +1,8 @@
 // A program that keeps keel objects in globals, as frameworks keep their
 // device state: they are destroyed while the process exits, after the
-// plugins' own static destructors have run, and must still be released
-// cleanly (ctest checks that nothing is reported and the status is 0).
+// plugins' (and their drivers') own static destructors have run, and must
+// still be released cleanly (ctest checks that nothing is reported and the
+// status is 0). The device is argv[1], cpu:0 by default.
 #include <keel/keel.hpp>
 
 #include <cstdio>
@@ -21,9 +22,10 @@ Globals globals;  // constructed before any plugin is loaded, so destroyed after
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const char* name = argc > 1 ? argv[1] : "cpu:0";
     globals.runtime.emplace(keel::Runtime::create().expect("loading plugins"));
-    keel::Device device = globals.runtime->device("cpu:0").expect("the CPU device");
+    keel::Device device = globals.runtime->device(name).expect("the device to test");
     globals.stream.emplace(keel::Stream::create(device).expect("a stream"));
     globals.private_memory.emplace(keel::DeviceMemory::create(device).expect("a private memory instance"));
     globals.private_stream.emplace(keel::Stream::create(*globals.private_memory).expect("a stream on it"));

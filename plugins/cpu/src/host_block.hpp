@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 
 namespace keel::cpu {
@@ -14,8 +15,10 @@ public:
     HostBlock() = default;
     // Null on failure (host out of memory).
     [[nodiscard]] static HostBlock allocate(std::uint64_t size, std::size_t alignment) noexcept {
-        std::uint64_t rounded = (size + alignment - 1) / alignment * alignment;
         HostBlock b;
+        // Rounding up must not wrap a size near 2^64 to a few bytes.
+        if (size > std::numeric_limits<std::size_t>::max() - (alignment - 1)) return b;
+        const std::uint64_t rounded = (size + alignment - 1) / alignment * alignment;
         b.ptr_.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
         b.size_ = b.ptr_ ? size : 0;
         return b;

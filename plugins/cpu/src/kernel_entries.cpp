@@ -10,6 +10,7 @@
 #include <keel/plugin/boundary.hpp>
 
 #include <algorithm>
+#include <string>
 
 namespace keel::cpu {
 
@@ -63,6 +64,18 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
         KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
         if (annotation) return annotate(*s->device().checker(), *s, *def, args);
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
+        // docs/kernels.md: a buffer outside the device's allocations is
+        // refused before anything is enqueued, so the stream stays usable
+        // (the checker, when on, refuses it at enqueue with its finding).
+        // Running checks it again: it may be freed before then.
+        if (s->device().checker() == nullptr) {
+            for (const BufferUse& b : work.buffers()) {
+                if (b.addr == 0 && b.size == 0) continue;  // absent optional buffer
+                if (auto live = s->device().memory().locate(b.addr, b.size); !live.ok())
+                    return Error(KEEL_STATUS_INVALID_ARGUMENT, "[" + std::string(def->name) + "] buffer argument (" +
+                                                                   b.role + "): " + live.error().message());
+            }
+        }
         work.name = def->name;
         auto owned = std::make_unique<KernelWork>(std::move(work));
         KEEL_TRY(s->enqueue([&](Op& op) {

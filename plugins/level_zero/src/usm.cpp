@@ -38,6 +38,8 @@ std::string owner_name(ze_device_handle_t handle) {
 }
 
 Result<Allocation> device_allocation_holding(const Device& device, keel_device_addr addr, const char* role) {
+    // Said plainly: the driver would answer "null pointer" about its own call.
+    if (addr == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is the null device address (0)");
     KEEL_TRY_ASSIGN(Allocation a, look_up(device, device_pointer(addr)));
     if (a.type == ZE_MEMORY_TYPE_DEVICE && a.device == device.handle()) return a;
     std::string what = std::string(role) + " " + hex_addr(addr) + " is not a device allocation of " + device.label();

@@ -47,14 +47,22 @@ public:
     // first buffer, staged copy, hold or fence). The configuration is
     // remembered: a shared instance created later for this device uses it.
     [[nodiscard]] static Result<DeviceMemory> shared(const Device& device, const MemoryConfig& config);
+    // (Every form: INVALID_ARGUMENT, naming the field, for a size of
+    // `config` that is rounded up and above 2^62 bytes, which would wrap.)
     // A private instance with its own pools (tests, benchmarks, isolation).
     [[nodiscard]] static Result<DeviceMemory> create(const Device& device,
                                                      const MemoryConfig& config = {});
 
     DeviceMemory(const DeviceMemory&) = default;
     DeviceMemory& operator=(const DeviceMemory&) = default;
-    DeviceMemory(DeviceMemory&&) noexcept = default;
-    DeviceMemory& operator=(DeviceMemory&&) noexcept = default;
+    // Moving copies (like Device): a handle has no empty state, so a
+    // moved-from one still refers to its instance.
+    DeviceMemory(DeviceMemory&& other) noexcept : device_(other.device_), core_(other.core_) {}
+    DeviceMemory& operator=(DeviceMemory&& other) noexcept {
+        device_ = other.device_;
+        core_ = other.core_;
+        return *this;
+    }
     ~DeviceMemory() = default;
 
     [[nodiscard]] const Device& device() const noexcept { return device_; }
@@ -67,7 +75,9 @@ public:
     // Waits for every outstanding tracked operation (pending frees, staged
     // copies, holds, fences) and releases it.
     void synchronize() const noexcept;
-    // Returns every entirely free cached segment to the plugin.
+    // Returns every entirely free cached segment to the plugin, each once
+    // the work its stream enqueued before (which may still use a freed
+    // buffer's memory) ran: it may wait for that work.
     [[nodiscard]] Result<void> release_cached() const;
 
     [[nodiscard]] AllocatorStats stats() const;

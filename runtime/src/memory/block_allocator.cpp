@@ -425,7 +425,8 @@ bool BlockAllocator::claim_pending_with_device_wait(StreamPool& pool, std::uint6
 
 void BlockAllocator::record_at_free(std::vector<RecordedUse>& uses) noexcept {
     std::erase_if(uses, [&](RecordedUse& use) {
-        if (!still_open(use.stream, use.generation)) return true;  // closing waited for its work
+        const OpenStream open = keep_open(use.stream, use.generation, Match::exact);
+        if (!open) return true;  // closing waited for its work
         auto event = events_.acquire();
         if (event.ok()) {
             if (ops_.event_record(*event, use.stream).ok()) {
@@ -452,10 +453,15 @@ void BlockAllocator::return_blocks(const std::vector<Block*>& blocks) noexcept {
 
 void BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) noexcept {
     StreamPool& pool = *block->segment->pool;
+    // The owner may be closed (a buffer may outlive its stream): then its
+    // work is done, uses are waited for here and the block is quarantined
+    // without the guard check and poison, which would run on that stream.
+    const OpenStream owner = keep_open(pool.stream, pool.opened_as, Match::or_newer);
     // Other streams' uses are ordered before the owner on the device, so the
     // poison, and every later owner, runs after them.
     for (const RecordedUse& use : uses) {
-        if (!ops_.stream_wait_event(pool.stream, use.event).ok()) (void)ops_.event_synchronize(use.event);
+        if (!owner || !ops_.stream_wait_event(pool.stream, use.event).ok())
+            (void)ops_.event_synchronize(use.event);
         events_.release(use.event);
     }
     const keel_device_addr addr = block->addr;
@@ -469,7 +475,7 @@ void BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) n
         pool.allocated_bytes -= bytes;
     }
     allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-    return_blocks(checked_->retire(block, pool.stream, addr, requested, bytes));
+    return_blocks(checked_->retire(block, owner ? pool.stream : nullptr, addr, requested, bytes));
 }
 
 void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept {
@@ -480,8 +486,7 @@ void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) 
         (void)ops_.event_synchronize(use.event);
         events_.release(use.event);
     }
-    if (auto r = ops_.stream_synchronize(pool.stream); !r.ok())
-        detail::log_debug("[BlockAllocator::free] " + r.error().message());
+    wait_for_stream(pool);
     if (checked_) checked_->forget(block->addr);
     const std::uint64_t bytes = block->size;
     std::vector<ReleasedSegment> segments;
@@ -672,12 +677,40 @@ Result<void> BlockAllocator::check_view(const char* where, const char* role, kee
     return checked_->check_view(where, role, addr, size);
 }
 
+void BlockAllocator::wait_for_stream(const StreamPool& pool) noexcept {
+    keel_event event = nullptr;
+    {
+        const OpenStream open = keep_open(pool.stream, pool.opened_as, Match::or_newer);
+        if (!open) return;
+        if (auto e = events_.acquire(); e.ok()) {
+            if (ops_.event_record(*e, pool.stream).ok()) event = *e;
+            else events_.release(*e);
+        }
+        if (event == nullptr) {
+            // No event: wait for the stream itself, kept open meanwhile.
+            if (auto r = ops_.stream_synchronize(pool.stream); !r.ok())
+                detail::log_debug("[BlockAllocator] " + r.error().message());
+            return;
+        }
+    }
+    // Outside the registry's lock: streams may open and close meanwhile.
+    if (auto r = ops_.event_synchronize(event); !r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
+    events_.release(event);
+}
+
 Result<void> BlockAllocator::release_cached() {
     if (checked_) return_blocks(checked_->drain());
     std::vector<ReleasedSegment> segments;
     for (StreamPool* pool : all_pools()) {
-        std::lock_guard lock(pool->mu);
-        collect_free_segments(*pool, segments);
+        const std::size_t before = segments.size();
+        {
+            std::lock_guard lock(pool->mu);
+            collect_free_segments(*pool, segments);
+        }
+        // A free block is at once reusable by its own stream, so work
+        // enqueued there before the free may still use it: the segment goes
+        // back to the plugin only after that work.
+        if (segments.size() > before) wait_for_stream(*pool);
     }
     Result<void> result = ok();
     free_segments(segments, &result);

@@ -138,6 +138,10 @@ private:
     void record_at_free(std::vector<RecordedUse>& uses) noexcept;
     void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
     void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
+    // Waits until the work enqueued so far on the pool's stream ran: what
+    // a segment of the pool needs before it goes back to the plugin. At
+    // once when that stream was closed (closing waited for its work).
+    void wait_for_stream(const StreamPool& pool) noexcept;
     // Blocks back from quarantine go to their pools' free trees.
     void return_blocks(const std::vector<Block*>& blocks) noexcept;
     void free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "memory/block_allocator.hpp"
+#include "memory/stream_registry.hpp"
 #include <keel/memory_stats.hpp>
 
 #include <keel/base/spin_lock.hpp>
@@ -125,7 +126,8 @@ struct PendingFree {
 };
 
 struct StreamPool {
-    StreamPool(keel_stream s, std::uint32_t shard_index) : stream(s), shard(shard_index) {}
+    StreamPool(keel_stream s, std::uint32_t shard_index)
+        : stream(s), shard(shard_index), opened_as(stream_generation(s)) {}
     StreamPool(const StreamPool&) = delete;
     StreamPool& operator=(const StreamPool&) = delete;
     StreamPool(StreamPool&&) = delete;
@@ -138,6 +140,10 @@ struct StreamPool {
 
     const keel_stream stream;
     const std::uint32_t shard;  // 0 serves large requests too
+    // The stream's generation when the pool was made. A later stream on the
+    // same handle takes the pool over (the closed one's work is done), so
+    // calls on `stream` go to whichever of them is open, if any.
+    const StreamGeneration opened_as;
     keel::base::SpinLock mu;  // sections are short and never call the plugin
     // Everything below is guarded by mu.
     FreeTree small_free;

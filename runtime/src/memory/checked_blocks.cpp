@@ -71,7 +71,9 @@ std::vector<Block*> CheckedBlocks::retire(Block* block, keel_stream stream, keel
         live_.erase(addr);
     }
     // In stream order: the guard is read before the poison overwrites it.
-    if (can_memset_ && capacity > requested) {
+    // Without a stream (its owner was closed) neither can run.
+    const bool on_stream = stream != nullptr;
+    if (on_stream && can_memset_ && capacity > requested) {
         try {
             q.guard_size = capacity - requested;
             q.guard = std::make_unique<std::uint8_t[]>(q.guard_size);
@@ -80,18 +82,20 @@ std::vector<Block*> CheckedBlocks::retire(Block* block, keel_stream stream, keel
             q.guard.reset();
         }
     }
-    if (can_memset_) {
+    if (on_stream && can_memset_) {
         auto r = ops_.memset_d8(stream, addr, kPoisonByte, capacity);
         if (!r.ok() && r.error().code() != KEEL_STATUS_UNIMPLEMENTED)
             detail::log_error("[checked memory] poisoning " + block_text(addr, requested, stream) + " (freed)" +
                               ": " + r.error().message());
     }
-    if (auto e = events_.acquire(); e.ok()) {
-        if (ops_.event_record(*e, stream).ok()) q.done = *e;
-        else events_.release(*e);
+    if (on_stream) {
+        if (auto e = events_.acquire(); e.ok()) {
+            if (ops_.event_record(*e, stream).ok()) q.done = *e;
+            else events_.release(*e);
+        }
+        if (auto r = ops_.annotate(DeviceOps::BlockEvent::released, stream, addr, capacity); !r.ok())
+            detail::log_error("[checked memory] " + r.error().message());
     }
-    if (auto r = ops_.annotate(DeviceOps::BlockEvent::released, stream, addr, capacity); !r.ok())
-        detail::log_error("[checked memory] " + r.error().message());
 
     std::vector<Quarantined> leaving;
     {

@@ -72,7 +72,9 @@ public:
     // `block` was freed by its owner `stream` (other streams' uses already
     // ordered before `stream` on the device). Takes its guard, poisons it,
     // tells the device's checker and quarantines it. Returns the blocks that
-    // leave quarantine, for the caller to return to their pools.
+    // leave quarantine, for the caller to return to their pools. A null
+    // `stream` (the owner was closed, its work done) quarantines the block
+    // without guard check and poison.
     [[nodiscard]] std::vector<Block*> retire(Block* block, keel_stream stream, keel_device_addr addr,
                                              std::uint64_t requested, std::uint64_t capacity) noexcept;
     // Empties the quarantine (out of memory, release_cached, shutdown).

@@ -127,6 +127,7 @@ void CompletionTracker::collect_completed(StreamQueue& q, std::vector<Done>& don
             auto query = ops_.event_query(event);
             if (!query.ok()) {
                 detail::log_debug("[CompletionTracker] " + query.error().message());
+                q.unanswered.store(seq, std::memory_order_relaxed);
                 return;
             }
             if (!*query) return;
@@ -313,6 +314,18 @@ TrackerStats CompletionTracker::stats() const {
     return s;
 }
 
+void CompletionTracker::wait_unanswered() noexcept {
+    std::vector<StreamQueue*> queues;
+    try {
+        queues = all_queues();
+    } catch (...) {
+        return;
+    }
+    for (StreamQueue* q : queues)
+        if (const std::uint64_t seq = q->unanswered.exchange(0, std::memory_order_relaxed); seq != 0)
+            wait_entry(*q, seq);
+}
+
 void CompletionTracker::reclaimer_loop() {
     std::unique_lock lock(reclaim_mu_);
     while (!stop_) {
@@ -320,6 +333,11 @@ void CompletionTracker::reclaimer_loop() {
         if (stop_) break;
         lock.unlock();
         sweep();
+        // A failed stream's events fail every query, so its entries (and
+        // what they hold, maybe this very instance's last owner) would wait
+        // for a drain that may never come: the reclaimer may block, so it
+        // waits for them, and a failed stream answers a wait at once.
+        wait_unanswered();
         lock.lock();
         reclaim_cv_.wait_for(lock, reclaim_interval_, [this] { return stop_; });
     }

@@ -124,6 +124,9 @@ private:
         // before sweep_mu is tried), so that sweep_and_settle() also waits
         // for a sweeper that got the lock first.
         std::atomic<int> collecting{0};
+        // An entry whose query failed (0: none): sweeps cannot tell whether
+        // it completed, so the reclaimer waits for it.
+        std::atomic<std::uint64_t> unanswered{0};
     };
     struct Done {
         StreamQueue* queue = nullptr;
@@ -141,6 +144,8 @@ private:
     // Blocks until the entry `seq` of q completes and collects q.
     void wait_entry(StreamQueue& q, std::uint64_t seq) noexcept;
     void finish(std::vector<Done>& done) noexcept;
+    // Blocks on the entries whose queries failed (see StreamQueue::unanswered).
+    void wait_unanswered() noexcept;
     void reclaimer_loop();
 
     DeviceOps& ops_;

@@ -7,8 +7,11 @@
 #include "memory/shared_memory.hpp"
 #include "plugin.hpp"
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
 #include <system_error>
 #include <unordered_map>
 
@@ -37,9 +40,32 @@ SharedInstances& shared_instances() {
     return *r;
 }
 
+// Sizes the machinery rounds up (to a power of two, or to the rounding
+// quantum) must leave room for it: a larger one would wrap.
+constexpr std::uint64_t kLargestRoundedSize = std::uint64_t{1} << 62;
+
+Result<void> check_config(const Device& device, const MemoryConfig& config) {
+    const std::pair<const char*, std::uint64_t> rounded[] = {
+        {"allocator.rounding", config.allocator.rounding},
+        {"allocator.small_size_limit", config.allocator.small_size_limit},
+        {"allocator.small_segment_size", config.allocator.small_segment_size},
+        {"allocator.large_segment_size", config.allocator.large_segment_size},
+        {"allocator.large_rounding", config.allocator.large_rounding},
+        {"staging.chunk_bytes", config.staging.chunk_bytes},
+    };
+    for (const auto& [field, value] : rounded)
+        if (value > kLargestRoundedSize)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         std::string("[DeviceMemory] MemoryConfig::") + field + " of " + std::to_string(value) +
+                             " bytes for " + device.name() + " is larger than the largest usable, " +
+                             std::to_string(kLargestRoundedSize) + " bytes");
+    return ok();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const MemoryConfig& config) {
+    KEEL_TRY(check_config(device, config));
     try {
         return MemoryCore::create(std::make_unique<PluginDeviceOps>(device), config,
                                   &detail::Access::slot(device));
@@ -53,6 +79,7 @@ Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const Memo
 }
 
 Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const MemoryConfig* config) {
+    if (config != nullptr) KEEL_TRY(check_config(device, *config));  // before it is remembered
     SharedInstances& r = shared_instances();
     std::lock_guard lock(r.mu);
     // Entries of devices whose plugin is gone (their address may be reused).

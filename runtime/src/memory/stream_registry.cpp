@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 
 namespace keel::memory {
@@ -45,8 +44,21 @@ StreamGeneration stream_generation(keel_stream stream) noexcept {
     return it == r.open.end() ? 0 : it->second;
 }
 
-bool still_open(keel_stream stream, StreamGeneration generation) noexcept {
-    return generation == 0 || stream_generation(stream) == generation;
+OpenStream keep_open(keel_stream stream, StreamGeneration generation, Match match) noexcept {
+    OpenStream kept;
+    if (generation == 0) {
+        kept.open_ = true;  // not the runtime's to close
+        return kept;
+    }
+    OpenStreams& r = open_streams();
+    std::shared_lock lock(r.mu);
+    auto it = r.open.find(stream);
+    const bool open = it != r.open.end() &&
+                      (match == Match::exact ? it->second == generation : it->second >= generation);
+    if (!open) return kept;
+    kept.open_ = true;
+    kept.lock_ = std::move(lock);
+    return kept;
 }
 
 }  // namespace keel::memory

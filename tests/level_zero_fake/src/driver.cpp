@@ -3,6 +3,7 @@
 #include "fake.hpp"
 
 #include <fake_ze/control.h>
+#include <keel/base/no_destructor.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -83,8 +84,11 @@ ze_result_t injected(const char* function) {
 }
 
 Driver& Driver::get() {
-    static Driver driver;
-    return driver;
+    // Never destroyed, like a real driver: hosts keep keel objects in
+    // globals, which release their events and memory while the process
+    // exits, after this library's own statics would have gone.
+    static keel::base::NoDestructor<Driver> driver;
+    return *driver;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace fake_ze {
 
@@ -17,6 +18,7 @@ namespace {
 bool power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 std::byte* allocate(std::size_t size, std::size_t alignment) {
+    if (size > std::numeric_limits<std::size_t>::max() - (alignment - 1)) return nullptr;  // rounding would wrap
     return static_cast<std::byte*>(std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment));
 }
 

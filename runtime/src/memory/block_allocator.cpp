@@ -5,6 +5,7 @@
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 #include "memory/block_pool.hpp"
+#include "memory/event_wait.hpp"
 #include "memory/peak.hpp"
 
 #include <algorithm>
@@ -408,7 +409,7 @@ bool BlockAllocator::claim_pending_with_device_wait(StreamPool& pool, std::uint6
         auto waited = ops_.stream_wait_event(pool.stream, use.event);
         if (!waited.ok()) {
             // Could not order on the device: wait on the host instead.
-            auto synced = ops_.event_synchronize(use.event);
+            auto synced = wait_for_event(ops_, use.event);
             if (!synced.ok()) detail::log_debug("[BlockAllocator] " + synced.error().message());
         }
         reuse_waits_.fetch_add(1, std::memory_order_relaxed);
@@ -461,7 +462,7 @@ void BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) n
     // poison, and every later owner, runs after them.
     for (const RecordedUse& use : uses) {
         if (!owner || !ops_.stream_wait_event(pool.stream, use.event).ok())
-            (void)ops_.event_synchronize(use.event);
+            (void)wait_for_event(ops_, use.event);
         events_.release(use.event);
     }
     const keel_device_addr addr = block->addr;
@@ -483,7 +484,7 @@ void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) 
     // As a device free without a cache: the memory goes back once its
     // stream and every recorded use are done.
     for (const RecordedUse& use : uses) {
-        (void)ops_.event_synchronize(use.event);
+        (void)wait_for_event(ops_, use.event);
         events_.release(use.event);
     }
     wait_for_stream(pool);
@@ -545,7 +546,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     } catch (...) {
         // No host memory for the record: wait for the uses here instead.
         for (const RecordedUse& use : uses) {
-            (void)ops_.event_synchronize(use.event);
+            (void)wait_for_event(ops_, use.event);
             events_.release(use.event);
         }
         uses.clear();
@@ -571,7 +572,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     update_peak(peak_pending_, now_pending);
     if (pending->settled) {
         // Could not file it: settle synchronously.
-        for (const RecordedUse& use : pending->uses) (void)ops_.event_synchronize(use.event);
+        for (const RecordedUse& use : pending->uses) (void)wait_for_event(ops_, use.event);
         std::lock_guard lock(pool.mu);
         return_block(pool, block);
         pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -609,7 +610,7 @@ void BlockAllocator::on_use_complete(const std::shared_ptr<PendingFree>& pending
 
 void BlockAllocator::wait_and_settle(const std::shared_ptr<PendingFree>& pending) noexcept {
     for (const RecordedUse& use : pending->uses) {
-        auto r = ops_.event_synchronize(use.event);
+        auto r = wait_for_event(ops_, use.event);
         if (!r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
     }
     StreamPool& pool = *pending->pool;
@@ -694,7 +695,7 @@ void BlockAllocator::wait_for_stream(const StreamPool& pool) noexcept {
         }
     }
     // Outside the registry's lock: streams may open and close meanwhile.
-    if (auto r = ops_.event_synchronize(event); !r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
+    if (auto r = wait_for_event(ops_, event); !r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
     events_.release(event);
 }
 

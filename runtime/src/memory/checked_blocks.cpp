@@ -1,6 +1,7 @@
 #include "memory/checked_blocks.hpp"
 
 #include "logging.hpp"
+#include "memory/event_wait.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -139,7 +140,7 @@ std::vector<Block*> CheckedBlocks::drain() noexcept {
 void CheckedBlocks::verify(Quarantined& q) noexcept {
     if (q.done != nullptr) {
         // A failed stream never ran the copy: nothing to compare.
-        const bool ran = ops_.event_synchronize(q.done).ok();
+        const bool ran = wait_for_event(ops_, q.done).ok();
         events_.release(q.done);
         q.done = nullptr;
         if (!ran) return;

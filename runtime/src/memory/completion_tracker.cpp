@@ -1,6 +1,7 @@
 #include "memory/completion_tracker.hpp"
 
 #include "logging.hpp"
+#include "memory/event_wait.hpp"
 #include "memory/peak.hpp"
 
 #include <algorithm>
@@ -228,7 +229,7 @@ void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
         // its later work is skipped and never touches memory, so the entry
         // is released (the error surfaces at the caller's own
         // synchronisation point).
-        auto waited = ops_.event_synchronize(event);
+        auto waited = wait_for_event(ops_, event);
         if (!waited.ok()) detail::log_debug("[CompletionTracker] " + waited.error().message());
         {
             // Entries of this stream recorded before it are complete too.

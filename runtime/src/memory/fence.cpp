@@ -1,6 +1,7 @@
 #include "memory/fence.hpp"
 
 #include "access.hpp"
+#include "memory/event_wait.hpp"
 
 #include <utility>
 
@@ -73,7 +74,7 @@ void Fence::reset() noexcept {
     try {
         core.tracker().track(from_, seq_, event_, /*owns_event=*/true, memory::WorkKind::fence, HostFunc{});
     } catch (...) {
-        (void)core.ops().event_synchronize(event_);
+        (void)memory::wait_for_event(core.ops(), event_);
         core.events().release(event_);
     }
     event_ = nullptr;

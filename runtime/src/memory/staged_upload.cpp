@@ -1,6 +1,7 @@
 #include "memory/staged_upload.hpp"
 
 #include "logging.hpp"
+#include "memory/event_wait.hpp"
 #include "memory/transfer.hpp"
 
 #include <algorithm>
@@ -176,7 +177,7 @@ void StagedUpload::retire_in_flight() noexcept {
             core_.tracker().track(stream_, c.seq, c.event, /*owns_event=*/true, WorkKind::staging,
                                   HostFunc([staging, block = c.block] { staging->release(block); }));
         } catch (...) {
-            (void)core_.ops().event_synchronize(c.event);
+            (void)wait_for_event(core_.ops(), c.event);
             core_.events().release(c.event);
             staging->release(c.block);
         }

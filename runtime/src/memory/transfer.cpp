@@ -2,6 +2,7 @@
 
 #include "access.hpp"
 #include "logging.hpp"
+#include "memory/event_wait.hpp"
 #include "memory/hold.hpp"
 #include "memory/staged_upload.hpp"
 
@@ -43,21 +44,6 @@ Result<void> enqueue_pageable_copy(MemoryCore& core, keel_stream stream,
     KEEL_TRY(core.ops().stream_synchronize(stream));
     core.tracker().sweep();
     return enqueue();
-}
-
-Result<void> wait_for_copy(DeviceOps& ops, keel_event event) {
-    auto waited = ops.event_synchronize(event);
-    if (waited.ok()) return waited;
-    // Usually the stream failed, and a failed stream never runs its later
-    // work. But if the wait itself failed, the copy may still be running
-    // and writing memory the caller frees once we return: poll until the
-    // event completes or its query fails too.
-    for (;;) {
-        auto done = ops.event_query(event);
-        if (!done.ok() || *done) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    return waited;
 }
 
 Result<void> copy_to_device(MemoryCore& core, keel_stream stream, keel_device_addr dst,
@@ -145,7 +131,7 @@ Result<void> HostCopy::wait() {
         memory_.reset();
         return ok();
     }
-    Result<void> waited = memory::wait_for_copy(memory_->ops(), event_);
+    Result<void> waited = memory::wait_for_event(memory_->ops(), event_);
     memory_->events().release(event_);
     event_ = nullptr;
     stream_ = nullptr;
@@ -173,7 +159,7 @@ void HostCopy::release_after_copy(HostFunc keep_alive) noexcept {
         core.tracker().track(stream_, seq_, event_, /*owns_event=*/true, memory::WorkKind::hold,
                              HostFunc([held] { held->run(); }));
     } catch (...) {
-        (void)memory::wait_for_copy(core.ops(), event_);
+        (void)memory::wait_for_event(core.ops(), event_);
         core.events().release(event_);
     }
     event_ = nullptr;

@@ -50,10 +50,6 @@ namespace keel::memory {
 [[nodiscard]] Result<void> enqueue_pageable_copy(MemoryCore& core, keel_stream stream,
                                                  const std::function<Result<void>()>& enqueue);
 
-// Blocks until the copy before `event` is over: completed, or skipped by a
-// failed stream (then returns the stream's error).
-[[nodiscard]] Result<void> wait_for_copy(DeviceOps& ops, keel_event event);
-
 // Enqueues a copy of device memory [src, src + dst.size()) into `dst` on
 // `stream`, straight into `dst`. `dst` must stay valid until wait() returns
 // (or the HostCopy is dropped, which waits).

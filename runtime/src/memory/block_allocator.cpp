@@ -694,8 +694,14 @@ void BlockAllocator::wait_for_stream(const StreamPool& pool) noexcept {
         }
     }
     // Outside the registry's lock: streams may open and close meanwhile.
-    if (auto r = ops_.event_synchronize(event); !r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
+    auto waited = ops_.event_synchronize(event);
     events_.release(event);
+    if (waited.ok()) return;
+    // The wait itself failed, so the work may still run: wait for the
+    // stream instead (a failed stream answers at once).
+    detail::log_debug("[BlockAllocator] " + waited.error().message());
+    if (const OpenStream open = keep_open(pool.stream, pool.opened_as, Match::or_newer); open)
+        if (auto r = ops_.stream_synchronize(pool.stream); !r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
 }
 
 Result<void> BlockAllocator::release_cached() {

@@ -163,23 +163,22 @@ TEST(Hold, ABufferKeepsItsCoreAliveAfterEveryOtherReference) {
     EXPECT_TRUE(device.violations().empty());
 }
 
-TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
-    // The core lives only inside its own tracker's release: the reclaimer
-    // thread runs it, and the core must then be destroyed elsewhere (it
-    // cannot join its reclaimer from inside it).
-    static FakeDevice device;  // outlives the thread that destroys the core
+// A core whose last owner is a buffer held on a new stream of `device`,
+// released by the reclaimer (every 200 µs) once the stream ran.
+void leave_a_core_owned_only_by_its_held_buffer(FakeDevice& device) {
     keel_stream s = device.make_stream();
     MemoryConfig config;
     config.reclaim_interval = std::chrono::microseconds{200};
-    {
-        auto core = MemoryCore::create(device, config);
-        auto b = allocate(core, s, 4096);
-        ASSERT_TRUE(b.ok());
-        device.enqueue_access(s, b->address(), 4096);
-        ASSERT_TRUE(hold(*core, s, std::move(b).value()).ok());
-    }
-    EXPECT_GT(device.counters().live_device_bytes, 0u);
-    device.complete_all();
+    auto core = MemoryCore::create(device, config);
+    auto b = allocate(core, s, 4096);
+    ASSERT_TRUE(b.ok());
+    device.enqueue_access(s, b->address(), 4096);
+    ASSERT_TRUE(hold(*core, s, std::move(b).value()).ok());
+}
+
+// The core went (its memory and events back to the device) within 20 s,
+// without a hazard on the way.
+void expect_core_destroyed_soon(FakeDevice& device) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while ((device.counters().live_device_bytes != 0 || device.counters().events_live != 0) &&
            std::chrono::steady_clock::now() < deadline)
@@ -187,6 +186,17 @@ TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
     EXPECT_EQ(device.counters().live_device_bytes, 0u) << "the core was never destroyed";
     EXPECT_EQ(device.counters().events_live, 0u);
     EXPECT_TRUE(device.violations().empty());
+}
+
+TEST(Hold, AHeldBufferThatIsItsCoresLastOwnerIsReleasedByTheReclaimer) {
+    // The core lives only inside its own tracker's release: the reclaimer
+    // thread runs it, and the core must then be destroyed elsewhere (it
+    // cannot join its reclaimer from inside it).
+    static FakeDevice device;  // outlives the thread that destroys the core
+    leave_a_core_owned_only_by_its_held_buffer(device);
+    EXPECT_GT(device.counters().live_device_bytes, 0u);
+    device.complete_all();
+    expect_core_destroyed_soon(device);
 }
 
 TEST(Hold, AHeldLastOwnerIsReleasedByTheReclaimerWhenEveryQueryFails) {
@@ -197,23 +207,8 @@ TEST(Hold, AHeldLastOwnerIsReleasedByTheReclaimerWhenEveryQueryFails) {
     FakeDevice::Options options;
     options.failing_event_query = true;
     static FakeDevice device(options);  // outlives the thread that destroys the core
-    keel_stream s = device.make_stream();
-    MemoryConfig config;
-    config.reclaim_interval = std::chrono::microseconds{200};
-    {
-        auto core = MemoryCore::create(device, config);
-        auto b = allocate(core, s, 4096);
-        ASSERT_TRUE(b.ok());
-        device.enqueue_access(s, b->address(), 4096);
-        ASSERT_TRUE(hold(*core, s, std::move(b).value()).ok());
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while ((device.counters().live_device_bytes != 0 || device.counters().events_live != 0) &&
-           std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    EXPECT_EQ(device.counters().live_device_bytes, 0u) << "the core was never destroyed";
-    EXPECT_EQ(device.counters().events_live, 0u);
-    EXPECT_TRUE(device.violations().empty());
+    leave_a_core_owned_only_by_its_held_buffer(device);
+    expect_core_destroyed_soon(device);
 }
 
 TEST(Fence, OrdersAnotherStreamOnTheDeviceWithoutHostWait) {

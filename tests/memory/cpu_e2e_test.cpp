@@ -525,7 +525,14 @@ TEST_F(CpuMemory, DroppingAHostFutureBehindAHeldStreamReturnsAtOnceAndFreesTheVe
     EXPECT_EQ(memory.tracker_stats().outstanding, before.outstanding + 1);  // the vector, held
     gate.open();
     KEEL_ASSERT_OK(s.synchronize());
+    // The reclaimer thread may be releasing it right now (a sweep settles
+    // for a bounded time only): wait for the release, not for one sweep.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     memory.sweep();
+    while (memory.tracker_stats().outstanding != before.outstanding && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        memory.sweep();
+    }
     const TrackerStats after = memory.tracker_stats();
     EXPECT_EQ(after.outstanding, before.outstanding);
     EXPECT_GE(after.swept, before.swept + 1);

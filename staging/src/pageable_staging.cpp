@@ -82,16 +82,19 @@ struct Transfer {
         if (into_block) pool.copy_async(block(k), host + offset(k), bytes(k), batch);
         else pool.copy_async(host + offset(k), block(k), bytes(k), batch);
     }
-    // Batches are only appended, and a deque's elements stay put: waiting on
-    // one needs no lock.
+    // Only steps append batches and they run one at a time, so a step reads
+    // its own batch without the lock; a deque's elements stay put.
     void wait(std::uint64_t k) { pool.wait(batches[k]); }
+    // Also called by abandon() on the enqueueing thread while a step may
+    // append: the batches are found under the lock (an append may move the
+    // deque's index), then waited on without it.
     void wait_all() {
-        std::uint64_t n = 0;
+        std::vector<CopyBatch*> started_batches;
         {
             std::lock_guard lock(mu);
-            n = batches.size();
+            for (CopyBatch& b : batches) started_batches.push_back(&b);
         }
-        for (std::uint64_t k = 0; k < n; ++k) pool.wait(batches[k]);
+        for (CopyBatch* b : started_batches) pool.wait(*b);
     }
     // Whether a step may start host copies; false also marks it failed.
     [[nodiscard]] bool may_copy(bool stream_ok) {

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages keel builds against. Idempotent; skips apt
 # when everything is already there.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config
+packages=(build-essential cmake ninja-build pkg-config ccache
           libspdlog-dev libboost-dev libboost-filesystem-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
           libdlpack-dev libze-dev libze1 clang-14 llvm-spirv-14)

@@ -6,11 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs=$(nproc)
+# ccache (installed by deps.sh) makes a rebuild of unchanged files nearly
+# free; the base directory makes hits independent of where the clone lives.
+launchers=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD
+  launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+             -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 
 run_suite() {  # build dir, ctest filter args, build target ('' = all), cmake args...
   local dir=$1 filter=$2 target=$3 started=$SECONDS; shift 3
   echo "=== keel: $dir ($*)"
-  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja "${launchers[@]}" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" ${target:+--target "$target"}
   echo "=== keel: $dir built in $((SECONDS - started)) s"
   # shellcheck disable=SC2086

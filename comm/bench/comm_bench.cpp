@@ -43,6 +43,7 @@ struct Args {
     std::uint64_t min_bytes = 32u << 20, max_bytes = 32u << 20;
     double factor = 2;
     int iters = 20, warmup = 5, check = 1, rounds = 3;
+    int check_sizes = 1;  // CommOptions::check_sizes
 };
 
 std::uint64_t parse_size(const char* s) {
@@ -61,7 +62,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
                  "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
-                 "[-c 0|1] [-r rounds]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
+                 "[-c 0|1] [-r rounds] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
                  "KEEL_COMM_STORE)\n");
     return 2;
 }
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
         else if (f == "-w" && (v = next())) a.warmup = std::atoi(v);
         else if (f == "-c" && (v = next())) a.check = std::atoi(v);
         else if (f == "-r" && (v = next())) a.rounds = std::atoi(v);
+        else if (f == "--check-sizes" && (v = next())) a.check_sizes = std::atoi(v);
         else return usage();
     }
     const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
@@ -131,7 +133,9 @@ int main(int argc, char** argv) {
     keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
     keel::Device device = runtime.device(a.device).expect("finding the device");
     keel::Stream stream = keel::Stream::create(device).value();
-    keel::Communicator comm = keel::Communicator::create_from_env(device).expect("joining the ranks");
+    keel::CommOptions comm_options;
+    comm_options.check_sizes = a.check_sizes != 0;
+    keel::Communicator comm = keel::Communicator::create_from_env(device, comm_options).expect("joining the ranks");
     const int rank = comm.rank(), n = comm.size();
     if (a.op == "send_recv" && n != 2) {
         std::fprintf(stderr, "keel-comm-bench: send_recv needs 2 ranks\n");
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
     gloo::transport::tcp::attr attr;
     attr.hostname = "127.0.0.1";
     auto raw = std::make_shared<gloo::rendezvous::Context>(rank, n);
-    raw->connectFullMesh(raw_store, gloo::transport::tcp::CreateDevice(attr));
+    std::shared_ptr<gloo::transport::Device> raw_device = gloo::transport::tcp::CreateDevice(attr);
+    raw->connectFullMesh(raw_store, raw_device);
     auto barrier = [&] {
         gloo::BarrierOptions o(raw);
         gloo::barrier(o);
@@ -155,6 +160,8 @@ int main(int argc, char** argv) {
         std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, best of %d "
                     "alternating rounds\n",
                     a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, a.rounds);
+        std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
+                    a.check_sizes ? "yes" : "no");
         std::printf("# raw = Gloo alone on host buffers in this run; ratio = keel busbw / raw busbw\n");
         std::printf("#%11s %12s %6s %6s %10s %10s %10s %7s %10s %10s %7s\n", "size", "count", "type", "redop",
                     "time(us)", "algbw", "busbw", "#wrong", "raw(us)", "raw busbw", "ratio");

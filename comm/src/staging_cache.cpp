@@ -13,6 +13,7 @@ Result<StagingLease> StagingCache::acquire(std::uint64_t size) {
         if (it != idle_.end() && !it->second.empty()) {
             PinnedBuffer buffer = std::move(it->second.back());
             it->second.pop_back();
+            idle_bytes_ -= size;
             return StagingLease(shared_from_this(), std::move(buffer));
         }
     }
@@ -22,8 +23,10 @@ Result<StagingLease> StagingCache::acquire(std::uint64_t size) {
 
 void StagingCache::give_back(PinnedBuffer buffer) noexcept {
     std::unique_lock lock(mutex_);
-    auto& list = idle_[buffer.size()];
-    if (list.size() < kKeepPerSize) list.push_back(std::move(buffer));
+    if (idle_bytes_ + buffer.size() <= kKeepBytes) {
+        idle_bytes_ += buffer.size();
+        idle_[buffer.size()].push_back(std::move(buffer));
+    }
     lock.unlock();
     // `buffer`, when not kept, is freed here, outside the lock.
 }

@@ -45,8 +45,11 @@ public:
     void give_back(PinnedBuffer buffer) noexcept;
 
 private:
-    // Blocks kept per size; more are freed when they come back.
-    static constexpr std::size_t kKeepPerSize = 8;
+    // Idle bytes kept; a block coming back beyond this is freed. Enough for
+    // a queue of operations in flight on large buffers (a pinned allocation
+    // costs far more than the copy it serves).
+    static constexpr std::uint64_t kKeepBytes = std::uint64_t{1} << 30;
+    std::uint64_t idle_bytes_ = 0;
     Device device_;
     std::mutex mutex_;
     std::map<std::uint64_t, std::vector<PinnedBuffer>> idle_;

@@ -426,6 +426,71 @@ int duplicate_rank() {
     return 0;
 }
 
+// Under the CPU checker (KEEL_CHECK=1, random delays): activations moved
+// into sends right after they were computed and dropped by the caller are
+// freed only after their sends ran (no finding), and arrive intact.
+int checker_hold() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream comm_stream = keel::Stream::create(c.device).value();
+    keel::Kernel fill = keel::Kernel::find(c.device, "fill").value();
+    constexpr int kSends = 16;
+    constexpr std::uint64_t kBytes = 64 << 10;
+    if (c.rank == 0) {
+        for (int i = 0; i < kSends; ++i) {
+            keel::Buffer b = keel::Buffer::allocate(c.stream, kBytes).value();
+            c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(static_cast<float>(i))).value();
+            comm_stream.order_after(c.stream).value();
+            comm.send(comm_stream, std::move(b), 1).value();
+        }
+    } else {
+        std::vector<keel::Buffer> got;
+        for (int i = 0; i < kSends; ++i) {
+            got.push_back(keel::Buffer::allocate(comm_stream, kBytes).value());
+            comm.recv(comm_stream, got.back(), 0).value();
+        }
+        for (int i = 0; i < kSends; ++i) {
+            const auto v = comm_stream.copy_to_vector<float>(got[static_cast<std::size_t>(i)]).value().get().value();
+            CHECK(v.front() == static_cast<float>(i) && v.back() == static_cast<float>(i), "send %d arrived as %f", i,
+                  static_cast<double>(v.front()));
+        }
+    }
+    auto synced = comm_stream.synchronize();
+    CHECK(synced.ok(), "comm stream: %s", synced.ok() ? "" : synced.error().message().c_str());
+    auto computed = c.stream.synchronize();
+    CHECK(computed.ok(), "compute stream: %s", computed.ok() ? "" : computed.error().message().c_str());
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+// Under the CPU checker: a send buffer written on the compute stream while
+// its send (on the comm stream) may still read it is reported: the write is
+// refused with a race naming both.
+int checker_reuse() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream comm_stream = keel::Stream::create(c.device).value();
+    keel::Kernel fill = keel::Kernel::find(c.device, "fill").value();
+    keel::Buffer b = keel::Buffer::allocate(c.stream, 4096).value();
+    if (c.rank == 0) {
+        c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(1.0f)).value();
+        comm_stream.order_after(c.stream).value();
+        comm.send(comm_stream, b, 1).value();
+        // The bug: the next micro-batch overwrites the buffer on the
+        // compute stream, not ordered after the send.
+        auto reuse = c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(2.0f));
+        CHECK(!reuse.ok() && reuse.error().message().find("race") != std::string::npos,
+              "the reuse was not reported: %s", reuse.ok() ? "accepted" : reuse.error().message().c_str());
+        if (!reuse.ok()) std::fprintf(stderr, "reported: %s\n", reuse.error().message().c_str());
+        (void)comm_stream.synchronize();
+    } else {
+        comm.recv(comm_stream, b, 0).value();
+        CHECK(comm_stream.synchronize().ok(), "recv failed");
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -440,6 +505,8 @@ int main(int argc, char** argv) {
     else if (scenario == "bad_input") rc = bad_input();
     else if (scenario == "mismatched_counts") rc = mismatched_counts();
     else if (scenario == "duplicate_rank") rc = duplicate_rank();
+    else if (scenario == "checker_hold") rc = checker_hold();
+    else if (scenario == "checker_reuse") rc = checker_reuse();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

@@ -44,6 +44,10 @@ TEST(CommMultiProcess, CountsThatDifferBetweenRanksFailOnEveryRankNotHang) {
     expect_all_zero(run_ranks("mismatched_counts", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
 
+TEST(CommMultiProcess, TheInterfaceIsChosenByNameAndAnUnknownOneIsRefused) {
+    expect_all_zero(run_ranks("interface", 2, ranks_upto(2), std::chrono::seconds(30)));
+}
+
 TEST(CommMultiProcess, ASecondProcessClaimingARankIsRefused) {
     const RankRun run = run_ranks("duplicate_rank", 2, {0, 1, 0}, std::chrono::seconds(30));
     int refused = 0;

@@ -426,6 +426,27 @@ int duplicate_rank() {
     return 0;
 }
 
+// The interface is chosen by name: an unknown one is a clear error at
+// create, the loopback one ("lo") works.
+int interface_by_name() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::CommOptions bad = options(5000);
+    bad.interface = "nosuch0";
+    auto refused = keel::Communicator::create(c.device, store, c.rank, c.size, bad);
+    CHECK(!refused.ok() && refused.error().message().find("nosuch0") != std::string::npos,
+          "unknown interface: %s", refused.ok() ? "accepted" : refused.error().message().c_str());
+    keel::CommOptions lo = options(5000);
+    lo.interface = "lo";
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, lo).value();
+    const auto in = make(KEEL_DTYPE_I32, 5, [&](std::size_t i) { return static_cast<double>(i + c.rank); });
+    const auto want = make(KEEL_DTYPE_I32, 5, [&](std::size_t i) { return static_cast<double>(2 * i + 1); });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce over lo");
+    return failures;
+}
+
 // Under the CPU checker (KEEL_CHECK=1, random delays): activations moved
 // into sends right after they were computed and dropped by the caller are
 // freed only after their sends ran (no finding), and arrive intact.
@@ -506,6 +527,7 @@ int main(int argc, char** argv) {
     else if (scenario == "mismatched_counts") rc = mismatched_counts();
     else if (scenario == "duplicate_rank") rc = duplicate_rank();
     else if (scenario == "checker_hold") rc = checker_hold();
+    else if (scenario == "interface") rc = interface_by_name();
     else if (scenario == "checker_reuse") rc = checker_reuse();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;

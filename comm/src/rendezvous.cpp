@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <net/if.h>
 #include <pthread.h>
 #include <random>
 #include <stdexcept>
@@ -56,6 +57,11 @@ std::string where(const std::string& name, int rank, int size) {
 Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, const std::string& name, int rank,
                                                            int size, const CommOptions& options) {
     const std::string here = where(name, rank, size);
+    // Checked here, before any key is written: Gloo's own lookup of an
+    // unknown interface throws without freeing its interface list.
+    if (!options.interface.empty() && ::if_nametoindex(options.interface.c_str()) == 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     here + ": no network interface named '" + options.interface + "' on this host");
     // The claim: a nonce under the rank's key. A store that writes keys
     // once (the file store) refuses a second claim at once; with others the
     // read-back after everyone arrived catches the later writer.

@@ -10,11 +10,11 @@ namespace {
 
 using namespace keel::testing;
 
-TEST(CommThreads, BatchedSendsAndReceivesOnTwoRanksAreRaceFree) {
+TEST(CommThreads, BatchedSendsAndReceivesBothWaysArriveOnTwoRanks) {
     expect_all_zero(run_ranks("p2p", 2, ranks_upto(2), std::chrono::seconds(120)));
 }
 
-TEST(CommThreads, AbortFromAnotherThreadIsRaceFree) {
+TEST(CommThreads, AbortFromAnotherThreadEndsAWaitingReceive) {
     expect_all_zero(run_ranks("abort", 2, ranks_upto(2), std::chrono::seconds(60)));
 }
 

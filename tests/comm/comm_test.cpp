@@ -15,12 +15,13 @@ TEST(CommMultiProcess, EveryCollectiveDtypeAndReductionIsExactOnTwoRanks) {
     expect_all_zero(run_ranks("collectives", 2, ranks_upto(2), std::chrono::seconds(120)));
 }
 
+// Sizes 0, 1 and odd only: the MiB sizes run on two ranks above.
 TEST(CommMultiProcess, EveryCollectiveDtypeAndReductionIsExactOnFourRanks) {
-    expect_all_zero(run_ranks("collectives", 4, ranks_upto(4), std::chrono::seconds(120)));
+    expect_all_zero(run_ranks("collectives_small", 4, ranks_upto(4), std::chrono::seconds(120)));
 }
 
-TEST(CommMultiProcess, BatchedSendsAndReceivesBothWaysArriveOnTwoAndFourRanks) {
-    expect_all_zero(run_ranks("p2p", 2, ranks_upto(2), std::chrono::seconds(60)));
+// Two ranks, and abort(): in comm_concurrency_test.cpp (also run under TSan).
+TEST(CommMultiProcess, BatchedSendsAndReceivesBothWaysArriveOnFourRanks) {
     expect_all_zero(run_ranks("p2p", 4, ranks_upto(4), std::chrono::seconds(60)));
 }
 
@@ -30,10 +31,6 @@ TEST(CommMultiProcess, AKilledPeerFailsTheOperationWithinTheTimeout) {
 
 TEST(CommMultiProcess, ARankThatNeverArrivesFailsCreateWithinTheTimeout) {
     expect_all_zero(run_ranks("never_arrives", 2, {0}, std::chrono::seconds(30)));
-}
-
-TEST(CommMultiProcess, AbortFromAnotherThreadEndsAWaitingReceive) {
-    expect_all_zero(run_ranks("abort", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
 
 TEST(CommMultiProcess, BadInputGetsClearErrorsAndEnqueuesNothing) {

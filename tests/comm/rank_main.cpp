@@ -153,8 +153,8 @@ const keel::ReduceOp kOps[] = {keel::ReduceOp::sum, keel::ReduceOp::prod, keel::
 const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
 
 // Every collective, every dtype and reduction, in and out of place, sizes
-// 0, 1 and odd; a few MiB for f32 sum and u8 max.
-int collectives() {
+// 0, 1 and odd; with `large`, a few MiB for f32 sum and u8 max.
+int collectives(bool large) {
     Ctx c = context();
     keel::Store store = keel::Store::from_env().value();
     keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
@@ -165,7 +165,8 @@ int collectives() {
         for (int k = 0; k < 5; ++k) {
             const keel::ReduceOp op = kOps[k];
             std::vector<std::size_t> counts = {0, 1, 37};
-            if ((d == KEEL_DTYPE_F32 && op == keel::ReduceOp::sum) || (d == KEEL_DTYPE_U8 && op == keel::ReduceOp::max))
+            if (large && ((d == KEEL_DTYPE_F32 && op == keel::ReduceOp::sum) ||
+                          (d == KEEL_DTYPE_U8 && op == keel::ReduceOp::max)))
                 counts.push_back((3u << 20) / es + 3);
             for (std::size_t count : counts) {
                 const auto in = make(d, count, [&](std::size_t i) { return input(R, i, op); });
@@ -518,7 +519,8 @@ int main(int argc, char** argv) {
     if (argc < 2) return 2;
     const std::string scenario = argv[1];
     int rc = 2;
-    if (scenario == "collectives") rc = collectives();
+    if (scenario == "collectives") rc = collectives(true);
+    else if (scenario == "collectives_small") rc = collectives(false);
     else if (scenario == "p2p") rc = p2p();
     else if (scenario == "killed_peer") rc = killed_peer();
     else if (scenario == "never_arrives") rc = never_arrives();

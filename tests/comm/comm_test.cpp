@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace {
 
 using namespace keel::testing;
@@ -60,6 +62,36 @@ TEST(CommMultiProcess, ASecondProcessClaimingARankIsRefused) {
 // worker fills after the copy was enqueued (ordered by the gate before it),
 // which that check reports as a host source changed before its copy ran
 // (comm/README.md, "Under the checker").
+// The Redis store: a redis-server of our own on a free port, for this test.
+TEST(CommMultiProcess, RanksMeetThroughARedisServer) {
+    if (std::system("command -v redis-server >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "redis-server is not installed (Debian: redis-server)";
+    const int port = 20000 + static_cast<int>(::getpid() % 20000);
+    const pid_t server = ::fork();
+    if (server == 0) {
+        if (std::freopen("/dev/null", "w", stdout) == nullptr) ::_exit(126);
+        ::execlp("redis-server", "redis-server", "--port", std::to_string(port).c_str(), "--bind", "127.0.0.1",
+                 "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    struct Stop {
+        pid_t pid;
+        ~Stop() {
+            ::kill(pid, SIGTERM);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } stop{server};
+    // Ready once it answers; the ranks' first store call would fail before.
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {
+        up = std::system(("redis-cli -p " + std::to_string(port) + " ping >/dev/null 2>&1").c_str()) == 0;
+        if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ASSERT_TRUE(up) << "redis-server did not start on port " << port;
+    expect_all_zero(run_ranks("one_all_reduce", 2, ranks_upto(2), std::chrono::seconds(30),
+                              {{"KEEL_COMM_STORE", "redis:127.0.0.1:" + std::to_string(port)}}));
+}
+
 const std::vector<std::pair<std::string, std::string>> kChecker = {{"KEEL_CHECK", "1"},
                                                                    {"KEEL_CPU_CHECK", "1"},
                                                                    {"KEEL_CPU_CHECK_HOST_SOURCES", "0"},

@@ -427,6 +427,20 @@ int duplicate_rank() {
     return 0;
 }
 
+// One all_reduce through the store KEEL_COMM_STORE names (the Redis test).
+int one_all_reduce() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(10000)).value();
+    const auto in = make(KEEL_DTYPE_I64, 3, [&](std::size_t i) { return static_cast<double>(i + 10 * c.rank); });
+    const auto want = make(KEEL_DTYPE_I64, 3, [&](std::size_t i) {
+        return static_cast<double>(c.size * i + 10 * c.size * (c.size - 1) / 2);
+    });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_I64, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce through the store");
+    return failures;
+}
+
 // The interface is chosen by name: an unknown one is a clear error at
 // create, the loopback one ("lo") works.
 int interface_by_name() {
@@ -530,6 +544,7 @@ int main(int argc, char** argv) {
     else if (scenario == "duplicate_rank") rc = duplicate_rank();
     else if (scenario == "checker_hold") rc = checker_hold();
     else if (scenario == "interface") rc = interface_by_name();
+    else if (scenario == "one_all_reduce") rc = one_all_reduce();
     else if (scenario == "checker_reuse") rc = checker_reuse();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;

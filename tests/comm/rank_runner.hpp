@@ -36,7 +36,7 @@ inline RankRun run_ranks(const std::string& scenario, int size, const std::vecto
         if (pid == 0) {
             ::setenv("RANK", std::to_string(rank).c_str(), 1);
             ::setenv("WORLD_SIZE", std::to_string(size).c_str(), 1);
-            ::setenv("KEEL_COMM_STORE", ("file:" + dir).c_str(), 1);
+            ::setenv("KEEL_COMM_STORE", ("file:" + dir).c_str(), 1);  // env may override it
             for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
             ::execl(KEEL_COMM_RANK_BIN, KEEL_COMM_RANK_BIN, scenario.c_str(), static_cast<char*>(nullptr));
             ::_exit(127);

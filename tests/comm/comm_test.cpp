@@ -17,8 +17,9 @@ TEST(CommMultiProcess, EveryCollectiveDtypeAndReductionIsExactOnTwoRanks) {
     expect_all_zero(run_ranks("collectives", 2, ranks_upto(2), std::chrono::seconds(120)));
 }
 
-// Sizes 0, 1 and odd only: the MiB sizes run on two ranks above.
-TEST(CommMultiProcess, EveryCollectiveDtypeAndReductionIsExactOnFourRanks) {
+// Four dtypes, sizes 0, 1 and odd: every dtype and the MiB size run on two
+// ranks above.
+TEST(CommMultiProcess, EveryCollectiveAndReductionIsExactOnFourRanks) {
     expect_all_zero(run_ranks("collectives_small", 4, ranks_upto(4), std::chrono::seconds(120)));
 }
 

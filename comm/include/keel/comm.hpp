@@ -35,8 +35,10 @@ enum class ReduceOp : std::uint32_t { sum, prod, max, min, avg };
 class KEEL_COMM_API Store {
 public:
     using SetFn = std::function<Result<void>(std::string_view key, std::span<const std::byte> value)>;
-    // Waits up to `timeout` for `key` to be set; DEADLINE errors are
-    // reported as UNAVAILABLE with the key named.
+    // Waits up to `timeout` for `key` to be set; a key not set in time is
+    // an error (UNAVAILABLE, naming the key). keel's stores return
+    // FAILED_PRECONDITION from set() for a key already set, which is how a
+    // rank claimed twice is told apart at once.
     using GetFn = std::function<Result<std::vector<std::byte>>(std::string_view key,
                                                               std::chrono::milliseconds timeout)>;
 

@@ -93,6 +93,33 @@ TEST(CommMultiProcess, RanksMeetThroughARedisServer) {
                               {{"KEEL_COMM_STORE", "redis:127.0.0.1:" + std::to_string(port)}}));
 }
 
+// Two "hosts": the ranks in two network namespaces joined by a veth pair,
+// each with its own address, so choosing the interface is what connects
+// them. Needs root and `ip netns`; skips elsewhere with the reason.
+TEST(CommMultiProcess, RanksInTwoNetworkNamespacesMeetOverTheChosenInterface) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
+    const std::string id = std::to_string(::getpid() % 100000);
+    const std::string ns_a = "keel-a-" + id, ns_b = "keel-b-" + id, if_a = "kva" + id, if_b = "kvb" + id;
+    auto sh = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
+    if (!sh("ip netns add " + ns_a)) GTEST_SKIP() << "`ip netns add` failed (no iproute2, or no namespace support)";
+    struct Cleanup {
+        std::string a, b;
+        ~Cleanup() {
+            (void)std::system(("ip netns del " + a + " >/dev/null 2>&1").c_str());
+            (void)std::system(("ip netns del " + b + " >/dev/null 2>&1").c_str());
+        }
+    } cleanup{ns_a, ns_b};
+    ASSERT_TRUE(sh("ip netns add " + ns_b));
+    ASSERT_TRUE(sh("ip link add " + if_a + " type veth peer name " + if_b));
+    ASSERT_TRUE(sh("ip link set " + if_a + " netns " + ns_a) && sh("ip link set " + if_b + " netns " + ns_b));
+    ASSERT_TRUE(sh("ip -n " + ns_a + " addr add 10.77.0.1/24 dev " + if_a) &&
+                sh("ip -n " + ns_b + " addr add 10.77.0.2/24 dev " + if_b));
+    ASSERT_TRUE(sh("ip -n " + ns_a + " link set " + if_a + " up") && sh("ip -n " + ns_b + " link set " + if_b + " up"));
+    expect_all_zero(run_ranks("two_hosts", 2, ranks_upto(2), std::chrono::seconds(60), {},
+                              {{"ip", "netns", "exec", ns_a, "env", "KEEL_TEST_IFACE=" + if_a},
+                               {"ip", "netns", "exec", ns_b, "env", "KEEL_TEST_IFACE=" + if_b}}));
+}
+
 const std::vector<std::pair<std::string, std::string>> kChecker = {{"KEEL_CHECK", "1"},
                                                                    {"KEEL_CPU_CHECK", "1"},
                                                                    {"KEEL_CPU_CHECK_HOST_SOURCES", "0"},

@@ -464,6 +464,21 @@ int interface_by_name() {
     return failures;
 }
 
+// Two hosts: each rank in its own network namespace, joined by a veth pair,
+// listening on the interface KEEL_TEST_IFACE names.
+int two_hosts() {
+    Ctx c = context();
+    keel::CommOptions o = options(10000);
+    o.interface = std::getenv("KEEL_TEST_IFACE") ? std::getenv("KEEL_TEST_IFACE") : "";
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, o).value();
+    const auto in = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return input(c.rank, i, keel::ReduceOp::sum); });
+    const auto want = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return expected(KEEL_DTYPE_F32, keel::ReduceOp::sum, c.size, i); });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce between the namespaces");
+    return failures;
+}
+
 // Under the CPU checker (KEEL_CHECK=1, random delays): activations moved
 // into sends right after they were computed and dropped by the caller are
 // freed only after their sends ran (no finding), and arrive intact.
@@ -546,6 +561,7 @@ int main(int argc, char** argv) {
     else if (scenario == "duplicate_rank") rc = duplicate_rank();
     else if (scenario == "checker_hold") rc = checker_hold();
     else if (scenario == "interface") rc = interface_by_name();
+    else if (scenario == "two_hosts") rc = two_hosts();
     else if (scenario == "one_all_reduce") rc = one_all_reduce();
     else if (scenario == "checker_reuse") rc = checker_reuse();
     std::fflush(stderr);

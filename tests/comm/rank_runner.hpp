@@ -26,19 +26,29 @@ struct RankRun {
 
 // Starts one process per entry of `ranks` (its RANK), all with WORLD_SIZE
 // `size`, and waits for them up to `deadline`.
+// `prefix[i]`, when given, is a command the i-th process runs the rank
+// under ("ip netns exec ns env VAR=value").
 inline RankRun run_ranks(const std::string& scenario, int size, const std::vector<int>& ranks,
-              std::chrono::seconds deadline, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+              std::chrono::seconds deadline, const std::vector<std::pair<std::string, std::string>>& env = {},
+              const std::vector<std::vector<std::string>>& prefix = {}) {
     std::string dir = (fs::temp_directory_path() / "keel-comm-test-XXXXXX").string();
     EXPECT_NE(::mkdtemp(dir.data()), nullptr);
     std::vector<pid_t> pids;
-    for (int rank : ranks) {
+    for (std::size_t index = 0; index < ranks.size(); ++index) {
+        const int rank = ranks[index];
+        std::vector<std::string> command = index < prefix.size() ? prefix[index] : std::vector<std::string>{};
+        command.push_back(KEEL_COMM_RANK_BIN);
+        command.push_back(scenario);
+        std::vector<char*> argv;
+        for (std::string& word : command) argv.push_back(word.data());
+        argv.push_back(nullptr);
         const pid_t pid = ::fork();
         if (pid == 0) {
             ::setenv("RANK", std::to_string(rank).c_str(), 1);
             ::setenv("WORLD_SIZE", std::to_string(size).c_str(), 1);
             ::setenv("KEEL_COMM_STORE", ("file:" + dir).c_str(), 1);  // env may override it
             for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-            ::execl(KEEL_COMM_RANK_BIN, KEEL_COMM_RANK_BIN, scenario.c_str(), static_cast<char*>(nullptr));
+            ::execvp(argv[0], argv.data());
             ::_exit(127);
         }
         pids.push_back(pid);

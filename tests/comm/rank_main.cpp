@@ -5,6 +5,7 @@
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
 
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -521,6 +522,7 @@ int checker_hold() {
 // refused with a race naming both.
 int checker_reuse() {
     Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
     keel::Stream comm_stream = keel::Stream::create(c.device).value();
     keel::Kernel fill = keel::Kernel::find(c.device, "fill").value();
@@ -528,6 +530,18 @@ int checker_reuse() {
     if (c.rank == 0) {
         c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(1.0f)).value();
         comm_stream.order_after(c.stream).value();
+        // The comm stream is held until the overwrite was enqueued, so the
+        // send's read is still pending then whatever the delays: without
+        // this, 1 run in 5 under ASan saw the overwrite accepted, the read
+        // having run already.
+        auto release = std::make_shared<std::atomic<bool>>(false);
+        comm_stream
+            .enqueue_host_func([release] {
+                const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!release->load() && std::chrono::steady_clock::now() < end)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            })
+            .value();
         comm.send(comm_stream, b, 1).value();
         // The bug: the next micro-batch overwrites the buffer on the
         // compute stream, not ordered after the send.
@@ -535,8 +549,14 @@ int checker_reuse() {
         CHECK(!reuse.ok() && reuse.error().message().find("race") != std::string::npos,
               "the reuse was not reported: %s", reuse.ok() ? "accepted" : reuse.error().message().c_str());
         if (!reuse.ok()) std::fprintf(stderr, "reported: %s\n", reuse.error().message().c_str());
+        release->store(true);
+        (void)store.set("test/reused", std::as_bytes(std::span("1", 1)));
         (void)comm_stream.synchronize();
     } else {
+        // The send cannot complete (so no host thread can see it complete,
+        // which would order the overwrite after it) before the overwrite
+        // was enqueued: the receive is posted only then.
+        (void)store.get("test/reused", std::chrono::milliseconds(20000));
         comm.recv(comm_stream, b, 0).value();
         CHECK(comm_stream.synchronize().ok(), "recv failed");
     }

@@ -1,0 +1,295 @@
+// keel-comm-bench: keel::comm collectives against raw Gloo on host buffers,
+// measured in the same run, with the columns and flags of nccl-tests.
+//
+//   keel-launch -n 2 -- keel-comm-bench --device cpu:0 -b 1M -e 16M -f 4 -c 1
+//
+// -b/-e min/max bytes, -f step factor, -n iterations, -w warm-up
+// iterations, -c 1 checks the results (#wrong), --op all_reduce |
+// broadcast | all_gather | reduce_scatter | send_recv, -o sum|prod|max|min|avg.
+// Each size is timed in alternating rounds (keel, raw, keel, raw, ...) and
+// the best round of each is kept, so load from other processes hits both.
+// The last line is the smallest keel/raw busbw ratio from 1 MiB up.
+#include <keel/comm.hpp>
+#include <keel/keel.hpp>
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+    std::string device = "cpu:0";
+    std::string op = "all_reduce";
+    std::string redop = "sum";
+    std::uint64_t min_bytes = 32u << 20, max_bytes = 32u << 20;
+    double factor = 2;
+    int iters = 20, warmup = 5, check = 1, rounds = 3;
+    int check_sizes = 1;  // CommOptions::check_sizes
+};
+
+std::uint64_t parse_size(const char* s) {
+    char* end = nullptr;
+    double v = std::strtod(s, &end);
+    switch (*end) {
+        case 'K': case 'k': v *= 1024; break;
+        case 'M': case 'm': v *= 1024 * 1024; break;
+        case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+        default: break;
+    }
+    return static_cast<std::uint64_t>(v);
+}
+
+int usage() {
+    std::fprintf(stderr,
+                 "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
+                 "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
+                 "[-c 0|1] [-r rounds] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
+                 "KEEL_COMM_STORE)\n");
+    return 2;
+}
+
+keel::ReduceOp parse_redop(const std::string& s) {
+    if (s == "prod") return keel::ReduceOp::prod;
+    if (s == "max") return keel::ReduceOp::max;
+    if (s == "min") return keel::ReduceOp::min;
+    if (s == "avg") return keel::ReduceOp::avg;
+    return keel::ReduceOp::sum;
+}
+
+// keel's store as Gloo's, for the raw baseline's own context.
+class RawStore final : public gloo::rendezvous::Store {
+public:
+    explicit RawStore(keel::Store s) : s_(std::move(s)) {}
+    void set(const std::string& k, const std::vector<char>& v) override {
+        s_.set("raw/" + k, std::as_bytes(std::span(v.data(), v.size()))).value();
+    }
+    std::vector<char> get(const std::string& k) override {
+        auto b = s_.get("raw/" + k, std::chrono::seconds(60)).value();
+        std::vector<char> out(b.size());
+        std::memcpy(out.data(), b.data(), b.size());
+        return out;
+    }
+    void wait(const std::vector<std::string>& keys) override {
+        for (auto& k : keys) (void)get(k);
+    }
+    void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
+
+private:
+    keel::Store s_;
+};
+
+double bus_factor(const std::string& op, int n) {
+    if (op == "all_reduce") return 2.0 * (n - 1) / n;
+    if (op == "all_gather" || op == "reduce_scatter") return static_cast<double>(n - 1) / n;
+    return 1.0;
+}
+
+float input_value(int rank, std::size_t i) { return static_cast<float>((i * 7 + rank * 3) % 5 + 1); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string f = argv[i];
+        auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        const char* v = nullptr;
+        if (f == "--device" && (v = next())) a.device = v;
+        else if ((f == "--op" || f == "-O") && (v = next())) a.op = v;
+        else if (f == "-o" && (v = next())) a.redop = v;
+        else if (f == "-b" && (v = next())) a.min_bytes = parse_size(v);
+        else if (f == "-e" && (v = next())) a.max_bytes = parse_size(v);
+        else if (f == "-f" && (v = next())) a.factor = std::atof(v);
+        else if (f == "-n" && (v = next())) a.iters = std::atoi(v);
+        else if (f == "-w" && (v = next())) a.warmup = std::atoi(v);
+        else if (f == "-c" && (v = next())) a.check = std::atoi(v);
+        else if (f == "-r" && (v = next())) a.rounds = std::atoi(v);
+        else if (f == "--check-sizes" && (v = next())) a.check_sizes = std::atoi(v);
+        else return usage();
+    }
+    const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
+                       a.op == "reduce_scatter" || a.op == "send_recv";
+    if (!known || a.factor < 1.01 || a.iters < 1 || a.min_bytes < 4 || a.max_bytes < a.min_bytes) return usage();
+
+    keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
+    keel::Device device = runtime.device(a.device).expect("finding the device");
+    keel::Stream stream = keel::Stream::create(device).value();
+    keel::CommOptions comm_options;
+    comm_options.check_sizes = a.check_sizes != 0;
+    keel::Communicator comm = keel::Communicator::create_from_env(device, comm_options).expect("joining the ranks");
+    const int rank = comm.rank(), n = comm.size();
+    if (a.op == "send_recv" && n != 2) {
+        std::fprintf(stderr, "keel-comm-bench: send_recv needs 2 ranks\n");
+        return 2;
+    }
+    const keel::ReduceOp redop = parse_redop(a.redop);
+
+    // The raw baseline: Gloo alone, its own context, host buffers.
+    keel::Store store = keel::Store::from_env().value();
+    RawStore raw_store(store);
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto raw = std::make_shared<gloo::rendezvous::Context>(rank, n);
+    std::shared_ptr<gloo::transport::Device> raw_device = gloo::transport::tcp::CreateDevice(attr);
+    raw->connectFullMesh(raw_store, raw_device);
+    auto barrier = [&] {
+        gloo::BarrierOptions o(raw);
+        gloo::barrier(o);
+    };
+
+    if (rank == 0) {
+        std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, best of %d "
+                    "alternating rounds\n",
+                    a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, a.rounds);
+        std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
+                    a.check_sizes ? "yes" : "no");
+        std::printf("# raw = Gloo alone on host buffers in this run; ratio = keel busbw / raw busbw\n");
+        std::printf("#%11s %12s %6s %6s %10s %10s %10s %7s %10s %10s %7s\n", "size", "count", "type", "redop",
+                    "time(us)", "algbw", "busbw", "#wrong", "raw(us)", "raw busbw", "ratio");
+    }
+    double worst_large = 1e9;
+    double worst_small_time = 0;
+    for (std::uint64_t bytes = a.min_bytes; bytes <= a.max_bytes;
+         bytes = std::max<std::uint64_t>(bytes + 4, static_cast<std::uint64_t>(bytes * a.factor))) {
+        bytes &= ~std::uint64_t{3};
+        const std::size_t count = bytes / 4;
+        // Sizes as nccl-tests counts them: all_gather's is the output,
+        // reduce_scatter's the input.
+        const std::uint64_t in_bytes = a.op == "all_gather" ? bytes / n : bytes;
+        const std::uint64_t out_bytes = a.op == "reduce_scatter" ? bytes / n : bytes;
+        const std::size_t in_count = in_bytes / 4, out_count = out_bytes / 4;
+        std::vector<float> host_in(in_count);
+        for (std::size_t i = 0; i < in_count; ++i) host_in[i] = input_value(rank, i);
+        keel::Buffer din = keel::Buffer::allocate(stream, std::max<std::uint64_t>(in_count * 4, 4)).value();
+        keel::Buffer dout = keel::Buffer::allocate(stream, std::max<std::uint64_t>(out_count * 4, 4)).value();
+        stream.copy(din.view(0, in_count * 4).value(), host_in).value();
+        keel::DeviceView vin = din.view(0, in_count * 4).value();
+        keel::DeviceView vout = dout.view(0, out_count * 4).value();
+        std::vector<float> raw_in = host_in, raw_out(out_count);
+
+        auto keel_op = [&] {
+            if (a.op == "all_reduce") return comm.all_reduce(stream, vin, vout, KEEL_DTYPE_F32, redop);
+            if (a.op == "broadcast") return comm.broadcast(stream, vin, vout, 0);
+            if (a.op == "all_gather") return comm.all_gather(stream, vin, vout);
+            if (a.op == "reduce_scatter") return comm.reduce_scatter(stream, vin, vout, KEEL_DTYPE_F32, redop);
+            const keel::P2P ops[] = {keel::P2P::send(vin, 1 - rank), keel::P2P::recv(vout, 1 - rank)};
+            return comm.send_recv(stream, ops);
+        };
+        std::uint64_t slot = 0;
+        std::vector<float> received(a.op == "reduce_scatter" ? in_count : 0);
+        auto raw_op = [&] {
+            if (a.op == "all_reduce") {
+                gloo::AllreduceOptions o(raw);
+                o.setInput(raw_in.data(), in_count);
+                o.setOutput(raw_out.data(), out_count);
+                o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+                gloo::allreduce(o);
+            } else if (a.op == "broadcast") {
+                gloo::BroadcastOptions o(raw);
+                if (rank == 0) o.setInput(raw_in.data(), in_count);
+                o.setOutput(raw_out.data(), out_count);
+                o.setRoot(0);
+                gloo::broadcast(o);
+            } else if (a.op == "all_gather") {
+                gloo::AllgatherOptions o(raw);
+                o.setInput(raw_in.data(), in_count);
+                o.setOutput(raw_out.data(), out_count);
+                gloo::allgather(o);
+            } else if (a.op == "reduce_scatter") {
+                // The same algorithm as keel's: all-to-all, then reduce.
+                gloo::AlltoallOptions o(raw);
+                o.setInput(raw_in.data(), in_count);
+                o.setOutput(received.data(), in_count);
+                gloo::alltoall(o);
+                std::memcpy(raw_out.data(), received.data(), out_count * 4);
+                for (int j = 1; j < n; ++j)
+                    gloo::sum<float>(raw_out.data(), raw_out.data(), received.data() + j * out_count, out_count);
+            } else {
+                auto s = raw->createUnboundBuffer(raw_in.data(), in_bytes);
+                auto r = raw->createUnboundBuffer(raw_out.data(), out_bytes);
+                s->send(1 - rank, slot);
+                r->recv(1 - rank, slot);
+                ++slot;
+                s->waitSend();
+                r->waitRecv();
+            }
+        };
+        for (int i = 0; i < a.warmup; ++i) keel_op().value();
+        stream.synchronize().value();
+        for (int i = 0; i < a.warmup; ++i) raw_op();
+        double best_keel = 1e30, best_raw = 1e30;
+        for (int round = 0; round < a.rounds; ++round) {
+            barrier();
+            auto t0 = Clock::now();
+            for (int i = 0; i < a.iters; ++i) keel_op().value();
+            stream.synchronize().value();
+            best_keel = std::min(best_keel, std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / a.iters);
+            barrier();
+            t0 = Clock::now();
+            for (int i = 0; i < a.iters; ++i) raw_op();
+            best_raw = std::min(best_raw, std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / a.iters);
+        }
+        comm.error().expect("the benchmark's operations");
+        long wrong = 0;
+        if (a.check) {
+            const std::vector<float> got = stream.copy_to_vector<float>(vout).value().get().value();
+            for (std::size_t i = 0; i < out_count; ++i) {
+                float want = 0;
+                if (a.op == "all_reduce" && redop == keel::ReduceOp::sum) {
+                    for (int r = 0; r < n; ++r) want += input_value(r, i);
+                } else if (a.op == "reduce_scatter" && redop == keel::ReduceOp::sum) {
+                    for (int r = 0; r < n; ++r) want += input_value(r, i + rank * out_count);
+                } else if (a.op == "broadcast") {
+                    want = input_value(0, i);
+                } else if (a.op == "all_gather") {
+                    want = input_value(static_cast<int>(i / in_count), i % in_count);
+                } else if (a.op == "send_recv") {
+                    want = input_value(1 - rank, i);
+                } else {
+                    continue;  // other reductions: not checked
+                }
+                wrong += got[i] != want;
+            }
+        }
+        const double factor = bus_factor(a.op, n);
+        const double algbw = static_cast<double>(bytes) / best_keel / 1e3;  // GB/s
+        const double busbw = algbw * factor;
+        const double raw_busbw = static_cast<double>(bytes) / best_raw / 1e3 * factor;
+        const double ratio = busbw / raw_busbw;
+        if (bytes >= (1u << 20)) worst_large = std::min(worst_large, ratio);
+        if (bytes < (64u << 10)) worst_small_time = std::max(worst_small_time, best_keel / best_raw);
+        if (rank == 0)
+            std::printf(" %11llu %12zu %6s %6s %10.1f %10.3f %10.3f %7ld %10.1f %10.3f %6.2fx\n",
+                        static_cast<unsigned long long>(bytes), count, "float", a.redop.c_str(), best_keel, algbw,
+                        busbw, wrong, best_raw, raw_busbw, ratio);
+        if (bytes == a.max_bytes) break;
+    }
+    if (rank == 0) {
+        if (worst_small_time > 0)
+            std::printf("# below 64 KiB: largest keel/raw time ratio %.2fx (goal <= 1.2x)\n", worst_small_time);
+        if (worst_large < 1e9)
+            std::printf("# keel/raw busbw from 1 MiB up (goal >= 0.9x), smallest: %.2fx\n", worst_large);
+        else
+            std::printf("# keel/raw busbw from 1 MiB up: no size >= 1 MiB measured: n/a\n");
+    }
+    return 0;
+}

@@ -1,0 +1,205 @@
+// keel::comm: collectives and point-to-point transfers between processes,
+// enqueued on keel streams. A separate library (libkeel_comm.so) so that a
+// framework that never communicates never loads its engine (Gloo).
+#pragma once
+
+#include <keel/buffer.hpp>
+#include <keel/device.hpp>
+#include <keel/keel.h>
+#include <keel/result.hpp>
+#include <keel/stream.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KEEL_COMM_API __attribute__((visibility("default")))
+#else
+#define KEEL_COMM_API
+#endif
+
+namespace keel {
+
+enum class ReduceOp : std::uint32_t { sum, prod, max, min, avg };
+
+// A key-value store the ranks meet through (rendezvous). Values are
+// written once per key. A cheap shared handle (copies share one store);
+// its functions may be called from any thread.
+class KEEL_COMM_API Store {
+public:
+    using SetFn = std::function<Result<void>(std::string_view key, std::span<const std::byte> value)>;
+    // Waits up to `timeout` for `key` to be set; a key not set in time is
+    // an error (UNAVAILABLE, naming the key). keel's stores return
+    // FAILED_PRECONDITION from set() for a key already set, which is how a
+    // rank claimed twice is told apart at once.
+    using GetFn = std::function<Result<std::vector<std::byte>>(std::string_view key,
+                                                              std::chrono::milliseconds timeout)>;
+
+    // A store given as callbacks: frameworks plug their own (c10d Store,
+    // Paddle's TCPStore). Both must be non-empty and callable from any thread.
+    [[nodiscard]] static Result<Store> callbacks(SetFn set, GetFn get);
+    // A directory shared by the ranks (one machine, or a shared file
+    // system); it must exist and be writable.
+    [[nodiscard]] static Result<Store> file(std::string directory);
+    // A Redis server (Gloo's Redis store over hiredis). UNAVAILABLE when
+    // the server cannot be reached.
+    [[nodiscard]] static Result<Store> redis(std::string host, int port);
+    // KEEL_COMM_STORE: "file:<directory>" (what keel-launch sets) or
+    // "redis:<host>:<port>". NOT_FOUND when it is not set.
+    [[nodiscard]] static Result<Store> from_env();
+
+    [[nodiscard]] Result<void> set(std::string_view key, std::span<const std::byte> value) const;
+    [[nodiscard]] Result<std::vector<std::byte>> get(std::string_view key,
+                                                     std::chrono::milliseconds timeout) const;
+
+private:
+    Store(SetFn set, GetFn get);
+    std::shared_ptr<const SetFn> set_;
+    std::shared_ptr<const GetFn> get_;
+};
+
+// Rank and world size from the launcher's variables, in this order:
+// RANK/WORLD_SIZE (torchrun, keel-launch), SLURM_PROCID/SLURM_NTASKS,
+// OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE. NOT_FOUND when none is set.
+struct RankInfo {
+    int rank = 0;
+    int size = 1;
+};
+[[nodiscard]] KEEL_COMM_API Result<RankInfo> rank_from_env();
+
+struct CommOptions {
+    // Bound on every blocking step: meeting the peers at create, and each
+    // operation once it runs (a dead peer or one that never comes fails the
+    // operation within it).
+    std::chrono::milliseconds timeout{30000};
+    // Unique per communicator on one store; empty: "keel/comm/<n>", n
+    // counting the communicators this process created (the same on every
+    // rank when they create them in the same order).
+    std::string key_prefix;
+    // Where this rank listens: a network interface ("eth0") or a host
+    // name/address. Both empty: 127.0.0.1 (one machine).
+    std::string interface;
+    std::string hostname;
+    // Before each collective the ranks compare what they enqueued (one
+    // small all-gather): counts that differ fail the operation on every
+    // rank instead of stopping the process inside Gloo. Costs one round
+    // trip per collective; off for benchmarks of the bare engine.
+    bool check_sizes = true;
+};
+
+// One entry of a batched point-to-point call.
+struct P2P {
+    enum class Kind : std::uint32_t { send, recv };
+    Kind kind = Kind::send;
+    DeviceView view;
+    int peer = 0;
+    static P2P send(DeviceView view, int peer) { return {Kind::send, view, peer}; }
+    static P2P recv(DeviceView view, int peer) { return {Kind::recv, view, peer}; }
+};
+
+// A group of `size` processes (ranks) that communicate through memory of
+// one device per rank. Operations are enqueued on a keel stream of that
+// device: they run when the stream reaches them, in stream order with the
+// stream's other work, and the enqueueing thread never waits for a peer.
+// Order with compute streams through fences or events, as for any work.
+//
+// Every rank must enqueue the same operations in the same order (as with
+// NCCL): a communicator runs its operations one after another, in the order
+// they were enqueued, whatever their streams. Use one stream per
+// communicator unless you order the streams yourself.
+//
+// Errors: bad input (ranks out of range, sizes that do not match, memory of
+// another device, an empty stream) comes back from the call, which then
+// enqueued nothing. An operation that fails while it runs (timeout, a dead
+// peer, abort()) makes the communicator's sticky error, with a message
+// naming the operation, the communicator and the peer where known: every
+// later operation fails with it at enqueue, and error() returns it. Its
+// stream goes on (the operation's output is unspecified); see
+// comm/README.md for why the generic path cannot fail the stream itself.
+//
+// Move-only. Threads: send; enqueue members are const and may be called
+// from several threads (their order is the order the calls return);
+// abort() and error() from any thread at any time.
+class KEEL_COMM_API Communicator {
+public:
+    // Meets the other ranks through `store` (collective: blocks until all
+    // `size` ranks arrived, at most options.timeout). INVALID_ARGUMENT for
+    // rank outside [0, size), size < 1; UNAVAILABLE when the store or a
+    // peer cannot be reached in time; FAILED_PRECONDITION when two
+    // processes claim one rank.
+    [[nodiscard]] static Result<Communicator> create(const Device& device, const Store& store, int rank,
+                                                     int size, const CommOptions& options = {});
+    // Rank and size from rank_from_env(), the store from Store::from_env().
+    [[nodiscard]] static Result<Communicator> create_from_env(const Device& device,
+                                                              const CommOptions& options = {});
+
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+    Communicator(Communicator&&) noexcept;
+    Communicator& operator=(Communicator&&) noexcept;
+    // Waits for the operations already enqueued (each bounded by the
+    // timeout), then leaves the group.
+    ~Communicator();
+
+    [[nodiscard]] int rank() const noexcept;
+    [[nodiscard]] int size() const noexcept;
+    [[nodiscard]] const Device& device() const noexcept;
+    // The key prefix: how messages name this communicator.
+    [[nodiscard]] const std::string& name() const noexcept;
+
+    // ---- collectives (sizes in bytes must be a multiple of the dtype's) ----
+
+    // out[i] = op over ranks of in[i]; in and out the same size (may be the
+    // same view: in place). avg of integers rounds toward zero.
+    [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                          ReduceOp op) const;
+    [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
+                                          ReduceOp op) const;
+    // out = root's in on every rank (in is read on root only; may be out).
+    [[nodiscard]] Result<void> broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const;
+    [[nodiscard]] Result<void> broadcast(const Stream& stream, DeviceView inout, int root) const;
+    // out = the ins of ranks 0..size-1 one after another; out.size() ==
+    // size() * in.size().
+    [[nodiscard]] Result<void> all_gather(const Stream& stream, DeviceView in, DeviceView out) const;
+    // out = part `rank` of (op over ranks of in); in.size() == size() * out.size().
+    [[nodiscard]] Result<void> reduce_scatter(const Stream& stream, DeviceView in, DeviceView out,
+                                              keel_dtype dtype, ReduceOp op) const;
+
+    // ---- point to point --------------------------------------------------
+
+    // Sends and receives that progress together (the peer's matching call
+    // may list its own in any order); per pair of ranks, messages match in
+    // the order they were enqueued. A rank may not send to itself.
+    [[nodiscard]] Result<void> send_recv(const Stream& stream, std::span<const P2P> ops) const;
+    [[nodiscard]] Result<void> send(const Stream& stream, DeviceView view, int peer) const;
+    [[nodiscard]] Result<void> recv(const Stream& stream, DeviceView view, int peer) const;
+    // Takes the buffer and keeps it until the send ran (no synchronisation,
+    // no use after free): the pipeline's activation handed to the next rank.
+    [[nodiscard]] Result<void> send(const Stream& stream, Buffer&& buffer, int peer) const;
+    // Takes the buffers of the batch's entries and keeps them until it ran.
+    [[nodiscard]] Result<void> send_recv(const Stream& stream, std::span<const P2P> ops,
+                                         std::vector<Buffer>&& keep) const;
+
+    // ---- failure ---------------------------------------------------------
+
+    // Fails the operations in flight and every later one (FAILED_PRECONDITION
+    // "aborted"); their streams go on. Any thread, any time; idempotent.
+    void abort() const noexcept;
+    // The sticky error, if an operation failed (or abort() was called).
+    [[nodiscard]] Result<void> error() const;
+
+    struct Impl;
+
+private:
+    explicit Communicator(std::shared_ptr<Impl> impl) noexcept;
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace keel

@@ -1,0 +1,119 @@
+#include "rendezvous.hpp"
+
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <csignal>
+#include <cstring>
+#include <net/if.h>
+#include <pthread.h>
+#include <random>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace keel::comm {
+namespace {
+
+std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+// keel's Store as Gloo's: Gloo reports failures by exceptions, which
+// connect() catches.
+class GlooStore final : public gloo::rendezvous::Store {
+public:
+    GlooStore(const keel::Store& store, std::string prefix, std::chrono::milliseconds timeout)
+        : store_(store), prefix_(std::move(prefix)), timeout_(timeout) {}
+
+    void set(const std::string& key, const std::vector<char>& data) override {
+        Result<void> r = store_.set(prefix_ + key, std::as_bytes(std::span(data.data(), data.size())));
+        if (!r.ok()) throw std::runtime_error(r.error().message());
+    }
+    std::vector<char> get(const std::string& key) override {
+        Result<std::vector<std::byte>> r = store_.get(prefix_ + key, timeout_);
+        if (!r.ok()) throw std::runtime_error(r.error().message());
+        std::vector<char> out(r->size());
+        std::memcpy(out.data(), r->data(), out.size());
+        return out;
+    }
+    void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+    void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+        for (const std::string& key : keys) {
+            Result<std::vector<std::byte>> r = store_.get(prefix_ + key, timeout);
+            if (!r.ok()) throw std::runtime_error(r.error().message());
+        }
+    }
+
+private:
+    keel::Store store_;
+    std::string prefix_;
+    std::chrono::milliseconds timeout_;
+};
+
+std::string where(const std::string& name, int rank, int size) {
+    return "[Communicator::create] comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, const std::string& name, int rank,
+                                                           int size, const CommOptions& options) {
+    const std::string here = where(name, rank, size);
+    // Checked here, before any key is written: Gloo's own lookup of an
+    // unknown interface throws without freeing its interface list.
+    if (!options.interface.empty() && ::if_nametoindex(options.interface.c_str()) == 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     here + ": no network interface named '" + options.interface + "' on this host");
+    // The claim: a nonce under the rank's key. A store that writes keys
+    // once (the file store) refuses a second claim at once; with others the
+    // read-back after everyone arrived catches the later writer.
+    std::random_device entropy;
+    const std::string nonce = std::to_string(::getpid()) + ":" + std::to_string(entropy()) + std::to_string(entropy());
+    if (Result<void> r = store.set(name + "/claim/" + std::to_string(rank), bytes_of(nonce)); !r.ok()) {
+        if (r.error().code() == KEEL_STATUS_FAILED_PRECONDITION)
+            return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                         here + ": another process already claimed rank " + std::to_string(rank) + " (" +
+                             r.error().message() + ")");
+        return Error(r.error().code(), here + ": the store cannot be reached: " + r.error().message());
+    }
+    KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(nonce)));
+    for (int peer = 0; peer < size; ++peer) {
+        Result<std::vector<std::byte>> arrived = store.get(name + "/arrived/" + std::to_string(peer), options.timeout);
+        if (!arrived.ok())
+            return Error(KEEL_STATUS_UNAVAILABLE, here + ": rank " + std::to_string(peer) + " did not arrive within " +
+                                                      std::to_string(options.timeout.count()) +
+                                                      " ms (" + arrived.error().message() + ")");
+    }
+    KEEL_TRY_ASSIGN(std::vector<std::byte> claimed,
+                    store.get(name + "/claim/" + std::to_string(rank), options.timeout));
+    if (claimed.size() != nonce.size() || std::memcmp(claimed.data(), nonce.data(), nonce.size()) != 0)
+        return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                     here + ": another process claimed rank " + std::to_string(rank) + " too");
+
+    gloo::transport::tcp::attr attr;
+    if (!options.interface.empty())
+        attr.iface = options.interface;
+    else
+        attr.hostname = options.hostname.empty() ? "127.0.0.1" : options.hostname;
+    // Gloo's device thread inherits this thread's signal mask: with SIGPIPE
+    // blocked there, a write to a dead peer fails with EPIPE instead of
+    // killing the process. Restored before returning.
+    sigset_t pipe, previous;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &previous);
+    struct Restore {
+        sigset_t mask;
+        ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+    } restore{previous};
+    try {
+        auto device = gloo::transport::tcp::CreateDevice(attr);
+        auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+        context->setTimeout(options.timeout);
+        GlooStore gloo_store(store, name + "/gloo/", options.timeout);
+        context->connectFullMesh(gloo_store, device);
+        return context;
+    } catch (const std::exception& e) {
+        return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());
+    }
+}
+
+}  // namespace keel::comm

@@ -1,0 +1,20 @@
+// Meeting the peers: the rank claim through the store, then Gloo's full
+// mesh over tcp with the store as Gloo's rendezvous store.
+#pragma once
+
+#include <keel/comm.hpp>
+
+#include <gloo/rendezvous/context.h>
+
+#include <memory>
+#include <string>
+
+namespace keel::comm {
+
+// Claims `rank` under `name` and waits until all `size` ranks claimed
+// theirs; then connects every pair. Blocks up to options.timeout per step.
+[[nodiscard]] Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, const std::string& name,
+                                                                         int rank, int size,
+                                                                         const CommOptions& options);
+
+}  // namespace keel::comm

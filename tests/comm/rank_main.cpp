@@ -1,0 +1,589 @@
+// keel_comm_rank: one rank of a multi-process test. The test (comm_test.cpp)
+// starts N of these with RANK, WORLD_SIZE and KEEL_COMM_STORE set and a
+// scenario name; each checks its own results, prints what went wrong, and
+// exits 0 when everything held.
+#include <keel/comm.hpp>
+#include <keel/keel.hpp>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            ++failures;                                               \
+            std::fprintf(stderr, "rank %s: check failed: %s: ", std::getenv("RANK"), #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                        \
+            std::fprintf(stderr, "\n");                               \
+        }                                                             \
+    } while (0)
+
+std::size_t dtype_size(keel_dtype d) {
+    switch (d) {
+        case KEEL_DTYPE_I8: case KEEL_DTYPE_U8: return 1;
+        case KEEL_DTYPE_F16: case KEEL_DTYPE_BF16: return 2;
+        case KEEL_DTYPE_F32: case KEEL_DTYPE_I32: case KEEL_DTYPE_U32: return 4;
+        default: return 8;
+    }
+}
+
+// Encodes a small value exactly representable in `d` (integers, quarters).
+void encode(keel_dtype d, double v, std::byte* out) {
+    auto put = [&](auto x) { std::memcpy(out, &x, sizeof(x)); };
+    switch (d) {
+        case KEEL_DTYPE_F32: return put(static_cast<float>(v));
+        case KEEL_DTYPE_F64: return put(v);
+        case KEEL_DTYPE_I8: return put(static_cast<std::int8_t>(v));
+        case KEEL_DTYPE_U8: return put(static_cast<std::uint8_t>(v));
+        case KEEL_DTYPE_I32: return put(static_cast<std::int32_t>(v));
+        case KEEL_DTYPE_U32: return put(static_cast<std::uint32_t>(v));
+        case KEEL_DTYPE_I64: return put(static_cast<std::int64_t>(v));
+        case KEEL_DTYPE_U64: return put(static_cast<std::uint64_t>(v));
+        case KEEL_DTYPE_BF16: return put(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16));
+        case KEEL_DTYPE_F16: {
+            const std::uint32_t f = std::bit_cast<std::uint32_t>(static_cast<float>(v));
+            std::uint16_t h = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
+            if ((f & 0x7fffffffu) != 0)
+                h |= static_cast<std::uint16_t>(((((f >> 23) & 0xff) - 127 + 15) << 10) | ((f & 0x7fffffu) >> 13));
+            return put(h);
+        }
+        default: return;
+    }
+}
+
+bool is_int(keel_dtype d) {
+    return d != KEEL_DTYPE_F16 && d != KEEL_DTYPE_BF16 && d != KEEL_DTYPE_F32 && d != KEEL_DTYPE_F64;
+}
+
+// Rank r's element i: 1..5 (1..2 for products, which must not overflow i8).
+double input(int r, std::size_t i, keel::ReduceOp op) {
+    if (op == keel::ReduceOp::prod) return static_cast<double>(((i + static_cast<std::size_t>(r)) % 2) + 1);
+    return static_cast<double>(((i * 7 + static_cast<std::size_t>(r) * 3) % 5) + 1);
+}
+
+double expected(keel_dtype d, keel::ReduceOp op, int size, std::size_t i) {
+    double acc = input(0, i, op);
+    for (int r = 1; r < size; ++r) {
+        const double v = input(r, i, op);
+        switch (op) {
+            case keel::ReduceOp::sum: case keel::ReduceOp::avg: acc += v; break;
+            case keel::ReduceOp::prod: acc *= v; break;
+            case keel::ReduceOp::max: acc = std::max(acc, v); break;
+            case keel::ReduceOp::min: acc = std::min(acc, v); break;
+        }
+    }
+    if (op == keel::ReduceOp::avg) acc = is_int(d) ? static_cast<double>(static_cast<long>(acc) / size) : acc / size;
+    return acc;
+}
+
+std::vector<std::byte> make(keel_dtype d, std::size_t count, auto value) {
+    std::vector<std::byte> bytes(count * dtype_size(d));
+    for (std::size_t i = 0; i < count; ++i) encode(d, value(i), bytes.data() + i * dtype_size(d));
+    return bytes;
+}
+
+struct Ctx {
+    keel::Runtime runtime;
+    keel::Device device;
+    keel::Stream stream;
+    int rank;
+    int size;
+};
+
+Ctx context() {
+    keel::Runtime runtime = keel::Runtime::create().value();
+    keel::Device device = runtime.device("cpu:0").value();
+    keel::Stream stream = keel::Stream::create(device).value();
+    const keel::RankInfo info = keel::rank_from_env().value();
+    return Ctx{std::move(runtime), device, std::move(stream), info.rank, info.size};
+}
+
+keel::CommOptions options(int timeout_ms) {
+    keel::CommOptions o;
+    o.timeout = std::chrono::milliseconds(timeout_ms);
+    return o;
+}
+
+// A device buffer holding `bytes` (at least one byte, so empty views work).
+keel::Buffer upload(const Ctx& c, const std::vector<std::byte>& bytes) {
+    keel::Buffer b = keel::Buffer::allocate(c.stream, std::max<std::size_t>(bytes.size(), 1)).value();
+    if (!bytes.empty()) c.stream.copy(b.view(0, bytes.size()).value(), bytes).value();
+    return b;
+}
+
+std::vector<std::byte> download(const Ctx& c, keel::DeviceView v) {
+    if (v.size() == 0) return {};
+    return c.stream.copy_to_vector<std::byte>(v).value().get().value();
+}
+
+// A pending check: the output view and the bytes it must hold.
+struct Expect {
+    std::string what;
+    keel::Buffer buffer;
+    std::uint64_t bytes;
+    std::vector<std::byte> want;
+};
+
+void verify(const Ctx& c, std::vector<Expect>& checks) {
+    for (Expect& e : checks) {
+        const std::vector<std::byte> got = download(c, e.buffer.view(0, e.bytes).value());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) bad += got[i] != e.want[i];
+        CHECK(got.size() == e.want.size() && bad == 0, "%s: %zu wrong bytes of %zu", e.what.c_str(), bad,
+              got.size());
+    }
+    checks.clear();
+}
+
+const keel_dtype kDtypes[] = {KEEL_DTYPE_F16, KEEL_DTYPE_BF16, KEEL_DTYPE_F32, KEEL_DTYPE_F64, KEEL_DTYPE_I8,
+                              KEEL_DTYPE_I32, KEEL_DTYPE_I64, KEEL_DTYPE_U8, KEEL_DTYPE_U32, KEEL_DTYPE_U64};
+const keel::ReduceOp kOps[] = {keel::ReduceOp::sum, keel::ReduceOp::prod, keel::ReduceOp::max, keel::ReduceOp::min,
+                               keel::ReduceOp::avg};
+const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+
+// Every collective, every reduction, in and out of place, sizes 0, 1 and
+// odd; `large`: every dtype, and 3 MiB for f32 sum; else four dtypes (one
+// of each kind: 16-bit float, f32, signed and unsigned integers).
+int collectives(bool large) {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+    const int R = c.rank, N = c.size;
+    std::vector<Expect> checks;
+    for (keel_dtype d : kDtypes) {
+        if (!large && d != KEEL_DTYPE_BF16 && d != KEEL_DTYPE_F32 && d != KEEL_DTYPE_I8 && d != KEEL_DTYPE_U64)
+            continue;
+        const std::size_t es = dtype_size(d);
+        for (int k = 0; k < 5; ++k) {
+            const keel::ReduceOp op = kOps[k];
+            std::vector<std::size_t> counts = {0, 1, 37};
+            if (large && d == KEEL_DTYPE_F32 && op == keel::ReduceOp::sum)
+                counts.push_back((3u << 20) / es + 3);
+            for (std::size_t count : counts) {
+                const auto in = make(d, count, [&](std::size_t i) { return input(R, i, op); });
+                const auto want = make(d, count, [&](std::size_t i) { return expected(d, op, N, i); });
+                const std::string tag = std::string("dtype ") + std::to_string(d) + " " + kOpNames[k] + " x" +
+                                        std::to_string(count);
+                // all_reduce, out of place and in place
+                keel::Buffer src = upload(c, in);
+                keel::Buffer dst = upload(c, std::vector<std::byte>(in.size()));
+                comm.all_reduce(c.stream, src.view(0, in.size()).value(), dst.view(0, in.size()).value(), d, op)
+                    .value();
+                checks.push_back({"all_reduce " + tag, std::move(dst), in.size(), want});
+                comm.all_reduce(c.stream, src.view(0, in.size()).value(), d, op).value();
+                checks.push_back({"all_reduce in place " + tag, std::move(src), in.size(), want});
+                // reduce_scatter: part j of the input is the pattern shifted by j*count
+                const auto rs_in = make(d, count * N, [&](std::size_t i) { return input(R, i, op); });
+                const auto rs_want = make(d, count, [&](std::size_t i) { return expected(d, op, N, i + count * R); });
+                keel::Buffer rs_src = upload(c, rs_in);
+                keel::Buffer rs_dst = upload(c, std::vector<std::byte>(count * es));
+                comm.reduce_scatter(c.stream, rs_src.view(0, rs_in.size()).value(),
+                                    rs_dst.view(0, count * es).value(), d, op)
+                    .value();
+                checks.push_back({"reduce_scatter " + tag, std::move(rs_dst), count * es, rs_want});
+            }
+        }
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{37}}) {
+            const std::string tag = std::string("dtype ") + std::to_string(d) + " x" + std::to_string(count);
+            const std::uint64_t bytes = count * es;
+            // broadcast from the last rank, out of place and in place
+            const int root = N - 1;
+            const auto mine = make(d, count, [&](std::size_t i) { return input(R, i, keel::ReduceOp::sum); });
+            const auto roots = make(d, count, [&](std::size_t i) { return input(root, i, keel::ReduceOp::sum); });
+            keel::Buffer b_src = upload(c, mine);
+            keel::Buffer b_dst = upload(c, std::vector<std::byte>(bytes));
+            comm.broadcast(c.stream, b_src.view(0, bytes).value(), b_dst.view(0, bytes).value(), root).value();
+            checks.push_back({"broadcast " + tag, std::move(b_dst), bytes, roots});
+            comm.broadcast(c.stream, b_src.view(0, bytes).value(), root).value();
+            checks.push_back({"broadcast in place " + tag, std::move(b_src), bytes, roots});
+            // all_gather
+            std::vector<std::byte> all;
+            for (int r = 0; r < N; ++r) {
+                const auto part = make(d, count, [&](std::size_t i) { return input(r, i, keel::ReduceOp::sum); });
+                all.insert(all.end(), part.begin(), part.end());
+            }
+            keel::Buffer g_src = upload(c, mine);
+            keel::Buffer g_dst = upload(c, std::vector<std::byte>(bytes * N));
+            comm.all_gather(c.stream, g_src.view(0, bytes).value(), g_dst.view(0, bytes * N).value()).value();
+            checks.push_back({"all_gather " + tag, std::move(g_dst), bytes * N, all});
+        }
+        verify(c, checks);  // per dtype: bounded memory
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+// Batched sends and receives: every rank sends to and receives from every
+// other rank in one call (both ways at once), sizes 1, odd and 2 MiB.
+int p2p() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const int R = c.rank, N = c.size;
+    for (std::size_t bytes : {std::size_t{1}, std::size_t{1001}, std::size_t{2} << 20}) {
+        std::vector<keel::P2P> ops;
+        std::vector<keel::Buffer> recv_buffers;
+        std::vector<keel::Buffer> send_buffers;
+        for (int peer = 0; peer < N; ++peer) {
+            if (peer == R) continue;
+            std::vector<std::byte> data(bytes);
+            for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::byte>(R * 31 + peer * 7 + i);
+            send_buffers.push_back(upload(c, data));
+            recv_buffers.push_back(upload(c, std::vector<std::byte>(bytes)));
+            // Receives listed first on even ranks, sends first on odd ones:
+            // the batch progresses together either way.
+            keel::P2P s = keel::P2P::send(send_buffers.back().view(0, bytes).value(), peer);
+            keel::P2P r = keel::P2P::recv(recv_buffers.back().view(0, bytes).value(), peer);
+            if (R % 2 == 0) {
+                ops.push_back(r);
+                ops.push_back(s);
+            } else {
+                ops.push_back(s);
+                ops.push_back(r);
+            }
+        }
+        // The sent buffers are handed over: the batch keeps them alive.
+        comm.send_recv(c.stream, ops, std::move(send_buffers)).value();
+        std::size_t k = 0;
+        for (int peer = 0; peer < N; ++peer) {
+            if (peer == R) continue;
+            const auto got = download(c, recv_buffers[k++].view(0, bytes).value());
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < bytes; ++i) bad += got[i] != static_cast<std::byte>(peer * 31 + R * 7 + i);
+            CHECK(bad == 0, "recv from %d, %zu bytes: %zu wrong", peer, bytes, bad);
+        }
+    }
+    // A ring of single sends and receives, activation-style (Buffer&&).
+    const int next = (R + 1) % N, prev = (R + N - 1) % N;
+    if (N > 1) {
+        keel::Buffer out = upload(c, std::vector<std::byte>(4096, static_cast<std::byte>(R + 1)));
+        keel::Buffer in = upload(c, std::vector<std::byte>(4096));
+        if (R % 2 == 0) {
+            comm.send(c.stream, std::move(out), next).value();
+            comm.recv(c.stream, in, prev).value();
+        } else {
+            comm.recv(c.stream, in, prev).value();
+            comm.send(c.stream, std::move(out), next).value();
+        }
+        const auto got = download(c, in);
+        CHECK(got[0] == static_cast<std::byte>(prev + 1) && got[4095] == static_cast<std::byte>(prev + 1),
+              "ring recv from %d", prev);
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+// Rank 1 dies after meeting; rank 0's next operation fails within the
+// timeout, naming the operation and the communicator.
+int killed_peer() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(3000)).value();
+    if (c.rank == 1) ::_exit(0);
+    keel::Buffer b = upload(c, std::vector<std::byte>(1 << 16));
+    const auto start = std::chrono::steady_clock::now();
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    (void)c.stream.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    keel::Result<void> err = comm.error();
+    CHECK(!err.ok(), "the operation with a dead peer succeeded");
+    if (!err.ok()) {
+        std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
+        CHECK(err.error().message().find("all_reduce") != std::string::npos &&
+                  err.error().message().find(comm.name()) != std::string::npos,
+              "message lacks op or communicator: %s", err.error().message().c_str());
+    }
+    CHECK(s < 6.0, "took %.1f s with a 3 s timeout", s);
+    // Later operations fail at enqueue with the sticky error.
+    CHECK(!comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).ok(), "enqueue after failure succeeded");
+    return failures;
+}
+
+// WORLD_SIZE 2 but only this rank starts: create fails within the timeout.
+int never_arrives() {
+    Ctx c = context();
+    const auto start = std::chrono::steady_clock::now();
+    auto comm = keel::Communicator::create_from_env(c.device, options(1000));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(!comm.ok(), "create succeeded without the peer");
+    if (!comm.ok()) {
+        std::fprintf(stderr, "error: %s\n", comm.error().message().c_str());
+        CHECK(comm.error().code() == KEEL_STATUS_UNAVAILABLE &&
+                  comm.error().message().find("did not arrive") != std::string::npos,
+              "%s", comm.error().message().c_str());
+    }
+    CHECK(s < 4.0, "took %.1f s with a 1 s timeout", s);
+    return failures;
+}
+
+// Rank 0 waits for a message rank 1 never sends; abort() from another
+// thread ends the wait long before the timeout.
+int abort_unblocks() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(30000)).value();
+    keel::Store store = keel::Store::from_env().value();
+    if (c.rank == 1) {
+        // Stay connected until rank 0 is done.
+        (void)store.get("test/abort-done", std::chrono::milliseconds(20000));
+        return 0;
+    }
+    keel::Buffer b = upload(c, std::vector<std::byte>(1024));
+    const auto start = std::chrono::steady_clock::now();
+    comm.recv(c.stream, b, 1).value();
+    std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        comm.abort();
+    });
+    (void)c.stream.synchronize();
+    aborter.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(s < 5.0, "abort took %.1f s to end the wait", s);
+    CHECK(!comm.error().ok() && comm.error().error().message().find("abort") != std::string::npos, "no abort error");
+    (void)store.set("test/abort-done", std::as_bytes(std::span("1", 1)));
+    return failures;
+}
+
+// Bad input: clear errors, nothing enqueued.
+int bad_input() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    auto expect_code = [](const keel::Result<void>& r, keel_status code, const char* what) {
+        CHECK(!r.ok() && r.error().code() == code, "%s: %s", what, r.ok() ? "succeeded" : r.error().message().c_str());
+    };
+    {
+        auto r = keel::Communicator::create(c.device, store, 2, 2);
+        CHECK(!r.ok() && r.error().code() == KEEL_STATUS_INVALID_ARGUMENT, "rank >= size accepted");
+    }
+    {
+        auto s = keel::Store::file("/nonexistent/keel-store");
+        CHECK(!s.ok() && s.error().code() == KEEL_STATUS_UNAVAILABLE, "unreachable file store accepted");
+        auto failing = keel::Store::callbacks(
+            [](std::string_view, std::span<const std::byte>) -> keel::Result<void> {
+                return keel::Error(KEEL_STATUS_UNAVAILABLE, "[test store] connection refused");
+            },
+            [](std::string_view, std::chrono::milliseconds) -> keel::Result<std::vector<std::byte>> {
+                return keel::Error(KEEL_STATUS_UNAVAILABLE, "[test store] connection refused");
+            }).value();
+        auto r = keel::Communicator::create(c.device, failing, 0, 1, options(1000));
+        CHECK(!r.ok() && r.error().message().find("connection refused") != std::string::npos,
+              "a failing store: %s", r.ok() ? "succeeded" : r.error().message().c_str());
+    }
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(5000)).value();
+    keel::Buffer a = upload(c, std::vector<std::byte>(64));
+    keel::Buffer b = upload(c, std::vector<std::byte>(128));
+    expect_code(comm.all_reduce(c.stream, a, b, KEEL_DTYPE_F32, keel::ReduceOp::sum), KEEL_STATUS_INVALID_ARGUMENT,
+                "all_reduce of 64 into 128 bytes");
+    expect_code(comm.all_reduce(c.stream, a.view(0, 6).value(), KEEL_DTYPE_F32, keel::ReduceOp::sum),
+                KEEL_STATUS_INVALID_ARGUMENT, "6 bytes of f32");
+    expect_code(comm.all_reduce(c.stream, a, KEEL_DTYPE_INVALID, keel::ReduceOp::sum), KEEL_STATUS_INVALID_ARGUMENT,
+                "invalid dtype");
+    expect_code(comm.broadcast(c.stream, a, c.size), KEEL_STATUS_INVALID_ARGUMENT, "root >= size");
+    expect_code(comm.send(c.stream, a, c.rank), KEEL_STATUS_INVALID_ARGUMENT, "send to self");
+    expect_code(comm.send(c.stream, a, c.size), KEEL_STATUS_INVALID_ARGUMENT, "send to rank >= size");
+    expect_code(comm.all_gather(c.stream, a, a), KEEL_STATUS_INVALID_ARGUMENT, "all_gather into too small");
+    keel::Stream emptied = keel::Stream::create(c.device).value();
+    keel::Stream taken = std::move(emptied);  // leaves `emptied` empty
+    expect_code(comm.all_reduce(emptied, a, KEEL_DTYPE_F32, keel::ReduceOp::sum), KEEL_STATUS_INVALID_ARGUMENT,
+                "empty stream");
+    // Memory keel does not know as this device's: a view with no device.
+    expect_code(comm.all_reduce(c.stream, keel::DeviceView(), a, KEEL_DTYPE_F32, keel::ReduceOp::sum),
+                KEEL_STATUS_INVALID_ARGUMENT, "a view of no device");
+    CHECK(comm.error().ok(), "a refused call made a sticky error");
+    // Still usable afterwards.
+    comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(c.stream.synchronize().ok() && comm.error().ok(), "all_reduce after refused calls failed");
+    return failures;
+}
+
+// Counts that differ between ranks end in an error on every rank (within
+// the timeout), not a hang.
+int mismatched_counts() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(2000)).value();
+    keel::Buffer b = upload(c, std::vector<std::byte>(4096 * (c.rank + 1)));
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    (void)c.stream.synchronize();
+    CHECK(!comm.error().ok(), "mismatched all_reduce succeeded");
+    if (!comm.error().ok()) std::fprintf(stderr, "error: %s\n", comm.error().error().message().c_str());
+    return failures;
+}
+
+// Two processes claim rank 0 (the test starts ranks 0, 0, 1 of size 2).
+// The one that comes second is refused; the test checks that one was.
+int duplicate_rank() {
+    Ctx c = context();
+    auto comm = keel::Communicator::create_from_env(c.device, options(3000));
+    if (!comm.ok()) {
+        std::fprintf(stderr, "error: %s\n", comm.error().message().c_str());
+        return comm.error().message().find("claimed") != std::string::npos ? 3 : 1;
+    }
+    return 0;
+}
+
+// One all_reduce through the store KEEL_COMM_STORE names (the Redis test).
+int one_all_reduce() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(10000)).value();
+    const auto in = make(KEEL_DTYPE_I64, 3, [&](std::size_t i) { return static_cast<double>(i + 10 * c.rank); });
+    const auto want = make(KEEL_DTYPE_I64, 3, [&](std::size_t i) {
+        return static_cast<double>(c.size * i + 10 * c.size * (c.size - 1) / 2);
+    });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_I64, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce through the store");
+    return failures;
+}
+
+// The interface is chosen by name: an unknown one is a clear error at
+// create, the loopback one ("lo") works.
+int interface_by_name() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::CommOptions bad = options(5000);
+    bad.interface = "nosuch0";
+    auto refused = keel::Communicator::create(c.device, store, c.rank, c.size, bad);
+    CHECK(!refused.ok() && refused.error().message().find("nosuch0") != std::string::npos,
+          "unknown interface: %s", refused.ok() ? "accepted" : refused.error().message().c_str());
+    keel::CommOptions lo = options(5000);
+    lo.interface = "lo";
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, lo).value();
+    const auto in = make(KEEL_DTYPE_I32, 5, [&](std::size_t i) { return static_cast<double>(i + c.rank); });
+    const auto want = make(KEEL_DTYPE_I32, 5, [&](std::size_t i) { return static_cast<double>(2 * i + 1); });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce over lo");
+    return failures;
+}
+
+// Two hosts: each rank in its own network namespace, joined by a veth pair,
+// listening on the interface KEEL_TEST_IFACE names.
+int two_hosts() {
+    Ctx c = context();
+    keel::CommOptions o = options(10000);
+    o.interface = std::getenv("KEEL_TEST_IFACE") ? std::getenv("KEEL_TEST_IFACE") : "";
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, o).value();
+    const auto in = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return input(c.rank, i, keel::ReduceOp::sum); });
+    const auto want = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return expected(KEEL_DTYPE_F32, keel::ReduceOp::sum, c.size, i); });
+    keel::Buffer b = upload(c, in);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(download(c, b) == want, "all_reduce between the namespaces");
+    return failures;
+}
+
+// Under the CPU checker (KEEL_CHECK=1, random delays): activations moved
+// into sends right after they were computed and dropped by the caller are
+// freed only after their sends ran (no finding), and arrive intact.
+int checker_hold() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream comm_stream = keel::Stream::create(c.device).value();
+    keel::Kernel fill = keel::Kernel::find(c.device, "fill").value();
+    constexpr int kSends = 16;
+    constexpr std::uint64_t kBytes = 64 << 10;
+    if (c.rank == 0) {
+        for (int i = 0; i < kSends; ++i) {
+            keel::Buffer b = keel::Buffer::allocate(c.stream, kBytes).value();
+            c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(static_cast<float>(i))).value();
+            comm_stream.order_after(c.stream).value();
+            comm.send(comm_stream, std::move(b), 1).value();
+        }
+    } else {
+        std::vector<keel::Buffer> got;
+        for (int i = 0; i < kSends; ++i) {
+            got.push_back(keel::Buffer::allocate(comm_stream, kBytes).value());
+            comm.recv(comm_stream, got.back(), 0).value();
+        }
+        for (int i = 0; i < kSends; ++i) {
+            const auto v = comm_stream.copy_to_vector<float>(got[static_cast<std::size_t>(i)]).value().get().value();
+            CHECK(v.front() == static_cast<float>(i) && v.back() == static_cast<float>(i), "send %d arrived as %f", i,
+                  static_cast<double>(v.front()));
+        }
+    }
+    auto synced = comm_stream.synchronize();
+    CHECK(synced.ok(), "comm stream: %s", synced.ok() ? "" : synced.error().message().c_str());
+    auto computed = c.stream.synchronize();
+    CHECK(computed.ok(), "compute stream: %s", computed.ok() ? "" : computed.error().message().c_str());
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+// Under the CPU checker: a send buffer written on the compute stream while
+// its send (on the comm stream) may still read it is reported: the write is
+// refused with a race naming both.
+int checker_reuse() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream comm_stream = keel::Stream::create(c.device).value();
+    keel::Kernel fill = keel::Kernel::find(c.device, "fill").value();
+    keel::Buffer b = keel::Buffer::allocate(c.stream, 4096).value();
+    if (c.rank == 0) {
+        c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(1.0f)).value();
+        comm_stream.order_after(c.stream).value();
+        // The comm stream is held until the overwrite was enqueued, so the
+        // send's read is still pending then whatever the delays: without
+        // this, 1 run in 5 under ASan saw the overwrite accepted, the read
+        // having run already.
+        auto release = std::make_shared<std::atomic<bool>>(false);
+        comm_stream
+            .enqueue_host_func([release] {
+                const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (!release->load() && std::chrono::steady_clock::now() < end)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            })
+            .value();
+        comm.send(comm_stream, b, 1).value();
+        // The bug: the next micro-batch overwrites the buffer on the
+        // compute stream, not ordered after the send.
+        auto reuse = c.stream.launch(fill, keel::KernelArgs().buffer(b, KEEL_DTYPE_F32).scalar(2.0f));
+        CHECK(!reuse.ok() && reuse.error().message().find("race") != std::string::npos,
+              "the reuse was not reported: %s", reuse.ok() ? "accepted" : reuse.error().message().c_str());
+        if (!reuse.ok()) std::fprintf(stderr, "reported: %s\n", reuse.error().message().c_str());
+        release->store(true);
+        (void)store.set("test/reused", std::as_bytes(std::span("1", 1)));
+        (void)comm_stream.synchronize();
+    } else {
+        // The send cannot complete (so no host thread can see it complete,
+        // which would order the overwrite after it) before the overwrite
+        // was enqueued: the receive is posted only then.
+        (void)store.get("test/reused", std::chrono::milliseconds(20000));
+        comm.recv(comm_stream, b, 0).value();
+        CHECK(comm_stream.synchronize().ok(), "recv failed");
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) return 2;
+    const std::string scenario = argv[1];
+    int rc = 2;
+    if (scenario == "collectives") rc = collectives(true);
+    else if (scenario == "collectives_small") rc = collectives(false);
+    else if (scenario == "p2p") rc = p2p();
+    else if (scenario == "killed_peer") rc = killed_peer();
+    else if (scenario == "never_arrives") rc = never_arrives();
+    else if (scenario == "abort") rc = abort_unblocks();
+    else if (scenario == "bad_input") rc = bad_input();
+    else if (scenario == "mismatched_counts") rc = mismatched_counts();
+    else if (scenario == "duplicate_rank") rc = duplicate_rank();
+    else if (scenario == "checker_hold") rc = checker_hold();
+    else if (scenario == "interface") rc = interface_by_name();
+    else if (scenario == "two_hosts") rc = two_hosts();
+    else if (scenario == "one_all_reduce") rc = one_all_reduce();
+    else if (scenario == "checker_reuse") rc = checker_reuse();
+    std::fflush(stderr);
+    return rc > 3 ? 1 : rc;
+}

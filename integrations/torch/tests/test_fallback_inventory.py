@@ -6,10 +6,22 @@ import torch
 
 import keel_torch
 
-# Everything else in the workload (factories, copies, views, fill_, zero_,
-# add/sub of same-shape f32 tensors as axpy, lerp and its gradient) runs
-# on keel.
+# Everything else in the workload (factories, copies, views, contiguous
+# fill_, zero_, add/sub of same-shape f32 tensors as axpy, lerp and its
+# gradient) runs on keel.
 EXPECTED_FALLBACKS = sorted([
+    "aten::_local_scalar_dense",      # loss.item()
+    "aten::addmm.out",                # Linear with bias
+    "aten::exp.out",
+    "aten::fill_.Scalar",             # a strided view: keel's fill wants contiguous f32
+    "aten::lerp.Scalar",              # a non-contiguous operand
+    "aten::mm.out",                   # Linear's backward
+    "aten::mse_loss.out",
+    "aten::mse_loss_backward",
+    "aten::mul.out",
+    "aten::relu",
+    "aten::sum.IntList_out",
+    "aten::threshold_backward.grad_input",  # ReLU's backward
 ])
 
 

@@ -84,7 +84,10 @@ except RuntimeError as e:
 """
 
 
-def test_a_side_stream_needs_record_stream_under_the_checker():
+def test_a_side_stream_needs_record_stream_under_the_checker(keel_name):
+    if not keel_name.startswith("cpu:"):
+        pytest.skip("the happens-before checker that sees the race is the CPU plugin's "
+                    f"(KEEL_CHECK=1 on {keel_name} adds checked memory only)")
     status, out = run_script(SIDE_STREAM_SCRIPT, KEEL_CHECK=1, KEEL_LOG_LEVEL="off")
     assert status == 0, out
     assert "recorded: ok" in out

@@ -111,3 +111,21 @@ def test_a_resized_tensor_keeps_its_values(dev):
 def test_an_index_outside_the_devices_is_a_python_error():
     with pytest.raises(RuntimeError, match="does not exist"):
         torch.zeros(2, device=keel_torch.device(keel_torch.device_count() + 3))
+
+
+def test_copies_between_two_keel_devices():
+    if keel_torch.device_count() < 2:
+        pytest.skip("KEEL_TORCH_DEVICES names one device")
+    x = torch.randn(5, 7)
+    on_first = x.to(keel_torch.device(0))
+    on_second = on_first.to(keel_torch.device(1))
+    assert on_second.device == keel_torch.device(1)
+    assert torch.equal(on_second.cpu(), x)
+    back = torch.empty(7, 5, device=keel_torch.device(0))
+    back.copy_(on_second.t())
+    assert torch.equal(back.cpu(), x.t())
+
+
+def test_a_stream_that_does_not_exist_is_a_python_error():
+    with pytest.raises(RuntimeError, match="no stream 12345"):
+        keel_torch.set_stream(keel_torch.Stream(0, _id=12345))

@@ -65,7 +65,8 @@ private:
 
 // Every privateuseone device, made at the first call (which loads keel's
 // plugins) and kept until the process exits. The pointers returned are
-// non-owning views of that process-wide set.
+// non-owning views of that process-wide set. Sync: immutable once made
+// (each TorchDevice guards its own lists).
 class Devices {
 public:
     // The set, or why it could not be made (a name that does not exist:

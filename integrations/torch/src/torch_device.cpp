@@ -5,6 +5,7 @@
 #include "errors.hpp"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/version.h>
 
 #include <mutex>
 #include <utility>
@@ -35,7 +36,8 @@ c10::Stream current_c10_stream(c10::DeviceIndex index) {
 namespace {
 
 // The context of a device DataPtr: the buffer it frees (stream-ordered)
-// when PyTorch drops the storage.
+// when PyTorch drops the storage. Send (PyTorch may drop it on any thread)
+// and Sync (record_stream takes the lock).
 struct DeviceAllocation {
     keel::Buffer buffer;
     std::mutex mutex;  // record_stream needs exclusive access to the buffer
@@ -56,6 +58,17 @@ public:
     c10::DataPtr allocate(std::size_t bytes) const override {
         return allocate_device(static_cast<c10::DeviceIndex>(current_device_index()), bytes);
     }
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+    // Required from PyTorch 2.3 on: a device-to-device copy on the current stream.
+    void copy_data(void* dest, const void* src, std::size_t count) const override {
+        if (count == 0) return;
+        const TorchDevice& device = torch_device(-1);
+        const auto view = [&](const void* p) {
+            return keel::DeviceView(device.device(), reinterpret_cast<std::uintptr_t>(p), count);
+        };
+        unwrap(unwrap(device.current_stream())->copy(view(dest), view(src)));
+    }
+#endif
 };
 
 DeviceAllocator allocator;

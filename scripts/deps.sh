@@ -6,7 +6,8 @@ packages=(build-essential cmake ninja-build pkg-config ccache
           libspdlog-dev libboost-dev libboost-filesystem-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
           libdlpack-dev libze-dev libze1 clang-14 llvm-spirv-14
-          libgloo-dev redis-server)
+          libgloo-dev redis-server                    # comm/
+          libtorch-dev python3-torch python3-pytest)  # integrations/torch
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

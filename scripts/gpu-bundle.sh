@@ -38,10 +38,12 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
+# keel_torch is left out: it links Debian's libtorch (far past the bundle's
+# size), which the GPU machine's own PyTorch would not match.
 echo "=== gpu-bundle: Release build for CUDA architectures $arch at $root/build"
 cmake -S "$root/src" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_ENABLE_CUDA=ON \
       -DKEEL_CUDA_ARCHITECTURES="$arch" -DKEEL_BUILD_TESTS=ON -DKEEL_BUILD_SAMPLES=ON \
-      -DKEEL_BUILD_BENCHMARKS=ON -DKEEL_SANITIZE= "${launcher[@]}" >/dev/null
+      -DKEEL_BUILD_BENCHMARKS=ON -DKEEL_SANITIZE= -DKEEL_ENABLE_TORCH=OFF "${launcher[@]}" >/dev/null
 grep -q "KEEL_ENABLE_CUDA:BOOL=ON" "$work/CMakeCache.txt" || { echo "gpu-bundle: CUDA is off in the build" >&2; exit 1; }
 cmake --build "$root/build" -j "$(nproc)"
 

@@ -38,6 +38,13 @@ quiet_cmake --build "$work/app-cmake"
 "$work/app-cmake/framework_app"
 
 step "framework program with pkg-config"
+if [ -e "$prefix/$libdir/python3/dist-packages/keel_torch/__init__.py" ]; then
+  step "keel_torch from the moved install: a tensor on privateuseone:0"
+  env -u KEEL_PLUGIN_PATH PYTHONPATH="$prefix/$libdir/python3/dist-packages" /usr/bin/python3 -c "
+import torch, keel_torch
+assert keel_torch.__file__.startswith('$prefix'), keel_torch.__file__
+assert (torch.ones(3).to(keel_torch.device(0)) * 2).sum().item() == 6.0"
+fi
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 -O1 "$src/tests/kit/framework_app/main.cpp" -o "$work/app-pc" \
@@ -69,6 +76,13 @@ info=$(env -u KEEL_PLUGIN_PATH "$prefix/bin/keel-info")
 echo "$info" | grep -E "^  cpu:0 "
 echo "$info" | grep -q "$prefix/$libdir/keel/plugins"
 env -u KEEL_PLUGIN_PATH "$prefix/bin/keel-cts" | tail -1
+if [ -e "$prefix/$libdir/python3/dist-packages/keel_torch/__init__.py" ]; then
+  step "keel_torch from the moved install: a tensor on privateuseone:0"
+  env -u KEEL_PLUGIN_PATH PYTHONPATH="$prefix/$libdir/python3/dist-packages" /usr/bin/python3 -c "
+import torch, keel_torch
+assert keel_torch.__file__.startswith('$prefix'), keel_torch.__file__
+assert (torch.ones(3).to(keel_torch.device(0)) * 2).sum().item() == 6.0"
+fi
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 [ "$(pkg-config --variable=plugindir keel)" -ef "$prefix/$libdir/keel/plugins" ]
 echo "=== kit: all steps passed"

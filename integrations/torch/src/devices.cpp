@@ -1,0 +1,127 @@
+#include "devices.hpp"
+
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+
+namespace keel_torch {
+
+std::vector<std::string> configured_device_names() {
+    std::vector<std::string> names;
+    const char* env = std::getenv("KEEL_TORCH_DEVICES");
+    std::stringstream list(env != nullptr ? env : "");
+    for (std::string name; std::getline(list, name, ',');) {
+        const auto first = name.find_first_not_of(" \t");
+        const auto last = name.find_last_not_of(" \t");
+        if (first != std::string::npos) names.push_back(name.substr(first, last - first + 1));
+    }
+    if (names.empty()) names.emplace_back("cpu:0");
+    return names;
+}
+
+namespace {
+
+// The calling thread's current stream id per device index; absent = 0.
+thread_local std::unordered_map<int, std::int64_t> current_streams;
+thread_local int current_device = 0;
+
+}  // namespace
+
+std::int64_t current_stream_id(int index) noexcept {
+    const auto found = current_streams.find(index);
+    return found == current_streams.end() ? 0 : found->second;
+}
+
+void set_current_stream_id(int index, std::int64_t id) noexcept {
+    try {
+        current_streams[index] = id;
+    } catch (...) {  // no memory for the map entry: the stream stays what it was
+    }
+}
+
+int current_device_index() noexcept { return current_device; }
+void set_current_device_index(int index) noexcept { current_device = index; }
+
+keel::Result<const keel::Stream*> TorchDevice::stream(std::int64_t id) const {
+    std::lock_guard lock(mutex_);
+    if (id == 0 && streams_.empty()) {
+        KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
+        streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
+    }
+    if (id < 0 || id >= static_cast<std::int64_t>(streams_.size()))
+        return keel::Error(KEEL_STATUS_INVALID_ARGUMENT,
+                           "[keel_torch] no stream " + std::to_string(id) + " on privateuseone:" +
+                               std::to_string(index_) + " (" + device_.name() + ")");
+    return streams_[static_cast<std::size_t>(id)].get();
+}
+
+keel::Result<std::int64_t> TorchDevice::create_stream() const {
+    KEEL_TRY(stream(0));  // the default stream is id 0 whatever is created first
+    KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
+    std::lock_guard lock(mutex_);
+    streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
+    return static_cast<std::int64_t>(streams_.size() - 1);
+}
+
+keel::Result<keel::Kernel> TorchDevice::kernel(const std::string& name) const {
+    {
+        std::lock_guard lock(mutex_);
+        if (const auto found = kernels_.find(name); found != kernels_.end()) return found->second;
+    }
+    KEEL_TRY_ASSIGN(keel::Kernel kernel, keel::Kernel::find(device_, name));
+    std::lock_guard lock(mutex_);
+    kernels_.emplace(name, kernel);
+    return kernel;
+}
+
+std::int64_t TorchDevice::stream_count() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<std::int64_t>(streams_.size());
+}
+
+keel::Result<const keel::Stream*> TorchDevice::current_stream() const {
+    return stream(current_stream_id(index_));
+}
+
+int Devices::configured_count() noexcept {
+    static const int count = [] {
+        try {
+            return static_cast<int>(configured_device_names().size());
+        } catch (...) {
+            return 0;
+        }
+    }();
+    return count;
+}
+
+keel::Result<std::unique_ptr<Devices>> Devices::make() {
+    KEEL_TRY_ASSIGN(keel::Runtime runtime, keel::Runtime::create());
+    std::unique_ptr<Devices> set(new Devices(std::move(runtime)));  // private constructor: no make_unique
+    int index = 0;
+    for (const std::string& name : configured_device_names()) {
+        auto device = set->runtime_.device(name);
+        if (!device.ok())
+            return keel::Error(device.error().code(),
+                               "[keel_torch] KEEL_TORCH_DEVICES names '" + name + "': " + device.error().message());
+        set->devices_.push_back(std::make_unique<TorchDevice>(index++, std::move(device).value()));
+    }
+    return set;
+}
+
+keel::Result<const Devices*> Devices::get() {
+    // Made once; a failure is kept and returned to every caller.
+    static const keel::Result<std::unique_ptr<Devices>> devices = make();
+    if (!devices.ok()) return devices.error();
+    return devices.value().get();
+}
+
+keel::Result<const TorchDevice*> Devices::at(std::int64_t index) const {
+    if (index < 0 || index >= count())
+        return keel::Error(KEEL_STATUS_INVALID_ARGUMENT,
+                           "[keel_torch] privateuseone:" + std::to_string(index) + " does not exist: KEEL_TORCH_DEVICES names " +
+                               std::to_string(count()) + " device(s)");
+    return devices_[static_cast<std::size_t>(index)].get();
+}
+
+}  // namespace keel_torch

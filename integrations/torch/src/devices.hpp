@@ -1,0 +1,90 @@
+// The keel devices behind privateuseone:N and the streams PyTorch uses on
+// them. No torch header here: this is plain keel, shared by the allocator,
+// the device guard and the kernels.
+#pragma once
+
+#include <keel/keel.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace keel_torch {
+
+// The device names of KEEL_TORCH_DEVICES (comma-separated keel names),
+// "cpu:0" when unset or empty. privateuseone:N is the N-th.
+[[nodiscard]] std::vector<std::string> configured_device_names();
+
+// The calling thread's current stream id on privateuseone:index (0, the
+// default stream, until set). Needs no device: the guard asks in noexcept
+// members.
+[[nodiscard]] std::int64_t current_stream_id(int index) noexcept;
+void set_current_stream_id(int index, std::int64_t id) noexcept;
+// The calling thread's current device index (0 until set).
+[[nodiscard]] int current_device_index() noexcept;
+void set_current_device_index(int index) noexcept;
+
+// One privateuseone index: its keel device and its streams. Stream ids are
+// indices into a list that only grows (0 is the default stream), so a
+// c10::Stream can carry one and a stream never goes while PyTorch may still
+// name it. Sync: every member may be called from any thread.
+class TorchDevice {
+public:
+    TorchDevice(int index, keel::Device device) : index_(index), device_(std::move(device)) {}
+
+    [[nodiscard]] int index() const noexcept { return index_; }
+    [[nodiscard]] const keel::Device& device() const noexcept { return device_; }
+
+    // The stream with this id (non-owning: it lives as long as the process).
+    [[nodiscard]] keel::Result<const keel::Stream*> stream(std::int64_t id) const;
+    // A new stream; returns its id.
+    [[nodiscard]] keel::Result<std::int64_t> create_stream() const;
+    [[nodiscard]] std::int64_t stream_count() const;
+
+    // The calling thread's current stream on this device.
+    [[nodiscard]] keel::Result<const keel::Stream*> current_stream() const;
+
+    // The device's kernel of this name, found once (NOT_FOUND when it has none).
+    [[nodiscard]] keel::Result<keel::Kernel> kernel(const std::string& name) const;
+
+    // The device's shared memory instance (the allocator's statistics).
+    [[nodiscard]] keel::Result<keel::DeviceMemory> memory() const { return keel::DeviceMemory::shared(device_); }
+
+private:
+    int index_;
+    keel::Device device_;
+    mutable std::mutex mutex_;
+    mutable std::vector<std::unique_ptr<keel::Stream>> streams_;
+    mutable std::map<std::string, keel::Kernel, std::less<>> kernels_;
+};
+
+// Every privateuseone device, made at the first call (which loads keel's
+// plugins) and kept until the process exits. The pointers returned are
+// non-owning views of that process-wide set. Sync: immutable once made
+// (each TorchDevice guards its own lists).
+class Devices {
+public:
+    // The set, or why it could not be made (a name that does not exist:
+    // the message lists those that do).
+    [[nodiscard]] static keel::Result<const Devices*> get();
+    // How many indices KEEL_TORCH_DEVICES names, without loading keel.
+    [[nodiscard]] static int configured_count() noexcept;
+
+    [[nodiscard]] int count() const noexcept { return static_cast<int>(devices_.size()); }
+    // INVALID_ARGUMENT for an index outside [0, count()).
+    [[nodiscard]] keel::Result<const TorchDevice*> at(std::int64_t index) const;
+
+private:
+    keel::Runtime runtime_;
+    std::vector<std::unique_ptr<TorchDevice>> devices_;
+
+    explicit Devices(keel::Runtime runtime) : runtime_(std::move(runtime)) {}
+    [[nodiscard]] static keel::Result<std::unique_ptr<Devices>> make();
+};
+
+}  // namespace keel_torch

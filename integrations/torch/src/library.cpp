@@ -1,0 +1,188 @@
+// What the library registers besides its aten kernels: the boxed CPU
+// fallback of privateuseone (with its inventory) and torch.ops.keel, the
+// operators the Python package keel_torch is written over (streams,
+// allocator statistics, pinned memory). One translation unit, because torch
+// headers cost seconds per file.
+#include "errors.hpp"
+#include "fallback.hpp"
+#include "tensors.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+namespace keel_torch {
+
+namespace {
+
+struct Inventory {
+    std::mutex mutex;
+    std::set<std::string> names;
+};
+
+Inventory& inventory() {
+    static Inventory instance;
+    return instance;
+}
+
+}  // namespace
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+    const c10::OperatorName& name = op.schema().operator_name();
+    {
+        Inventory& inv = inventory();
+        std::lock_guard lock(inv.mutex);
+        inv.names.insert(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+    }
+    at::native::cpu_fallback(op, stack);
+}
+
+std::vector<std::string> fallback_inventory() {
+    Inventory& inv = inventory();
+    std::lock_guard lock(inv.mutex);
+    return {inv.names.begin(), inv.names.end()};
+}
+
+void reset_fallback_inventory() {
+    Inventory& inv = inventory();
+    std::lock_guard lock(inv.mutex);
+    inv.names.clear();
+}
+
+namespace {
+
+const TorchDevice& device_at(std::int64_t index) {
+    return torch_device(static_cast<c10::DeviceIndex>(index));
+}
+
+std::int64_t device_count() { return Devices::configured_count(); }
+
+std::int64_t current_device() { return current_device_index(); }
+
+std::string device_name(std::int64_t index) { return device_at(index).device().name(); }
+
+std::int64_t new_stream(std::int64_t device) { return unwrap(device_at(device).create_stream()); }
+
+std::int64_t current_stream(std::int64_t device) {
+    return current_stream_id(device_at(device).index());
+}
+
+void set_stream(std::int64_t device, std::int64_t stream) {
+    const TorchDevice& d = device_at(device);
+    unwrap(d.stream(stream));  // exists
+    set_current_stream_id(d.index(), stream);
+}
+
+void synchronize_stream(std::int64_t device, std::int64_t stream) {
+    unwrap(unwrap(device_at(device).stream(stream))->synchronize());
+}
+
+// Every stream of the device, in id order; the first error is thrown.
+void synchronize_device(std::int64_t device) {
+    const TorchDevice& d = device_at(device);
+    unwrap(d.stream(0));
+    for (std::int64_t id = 0; id < d.stream_count(); ++id) unwrap(unwrap(d.stream(id))->synchronize());
+}
+
+bool query_stream(std::int64_t device, std::int64_t stream) {
+    return unwrap(unwrap(device_at(device).stream(stream))->query());
+}
+
+// Work enqueued on `stream` from now on runs after everything `other` has
+// enqueued so far (on the device: the host does not wait).
+void wait_stream(std::int64_t device, std::int64_t stream, std::int64_t other) {
+    const TorchDevice& d = device_at(device);
+    unwrap(unwrap(d.stream(stream))->order_after(*unwrap(d.stream(other))));
+}
+
+void record_stream(const at::Tensor& tensor, std::int64_t stream) {
+    TORCH_CHECK(is_keel(tensor), "[keel_torch] record_stream: not a keel tensor (", tensor.device(), ")");
+    record_data_on_stream(tensor.storage().data_ptr(),
+                          c10::Stream(c10::Stream::UNSAFE, tensor.device(), stream));
+}
+
+c10::Dict<std::string, std::int64_t> memory_stats(std::int64_t device) {
+    const keel::AllocatorStats s = unwrap(device_at(device).memory()).stats();
+    c10::Dict<std::string, std::int64_t> out;
+    const auto put = [&](const char* key, std::uint64_t value) { out.insert(key, static_cast<std::int64_t>(value)); };
+    put("allocated_bytes", s.allocated_bytes);
+    put("allocated_count", s.allocated_count);
+    put("requested_bytes", s.requested_bytes);
+    put("reserved_bytes", s.reserved_bytes);
+    put("segment_count", s.segment_count);
+    put("cached_bytes", s.cached_bytes);
+    put("pending_free_bytes", s.pending_free_bytes);
+    put("pending_free_count", s.pending_free_count);
+    put("peak_allocated_bytes", s.peak_allocated_bytes);
+    put("peak_reserved_bytes", s.peak_reserved_bytes);
+    put("allocations", s.allocations);
+    put("cache_hits", s.cache_hits);
+    put("raw_allocations", s.raw_allocations);
+    put("raw_frees", s.raw_frees);
+    put("oom_retries", s.oom_retries);
+    put("ooms", s.ooms);
+    return out;
+}
+
+std::string memory_summary(std::int64_t device) {
+    return unwrap(device_at(device).memory()).stats().to_string();
+}
+
+// Waits for every pending free, then returns the cached segments to the device.
+void empty_cache(std::int64_t device) {
+    const keel::DeviceMemory memory = unwrap(device_at(device).memory());
+    memory.synchronize();
+    unwrap(memory.release_cached());
+}
+
+// A CPU tensor in page-locked memory of the device, with t's values.
+at::Tensor pin_memory(const at::Tensor& t, std::int64_t device) {
+    TORCH_CHECK(t.device().is_cpu(), "[keel_torch] pin_memory: a CPU tensor is needed, not ", t.device());
+    const at::Tensor source = t.contiguous();
+    const std::size_t bytes = source.nbytes();
+    c10::Storage storage(c10::Storage::use_byte_size_t(), bytes,
+                         allocate_pinned(static_cast<c10::DeviceIndex>(device), bytes), nullptr, false);
+    at::Tensor pinned = at::empty({0}, source.options());
+    pinned.set_(storage, 0, source.sizes(), source.strides());
+    pinned.copy_(source);
+    return pinned;
+}
+
+bool is_pinned(const at::Tensor& t) {
+    return t.device().is_cpu() && t.has_storage() && pinned_buffer_of(t.storage().data_ptr()) != nullptr;
+}
+
+std::vector<std::string> fallback_ops() { return fallback_inventory(); }
+
+void reset_fallback_ops() { reset_fallback_inventory(); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
+
+TORCH_LIBRARY(keel, m) {
+    m.def("device_count", &device_count);
+    m.def("current_device", &current_device);
+    m.def("device_name", &device_name);
+    m.def("new_stream", &new_stream);
+    m.def("current_stream", &current_stream);
+    m.def("set_stream", &set_stream);
+    m.def("synchronize_stream", &synchronize_stream);
+    m.def("synchronize", &synchronize_device);
+    m.def("query_stream", &query_stream);
+    m.def("wait_stream", &wait_stream);
+    m.def("record_stream", &record_stream);
+    m.def("memory_stats", &memory_stats);
+    m.def("memory_summary", &memory_summary);
+    m.def("empty_cache", &empty_cache);
+    m.def("pin_memory", &pin_memory);
+    m.def("is_pinned", &is_pinned);
+    m.def("fallback_ops", &fallback_ops);
+    m.def("reset_fallback_ops", &reset_fallback_ops);
+}
+
+}  // namespace keel_torch

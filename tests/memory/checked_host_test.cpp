@@ -236,7 +236,7 @@ TEST(CheckedHost, EnqueueingTheNextReadBackAfterTheHostReadEverythingIsClean) {
 // ---- the destination freed or reallocated before the copy ran ----------------
 
 // `size` bytes: 1000 lie in at most two partial pages (no page is guarded;
-// the fingerprint sees the allocator's bookkeeping), 1 MiB is mapped for
+// the fingerprint sees the allocator's bookkeeping), 256 KiB is mapped for
 // itself and unmapped by the free.
 void grow_destination(const Device& d, std::uint64_t size, bool wait_first) {
     Stream s = must(Stream::create(d), "stream");
@@ -268,14 +268,14 @@ TEST(CheckedHost, ASmallVectorReallocatedBeforeItsCopyRanIsReportedByTheCopy) {
 // The allocator either unmaps the old storage (the copy reports it) or
 // hands its pages out again (the new owner's first write stops the program).
 TEST(CheckedHost, ALargeVectorFreedBeforeItsCopyRanIsCaught) {
-    expect_caught_every_seed([](const Device& d) { grow_destination(d, 1 << 20, false); }, "before the copy ran",
+    expect_caught_every_seed([](const Device& d) { grow_destination(d, 256 << 10, false); }, "before the copy ran",
                              "host access to the destination of a pending device-to-host copy");
 }
 
 TEST(CheckedHost, AVectorReallocatedAfterItsCopyWasWaitedForIsClean) {
     expect_clean_every_seed([](const Device& d) {
         grow_destination(d, 1000, true);
-        grow_destination(d, 1 << 20, true);
+        grow_destination(d, 256 << 10, true);
     });
 }
 

@@ -63,11 +63,16 @@ void must(const Result<void>& r, const char* what) {
     if (!r.ok()) leave(kBroken, std::string(what) + ": " + r.error().message());
 }
 
-// A bug that a call reports: kReported when `r` failed saying `what`.
+// Thrown out of a scenario whose bug a call reported (ends that seed).
+struct Reported {
+    std::string message;
+};
+
+// A bug that a call reports: `r` must have failed saying `what`.
 void expect_reported(const Result<void>& r, const std::string& what) {
     if (r.ok()) leave(kMissed, "not reported");
     if (r.error().message().find(what) == std::string::npos) leave(kBroken, "unexpected error: " + r.error().message());
-    leave(kReported, r.error().message());
+    throw Reported{r.error().message()};
 }
 
 bool all_equal(const std::uint8_t* p, std::size_t n, std::uint8_t value) {
@@ -104,7 +109,13 @@ Outcome in_child(const std::function<void()>& body) {
     if (pid == 0) {
         close(pipe_fds[0]);
         dup2(pipe_fds[1], STDERR_FILENO);
-        body();
+        try {
+            body();
+        } catch (const Reported& r) {
+            leave(kReported, r.message);
+        } catch (...) {
+            leave(kBroken, "an exception left the scenario");
+        }
         leave(kClean);
     }
     close(pipe_fds[1]);
@@ -124,14 +135,24 @@ void expect_clean_every_seed(const Scenario& twin) {
     EXPECT_EQ(out.exit_code(), kClean) << out.output;
 }
 
-// A bug reported by a call: reported under every seed, in one child per
-// seed (the child exits at the report).
+// A bug reported by a call: reported under every seed, in one child.
 void expect_reported_every_seed(const Scenario& bug, const std::string& what) {
-    for (int seed = 1; seed <= kSeeds; ++seed) {
-        const Outcome out = in_child([&] { run_seed(seed, bug); });
-        EXPECT_EQ(out.exit_code(), kReported) << "seed " << seed << ": " << out.output;
-        EXPECT_TRUE(out.says(what)) << "seed " << seed << ": " << out.output;
-    }
+    const Outcome out = in_child([&] {
+        for (int seed = 1; seed <= kSeeds; ++seed) {
+            try {
+                run_seed(seed, bug);
+            } catch (const Reported& r) {
+                std::fprintf(stderr, "seed %d reported: %s\n", seed, r.message.c_str());
+                continue;
+            }
+            leave(kMissed, "seed " + std::to_string(seed) + ": not reported");
+        }
+        leave(kReported);
+    });
+    EXPECT_EQ(out.exit_code(), kReported) << out.output;
+    int saying = 0;
+    for (std::size_t at = 0; (at = out.output.find(what, at)) != std::string::npos; at += what.size()) ++saying;
+    EXPECT_GE(saying, kSeeds) << out.output;
 }
 
 // A bug caught either way, depending on what the allocator did with the

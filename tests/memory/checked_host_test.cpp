@@ -26,6 +26,25 @@ namespace {
 
 constexpr int kSeeds = 20;
 
+// Sanitizers bring their own allocator, which keeps a freed block untouched
+// in its quarantine (neither writes its bookkeeping into it nor unmaps or
+// reuses it): a destination freed early is then not seen at all.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerAllocator = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerAllocator = true;
+#else
+constexpr bool kSanitizerAllocator = false;
+#endif
+#else
+constexpr bool kSanitizerAllocator = false;
+#endif
+#define SKIP_UNDER_SANITIZER_ALLOCATOR()                                                                    \
+    if (kSanitizerAllocator)                                                                                \
+    GTEST_SKIP() << "the sanitizer's allocator quarantines freed blocks untouched: nothing to see; the "  \
+                    "normal build runs this"
+
 // How a scenario ended in the child.
 enum Exit : int {
     kClean = 0,     // every call succeeded and the host read the right values
@@ -282,6 +301,7 @@ void grow_destination(const Device& d, std::uint64_t size, bool wait_first) {
 }
 
 TEST(CheckedHost, ASmallVectorReallocatedBeforeItsCopyRanIsReportedByTheCopy) {
+    SKIP_UNDER_SANITIZER_ALLOCATOR();
     expect_reported_every_seed([](const Device& d) { grow_destination(d, 1000, false); },
                                "host memory changed before the copy ran");
 }
@@ -289,6 +309,7 @@ TEST(CheckedHost, ASmallVectorReallocatedBeforeItsCopyRanIsReportedByTheCopy) {
 // The allocator either unmaps the old storage (the copy reports it) or
 // hands its pages out again (the new owner's first write stops the program).
 TEST(CheckedHost, ALargeVectorFreedBeforeItsCopyRanIsCaught) {
+    SKIP_UNDER_SANITIZER_ALLOCATOR();
     expect_caught_every_seed([](const Device& d) { grow_destination(d, 256 << 10, false); }, "before the copy ran",
                              "host access to the destination of a pending device-to-host copy");
 }

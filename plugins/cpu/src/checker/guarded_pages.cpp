@@ -59,12 +59,17 @@ struct sigaction g_previous_segv {};
 struct sigaction g_previous_bus {};
 
 // The host function this thread runs (stream 0: none), and the pages its
-// faults opened (see RunningHostFunction).
-thread_local std::uint64_t t_host_function_stream = 0;
-thread_local std::uint64_t t_host_function_position = 0;
-constexpr int kOpenedMax = 64;
-thread_local std::uintptr_t t_opened[kOpenedMax];
-thread_local int t_opened_count = 0;
+// faults opened (see RunningHostFunction). Static TLS (initial-exec): the
+// handler may be the first to touch them on a host thread, and the lazy
+// allocation of a dlopen'ed library's TLS calls malloc, which a signal
+// handler must not.
+#define KEEL_SIGNAL_SAFE_TLS thread_local __attribute__((tls_model("initial-exec")))
+KEEL_SIGNAL_SAFE_TLS std::uint64_t t_host_function_stream = 0;
+KEEL_SIGNAL_SAFE_TLS std::uint64_t t_host_function_position = 0;
+constexpr int kOpenedMax = 16;
+KEEL_SIGNAL_SAFE_TLS std::uintptr_t t_opened[kOpenedMax];
+KEEL_SIGNAL_SAFE_TLS int t_opened_count = 0;
+#undef KEEL_SIGNAL_SAFE_TLS
 
 std::uintptr_t page_size() noexcept {
     static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));

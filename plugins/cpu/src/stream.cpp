@@ -73,7 +73,7 @@ Stream::Stream(Device& device, std::uint64_t id)
 
 Stream::~Stream() {
     // The stop op is the last one: the worker runs everything before it.
-    timeline_->demand(Timeline::kNoError);
+    timeline_->demand(Timeline::kEverything);
     queue_.push([](Op& op) { op.kind = OpKind::stop; });
     wake_worker();
     worker_.join();

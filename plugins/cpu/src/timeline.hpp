@@ -35,9 +35,10 @@ namespace keel::cpu {
 class Timeline {
 public:
     static constexpr std::uint64_t kNoError = std::numeric_limits<std::uint64_t>::max();
+    static constexpr std::uint64_t kEverything = std::numeric_limits<std::uint64_t>::max();  // demand()
 
     explicit Timeline(std::uint64_t stream_id, SpinWindow spin, bool lazy = false)
-        : stream_id_(stream_id), spin_(spin), lazy_(lazy), demanded_(lazy ? 0 : kNoError) {}
+        : stream_id_(stream_id), spin_(spin), lazy_(lazy), demanded_(lazy ? 0 : kEverything) {}
     Timeline(const Timeline&) = delete;
     Timeline& operator=(const Timeline&) = delete;
     Timeline(Timeline&&) = delete;

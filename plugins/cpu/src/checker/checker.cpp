@@ -298,15 +298,7 @@ void Checker::stream_destroyed(std::uint64_t stream) {
     auto lock = this->lock();
     if (config_.races) order_.remove_stream(stream);
     streams_.erase(stream);
-    // Its work ran and the host knows it: its copies' destinations are free.
-    for (auto it = guarded_.begin(); it != guarded_.end();) {
-        if (it->second.stream != stream) {
-            ++it;
-            continue;
-        }
-        guarded_pages::release_pending_write(it->first);
-        it = guarded_.erase(it);
-    }
+    release_destinations_of(lock, stream);
 }
 
 std::size_t Checker::remembered_segments() const {

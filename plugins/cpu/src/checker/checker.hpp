@@ -186,6 +186,8 @@ private:
     void release_observed_destinations(const Lock& lock);
     // Releases the guards inside [begin, end) (pinned memory being freed), or all.
     void release_destinations(const Lock& lock, std::uintptr_t begin, std::uintptr_t end);
+    // ... of the copies of `stream` (it went: the host knows all its work).
+    void release_destinations_of(const Lock& lock, std::uint64_t stream);
     [[nodiscard]] bool host_range_guarded(std::uintptr_t begin, std::uintptr_t end) const;  // under the lock
 
     void register_pending(CheckedOp& c);  // under the lock

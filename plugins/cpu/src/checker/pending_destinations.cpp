@@ -80,26 +80,33 @@ void Checker::guard_destination(const Lock&, Stream& stream, const Op& op, Check
     if (c.host_guard != 0) guarded_.emplace(c.host_guard, GuardedDestination{stream.id(), c.tick, begin, end});
 }
 
-void Checker::release_observed_destinations(const Lock&) {
-    for (auto it = guarded_.begin(); it != guarded_.end();) {
-        if (order_.host().get(it->second.stream) < it->second.tick) {
+namespace {
+
+// Releases (and forgets) the guards `pred` picks.
+template <class Guards, class Pred>
+void release_where(Guards& guarded, Pred&& pred) {
+    for (auto it = guarded.begin(); it != guarded.end();) {
+        if (!pred(it->second)) {
             ++it;
             continue;
         }
         guarded_pages::release_pending_write(it->first);
-        it = guarded_.erase(it);
+        it = guarded.erase(it);
     }
 }
 
+}  // namespace
+
+void Checker::release_observed_destinations(const Lock&) {
+    release_where(guarded_, [&](const GuardedDestination& g) { return order_.host().get(g.stream) >= g.tick; });
+}
+
 void Checker::release_destinations(const Lock&, std::uintptr_t begin, std::uintptr_t end) {
-    for (auto it = guarded_.begin(); it != guarded_.end();) {
-        if (it->second.begin >= end || begin >= it->second.end) {
-            ++it;
-            continue;
-        }
-        guarded_pages::release_pending_write(it->first);
-        it = guarded_.erase(it);
-    }
+    release_where(guarded_, [&](const GuardedDestination& g) { return g.begin < end && begin < g.end; });
+}
+
+void Checker::release_destinations_of(const Lock&, std::uint64_t stream) {
+    release_where(guarded_, [&](const GuardedDestination& g) { return g.stream == stream; });
 }
 
 }  // namespace keel::cpu

@@ -12,6 +12,11 @@
 // operation on, so a later synchronize reports it too; it is logged at
 // ERROR; and with KEEL_CPU_CHECK=abort the process prints it and aborts.
 //
+// The host side of device-to-host copies (pending_destinations.cpp): the
+// destination's whole pages are inaccessible from the enqueue until the
+// host observed the copy (a host touch stops the program: guarded_pages),
+// and every byte is fingerprinted at the enqueue and checked by the copy.
+//
 // Thread-safety: every member may be called from any thread. One mutex
 // guards the whole model (the checker trades speed for clarity); checked
 // enqueues take it, and with it the stream's queue lock (in that order).

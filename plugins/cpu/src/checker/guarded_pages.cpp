@@ -165,7 +165,7 @@ void report_pending_write(const Range& r, std::uintptr_t addr) noexcept {
     m.text(" touched ")
         .hex(addr)
         .text(" before the host observed that copy's completion: wait for it first (stream_synchronize, "
-              "event_synchronize or a successful query of an event recorded after the copy, a fence, "
+              "event_synchronize or a successful query of an event recorded after the copy, "
               "HostCopy::wait); freeing or reallocating the destination before then touches it too\n");
     m.write_to_stderr();
 }

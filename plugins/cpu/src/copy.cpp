@@ -1,6 +1,7 @@
 // Copies and memset: the entries (validation on the caller's thread, then
 // an op on the stream) and their execution on the worker, where device
 // addresses are translated and host memory is touched.
+#include "checker/guarded_pages.hpp"
 #include "checker/host_memory.hpp"
 #include "device.hpp"
 #include "entries.hpp"
@@ -99,7 +100,9 @@ Error host_memory_gone(const Op& op, const char* role, const Error& e) {
 
 // Pinned memory (pinned_id set when the whole range lies in one block, and
 // checked still there before) is the plugin's own and copied directly.
+// Guarded pages of pending copies in the range are opened meanwhile.
 Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
+    guarded_pages::HostAccess access(op.src_host, op.size);
     if (op.check->pinned_id != 0) std::memcpy(dst, op.src_host, op.size);
     else if (auto r = host_memory::read(dst, op.src_host, op.size); !r.ok())
         return host_memory_gone(op, "source", r.error());
@@ -113,6 +116,59 @@ Result<void> copy_from_host_checked(std::byte* dst, const Op& op) {
                              " bytes) changed between enqueue and execution: the host reused or freed it "
                              "before the copy ran");
     }
+    return ok();
+}
+
+std::string host_range_text(const Op& op, const void* p) {
+    return "[" + hex(reinterpret_cast<std::uintptr_t>(p)) + ", +" + std::to_string(op.size) + " bytes)";
+}
+
+// Checker: the destination of a d2h is still what the enqueue guarded and
+// fingerprinted (checker/pending_destinations.cpp); then it is written.
+Result<void> copy_to_host_checked(const Op& op, const std::byte* src) {
+    const CheckedOp& c = *op.check;
+    const std::string range = host_range_text(op, op.dst_host);
+    const char* const fix = ": the host freed or reallocated it before the copy completed (wait for the copy, with "
+                            "an event or stream_synchronize, before freeing or growing it)";
+    if (c.host_guard != 0) {
+        const guarded_pages::PageCheck page = guarded_pages::check_pending_write(c.host_guard);
+        if (page.state != guarded_pages::PageState::guarded) {
+            guarded_pages::release_pending_write(c.host_guard);  // the pages are not the copy's any more
+            const bool unmapped = page.state == guarded_pages::PageState::unmapped;
+            return Error(KEEL_STATUS_OUT_OF_RANGE,
+                         "use after free of host memory: " + c.use.describe() + ": its host destination " + range +
+                             (unmapped ? " was unmapped (page " + hex(page.page) + ")"
+                                       : " was freed and mapped again (page " + hex(page.page) +
+                                             " is no longer the inaccessible page the checker left)") +
+                             " before the copy ran" + fix);
+        }
+    }
+    guarded_pages::HostAccess access(op.dst_host, op.size);
+    if (!access.ok())
+        return host_memory_gone(op, "destination", Error(KEEL_STATUS_OUT_OF_RANGE, range + " is not mapped"));
+    if (const auto& expected = c.destination_fingerprint) {
+        Result<std::uint64_t> now = 0;
+        if (c.pinned_id != 0) {
+            host_memory::Fingerprint f;
+            f.add(static_cast<const std::byte*>(op.dst_host), op.size);
+            now = f.value();
+        } else {
+            now = host_memory::fingerprint(op.dst_host, op.size);
+        }
+        if (!now.ok()) return host_memory_gone(op, "destination", now.error());
+        if (*now != *expected)
+            return Error(KEEL_STATUS_DEVICE_ERROR,
+                         "host memory changed before the copy ran: " + c.use.describe() + ": its host destination " +
+                             range + " was written, freed or reallocated by the host between the enqueue and the " +
+                             "copy (the host must not touch a copy's destination until it has observed the copy's " +
+                             "completion: wait for the copy, with an event or stream_synchronize, first)");
+    }
+    if (c.pinned_id != 0) {
+        copy_bytes(static_cast<std::byte*>(op.dst_host), src, op.size);
+        return ok();
+    }
+    if (auto r = host_memory::write(op.dst_host, src, op.size); !r.ok())
+        return host_memory_gone(op, "destination", r.error());
     return ok();
 }
 
@@ -146,11 +202,7 @@ Result<void> execute_copy(Device& device, Op& op) {
         }
         case OpKind::copy_d2h: {
             KEEL_TRY_ASSIGN(std::byte * src, device_range(device, op.src_addr, op.size, "source"));
-            if (op.check && op.check->pinned_id == 0) [[unlikely]] {
-                if (auto r = host_memory::write(op.dst_host, src, op.size); !r.ok())
-                    return host_memory_gone(op, "destination", r.error());
-                return ok();
-            }
+            if (op.check) [[unlikely]] return copy_to_host_checked(op, src);
             copy_bytes(static_cast<std::byte*>(op.dst_host), src, op.size);
             return ok();
         }

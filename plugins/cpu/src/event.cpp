@@ -139,6 +139,8 @@ keel_error* event_query(keel_event event, int32_t* out_done) {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
         const Event::Record r = e->get();
+        // A lazy stream (checker mode) runs the work a query asks about.
+        if (r.point.timeline) r.point.timeline->demand(r.point.position);
         const bool done = r.point.done();
         KEEL_TRY(point_error(r.point));
         if (done && r.clock) e->device().checker()->host_learns(r.clock);

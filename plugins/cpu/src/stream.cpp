@@ -32,6 +32,10 @@ const char* op_name(OpKind kind) noexcept {
     return "op";
 }
 
+bool lazy_in_checker_mode(const Config& config) noexcept {
+    return config.checker_active && config.check.races;
+}
+
 Op::Op() = default;
 Op::~Op() = default;
 
@@ -62,13 +66,14 @@ void Op::take(Op& from) noexcept {
 Stream::Stream(Device& device, std::uint64_t id)
     : device_(device),
       checker_active_(device.config().checker_active),
-      timeline_(std::make_shared<Timeline>(id, device.spin())),
+      timeline_(std::make_shared<Timeline>(id, device.spin(), lazy_in_checker_mode(device.config()))),
       rng_(device.config().check.seed * 0x9E3779B97F4A7C15ull + id) {
     worker_ = std::thread([this] { run(); });
 }
 
 Stream::~Stream() {
     // The stop op is the last one: the worker runs everything before it.
+    timeline_->demand(Timeline::kEverything);
     queue_.push([](Op& op) { op.kind = OpKind::stop; });
     wake_worker();
     worker_.join();
@@ -128,6 +133,7 @@ void Stream::run() noexcept {
         }
         // The host wrote the next node: fetch its line while this op runs.
         if (Op* next = op->next.load(std::memory_order_relaxed)) __builtin_prefetch(next);
+        if (checker_active_) [[unlikely]] timeline_->wait_until_demanded(op->position);
         if (op->kind == OpKind::stop) {
             timeline_->advance_to(op->position);
             return;
@@ -141,7 +147,7 @@ void Stream::process(Op& op) noexcept {
     // Names this stream if the host function touches freed pinned memory.
     std::optional<guarded_pages::RunningHostFunction> host_function;
     if (checker_active_) [[unlikely]] {
-        if (op.kind == OpKind::host_func) host_function.emplace(id());
+        if (op.kind == OpKind::host_func) host_function.emplace(id(), op.position);
         Checker* checker = device_.checker();
         if (std::uint64_t us = checker->delay_us(rng_))
             std::this_thread::sleep_for(std::chrono::microseconds(us));

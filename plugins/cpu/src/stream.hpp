@@ -32,6 +32,11 @@ namespace keel::cpu {
 
 class Device;
 class Checker;
+struct Config;
+
+// Checker mode with happens-before checking runs streams lazily
+// (timeline.hpp): an op runs only once a wait, a query or a dependency needs it.
+[[nodiscard]] bool lazy_in_checker_mode(const Config& config) noexcept;
 
 class Stream {
 public:

@@ -7,6 +7,13 @@
 // when it is enqueued, under the stream's queue lock, so positions follow
 // queue order exactly. "Position p is done" means completed() >= p.
 //
+// Lazy timelines (checker mode with happens-before checking): the worker
+// runs an operation only once something needs it — a wait for it (host or
+// another stream's worker, through wait_for), a query, or the stream going
+// away — so that work nothing waits for yet runs as late as the program
+// allows, and a free or host access that comes too early always comes
+// before that work, whatever the timing.
+//
 // Thread-safety: shared between the stream's worker (the only writer of
 // progress and of the error) and any number of host threads and other
 // workers (readers/waiters).
@@ -28,8 +35,10 @@ namespace keel::cpu {
 class Timeline {
 public:
     static constexpr std::uint64_t kNoError = std::numeric_limits<std::uint64_t>::max();
+    static constexpr std::uint64_t kEverything = std::numeric_limits<std::uint64_t>::max();  // demand()
 
-    explicit Timeline(std::uint64_t stream_id, SpinWindow spin) : stream_id_(stream_id), spin_(spin) {}
+    explicit Timeline(std::uint64_t stream_id, SpinWindow spin, bool lazy = false)
+        : stream_id_(stream_id), spin_(spin), lazy_(lazy), demanded_(lazy ? 0 : kEverything) {}
     Timeline(const Timeline&) = delete;
     Timeline& operator=(const Timeline&) = delete;
     Timeline(Timeline&&) = delete;
@@ -53,7 +62,28 @@ public:
 
     // Blocks the caller until `position` completed: spins, then parks.
     void wait_for(std::uint64_t position) noexcept {
+        demand(position);
         waiters_.wait(completed_, position, spin_);
+    }
+
+    // Lazy timelines: somebody needs everything up to `position` to run.
+    void demand(std::uint64_t position) noexcept {
+        if (!lazy_) return;
+        std::uint64_t seen = demanded_.load(std::memory_order_seq_cst);
+        while (seen < position && !demanded_.compare_exchange_weak(seen, position, std::memory_order_seq_cst)) {}
+        if (seen >= position) return;
+        demand_epoch_.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake_all(demand_epoch_);
+    }
+    // Worker only: blocks until the operation at `position` may run. No lost
+    // wake-up: the epoch is read before `demanded_`, and demand() bumps it
+    // after raising `demanded_`, so futex_wait returns at once or is woken.
+    void wait_until_demanded(std::uint64_t position) noexcept {
+        while (demanded_.load(std::memory_order_seq_cst) < position) {
+            const std::uint32_t epoch = demand_epoch_.load(std::memory_order_seq_cst);
+            if (demanded_.load(std::memory_order_seq_cst) >= position) return;
+            futex_wait(demand_epoch_, epoch);
+        }
     }
 
     // The operation at `position` failed (its worker), or the checker found
@@ -81,11 +111,14 @@ public:
 private:
     const std::uint64_t stream_id_;
     const SpinWindow spin_;
+    const bool lazy_;
     alignas(64) std::atomic<std::uint64_t> completed_{0};
     WaitQueue waiters_;
     alignas(64) std::atomic<std::uint64_t> error_position_{kNoError};
     std::atomic<bool> claimed_{false};  // the one fail() that writes error_
     std::optional<Error> error_;        // written once before error_position_ (release)
+    alignas(64) std::atomic<std::uint64_t> demanded_;  // lazy: the last position somebody needs
+    std::atomic<std::uint32_t> demand_epoch_{0};
 };
 
 // A point on a timeline: what an event record or a wait captures.

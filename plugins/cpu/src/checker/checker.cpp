@@ -5,6 +5,7 @@
 #include "../pinned_memory.hpp"
 #include "../stream.hpp"
 #include "annotations.hpp"
+#include "guarded_pages.hpp"
 #include "host_memory.hpp"
 
 #include <keel/plugin/host_log.hpp>
@@ -28,7 +29,12 @@ const char* verb(bool write) { return write ? "writes" : "reads"; }
 Checker::Checker(const CheckerConfig& config, const AddressSpace& memory, const PinnedMemory& pinned)
     : config_(config), memory_(memory), pinned_(pinned), alloc_rng_(config.seed) {}
 
-Checker::~Checker() = default;
+Checker::~Checker() {
+    auto lock = this->lock();
+    release_destinations(lock, 0, UINTPTR_MAX);
+    lock.unlock();
+    guarded_pages::remove_handler_if_unused();
+}
 
 Result<void> Checker::before_alloc(const char* kind) {
     std::lock_guard lock(mutex_);
@@ -56,6 +62,13 @@ Result<void> Checker::prepare(Stream& stream, Op& scratch) {
     // else about the host side is checked when the copy runs.
     if (scratch.kind != OpKind::copy_h2d || !config_.check_host_sources) return ok();
     const void* host = scratch.src_host;
+    {
+        // The destination of a copy the host has not observed yet: it will
+        // change (and cannot be read now).
+        auto lock = this->lock();
+        const auto begin = reinterpret_cast<std::uintptr_t>(host);
+        if (host_range_guarded(begin, begin + scratch.size)) return ok();
+    }
     // Pinned memory is the plugin's own: it cannot vanish behind the checker's back.
     const auto block = pinned_.find_containing(host, scratch.size);
     Result<void> readable = ok();
@@ -160,6 +173,8 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
     c.allocation_ids.clear();
     c.host_write_begin = c.host_write_end = 0;
     c.pinned_id = 0;
+    c.host_guard = 0;
+    c.destination_fingerprint.reset();
     c.clock.reset();
 
     scratch_accesses_.clear();
@@ -206,7 +221,9 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
             order_.record(t.id, AccessRecord{c.use, tick, begin, begin + t.access.size, t.access.role, t.access.write});
         }
         if (scratch.kind == OpKind::host_func) c.clock = order_.snapshot(id);
+        if (scratch.kind == OpKind::copy_d2h) guard_destination(lock, stream, scratch, c);
     }
+    if (scratch.kind == OpKind::host_func) tracked.last_host_function = position;
     register_pending(c);
     tracked.last_position = stream.push_checked(scratch);
     return tracked.last_position;
@@ -247,8 +264,9 @@ void Checker::wait(const Lock&, const Stream& stream, const ClockRef& event_cloc
 
 void Checker::host_learns(const ClockRef& known) {
     if (!known) return;
-    std::lock_guard lock(mutex_);
+    auto lock = this->lock();
     order_.host_learns(*known);
+    release_observed_destinations(lock);
 }
 
 std::pair<std::uint64_t, Checker::ClockRef> Checker::enqueued_so_far(Stream& stream) {
@@ -265,6 +283,7 @@ Result<void> Checker::synchronize(Stream& stream) {
 
 Result<bool> Checker::query(Stream& stream) {
     const auto [target, known] = enqueued_so_far(stream);
+    stream.timeline()->demand(target);  // a lazy stream runs what a query asks about
     const bool done = stream.timeline()->reached(target);
     if (done) host_learns(known);
     KEEL_TRY(stream.check_usable());
@@ -276,9 +295,10 @@ void Checker::host_function_starts(const Op& op) {
 }
 
 void Checker::stream_destroyed(std::uint64_t stream) {
-    std::lock_guard lock(mutex_);
+    auto lock = this->lock();
     if (config_.races) order_.remove_stream(stream);
     streams_.erase(stream);
+    release_destinations_of(lock, stream);
 }
 
 std::size_t Checker::remembered_segments() const {
@@ -337,6 +357,11 @@ Result<void> Checker::free_pinned(void* ptr, const std::function<Result<void>()>
     if (block.ok())
         KEEL_TRY(late_free(lock, "host_free", block->id, reinterpret_cast<std::uint64_t>(block->base), block->size,
                            true));
+    if (block.ok()) {
+        // Freed anyway (late frees only logged): the block is poisoned next.
+        const auto base = reinterpret_cast<std::uintptr_t>(block->base);
+        release_destinations(lock, base, base + block->size);
+    }
     KEEL_TRY(free());
     if (block.ok()) order_.forget(block->id);
     return ok();

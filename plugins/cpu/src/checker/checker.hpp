@@ -12,6 +12,11 @@
 // operation on, so a later synchronize reports it too; it is logged at
 // ERROR; and with KEEL_CPU_CHECK=abort the process prints it and aborts.
 //
+// The host side of device-to-host copies (pending_destinations.cpp): the
+// destination's whole pages are inaccessible from the enqueue until the
+// host observed the copy (a host touch stops the program: guarded_pages),
+// and every byte is fingerprinted at the enqueue and checked by the copy.
+//
 // Thread-safety: every member may be called from any thread. One mutex
 // guards the whole model (the checker trades speed for clarity); checked
 // enqueues take it, and with it the stream's queue lock (in that order).
@@ -57,6 +62,11 @@ struct CheckedOp {
     std::optional<std::uint64_t> source_fingerprint;  // h2d: bytes of the source at enqueue
     std::uint64_t use_key = 0;                         // key in Checker::users_, 0 = not registered
     std::uint64_t pinned_id = 0;                       // pinned block of the host side, 0 if none
+    // d2h: the guarded whole pages of the destination (guarded_pages
+    // handle, 0 if none) and the bytes of the whole destination at enqueue,
+    // checked when the copy runs (pending_destinations.cpp).
+    std::uint64_t host_guard = 0;
+    std::optional<std::uint64_t> destination_fingerprint;
 };
 
 class Checker {
@@ -145,6 +155,14 @@ private:
     struct TrackedStream {
         std::shared_ptr<Timeline> timeline;
         std::uint64_t last_position = 0;
+        std::uint64_t last_host_function = 0;  // position of the last host function enqueued
+    };
+    // A guarded destination of a d2h copy, released once the host clock reaches `tick` of `stream`.
+    struct GuardedDestination {
+        std::uint64_t stream = 0;
+        std::uint64_t tick = 0;
+        std::uintptr_t begin = 0;  // the copy's destination
+        std::uintptr_t end = 0;
     };
 
     // Fails the finding's streams (sticky), logs it, aborts in abort mode.
@@ -165,6 +183,18 @@ private:
                                                       keel_device_addr addr, std::uint64_t size);
     [[nodiscard]] Result<void> late_free(const Lock& lock, const char* what, std::uint64_t id, std::uint64_t base,
                                          std::uint64_t size, bool pinned);
+    // ---- destinations of pending d2h copies (pending_destinations.cpp) ----
+    // Under the lock, for an admitted d2h: fingerprints its destination and
+    // guards its whole pages until the host observed the copy.
+    void guard_destination(const Lock& lock, Stream& stream, const Op& scratch, CheckedOp& c);
+    // Releases the guards of copies the host now knows complete.
+    void release_observed_destinations(const Lock& lock);
+    // Releases the guards inside [begin, end) (pinned memory being freed), or all.
+    void release_destinations(const Lock& lock, std::uintptr_t begin, std::uintptr_t end);
+    // ... of the copies of `stream` (it went: the host knows all its work).
+    void release_destinations_of(const Lock& lock, std::uint64_t stream);
+    [[nodiscard]] bool host_range_guarded(std::uintptr_t begin, std::uintptr_t end) const;  // under the lock
+
     void register_pending(CheckedOp& c);  // under the lock
     [[nodiscard]] std::optional<OpRef> pending_user(std::uint64_t id) const;  // under the lock
     [[nodiscard]] bool host_range_pending_write(std::uintptr_t begin, std::uintptr_t end) const;  // under the lock
@@ -188,6 +218,7 @@ private:
     std::uint64_t next_key_ = 1;
     std::unordered_map<std::uint64_t, std::map<std::uint64_t, OpRef>> users_;
     std::multimap<std::uintptr_t, std::uintptr_t> host_writes_;
+    std::map<std::uint64_t, GuardedDestination> guarded_;  // by guarded_pages handle
     std::uintptr_t longest_host_write_ = 0;  // never shrinks: an upper bound is enough
 };
 

@@ -14,7 +14,7 @@ namespace memory {
 Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream, std::uint64_t size) {
     KEEL_TRY_ASSIGN(Block * block, core->allocator().allocate(stream, size));
     Buffer buffer;
-    detail::Access::memory(buffer) = core;
+    detail::Access::memory(buffer) = core.get();  // the block keeps it
     detail::Access::block(buffer) = block;
     detail::Access::view(buffer) =
         detail::Access::view(core->device(), BlockAllocator::address(block), size);
@@ -44,7 +44,7 @@ Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
 Buffer::Buffer() noexcept = default;
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : memory_(std::move(other.memory_)),
+    : memory_(std::exchange(other.memory_, nullptr)),
       block_(std::exchange(other.block_, nullptr)),
       view_(std::exchange(other.view_, DeviceView())),
       uses_(std::move(other.uses_)) {
@@ -54,7 +54,7 @@ Buffer::Buffer(Buffer&& other) noexcept
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
         reset();
-        memory_ = std::move(other.memory_);
+        memory_ = std::exchange(other.memory_, nullptr);
         block_ = std::exchange(other.block_, nullptr);
         view_ = std::exchange(other.view_, DeviceView());
         uses_ = std::move(other.uses_);
@@ -89,12 +89,13 @@ Result<void> Buffer::record_stream(const Stream& stream) {
 
 void Buffer::reset() noexcept {
     if (block_ == nullptr) return;
-    // Freed while this buffer still holds its core: the free may run deferred
-    // releases, one of which could drop every other reference.
-    memory_->allocator().free(std::exchange(block_, nullptr), std::move(uses_));
+    // The free gives back the block's share of the core last (it may run
+    // deferred releases that drop every other reference first).
+    std::vector<memory::RecordedUse> uses = std::move(uses_);
     uses_.clear();
     view_ = DeviceView();
-    memory_.reset();
+    memory::Block* block = std::exchange(block_, nullptr);
+    std::exchange(memory_, nullptr)->allocator().free(block, std::move(uses));
 }
 
 }  // namespace keel

@@ -61,6 +61,8 @@ struct Access {
     // The memory instance `stream` uses, bound now if it had none (see
     // stream_memory.cpp). Valid while the stream lives.
     [[nodiscard]] static Result<const std::shared_ptr<memory::MemoryCore>*> core(const Stream& stream);
+    // What the stream registry gave `stream` when it was created.
+    [[nodiscard]] static std::uint64_t generation(const Stream& stream) noexcept;
 
     [[nodiscard]] static memory::MemoryCore*& memory(Buffer& b) noexcept { return b.memory_; }
     [[nodiscard]] static memory::Block*& block(Buffer& b) noexcept { return b.block_; }

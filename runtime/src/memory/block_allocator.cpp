@@ -720,12 +720,13 @@ void BlockAllocator::enforce_pending_bounds() noexcept {
 }
 
 Result<void> BlockAllocator::record_use(const Block* block, keel_stream stream,
-                                        std::vector<RecordedUse>& uses) {
+                                        std::vector<RecordedUse>& uses,
+                                        std::optional<StreamGeneration> known) {
     if (block == nullptr) return ok();
     if (stream == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] stream is null");
     if (stream == BlockAllocator::stream(block)) return ok();
-    const StreamGeneration generation = stream_generation(stream);
+    const StreamGeneration generation = known ? *known : stream_generation(stream);
     for (RecordedUse& use : uses) {
         if (use.stream != stream) continue;
         use.generation = generation;  // the handle may name a newer stream now

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -107,8 +108,11 @@ public:
     // Declares that `block` is used on `stream`: the free will wait for
     // whatever `stream` has enqueued by then. No plugin call. No-op for the
     // block's own stream.
+    // `generation`: the stream's (what register_stream returned), when the
+    // caller knows it; else it is looked up in the process-wide registry.
     [[nodiscard]] Result<void> record_use(const Block* block, keel_stream stream,
-                                          std::vector<RecordedUse>& uses);
+                                          std::vector<RecordedUse>& uses,
+                                          std::optional<StreamGeneration> generation = std::nullopt);
 
     // Checked mode: OK unless [addr, addr + size) touches this allocator's
     // memory outside one live buffer (CheckedBlocks::check_view). Always OK

@@ -21,12 +21,12 @@ Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream str
     return buffer;
 }
 
-Result<void> record_use(Buffer& buffer, keel_stream stream) {
+Result<void> record_use(Buffer& buffer, keel_stream stream, std::optional<StreamGeneration> generation) {
     if (buffer.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::record_stream] the buffer is empty (moved-from or freed)");
     return detail::Access::memory(buffer)->allocator().record_use(detail::Access::block(buffer), stream,
-                                                                 detail::Access::uses(buffer));
+                                                                 detail::Access::uses(buffer), generation);
 }
 
 }  // namespace memory
@@ -84,7 +84,9 @@ Result<void> Buffer::record_stream(const Stream& stream) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] the stream is on " +
                                                        stream.device().name() + ", the buffer on " +
                                                        mine->name);
-    return memory::record_use(*this, stream.native());
+    // The stream's own generation: no lookup in the process-wide registry,
+    // whose shared lock every thread would write.
+    return memory::record_use(*this, stream.native(), detail::Access::generation(stream));
 }
 
 void Buffer::reset() noexcept {

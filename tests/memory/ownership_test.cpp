@@ -76,7 +76,7 @@ TEST(Ownership, ThreadsFreeingTheirBuffersWhileTheLastHandleGoesReleaseTheCoreOn
     // pools while the handle goes, so whichever free or handle is last
     // destroys the core, after every other free left its pool.
     constexpr int kThreads = 4;
-    constexpr int kRounds = 10;
+    constexpr int kRounds = 5;
     FakeDevice device;
     std::vector<keel_stream> streams;
     for (int t = 0; t < kThreads; ++t) streams.push_back(device.make_stream());

@@ -61,15 +61,15 @@ struct Access {
     // The memory instance `stream` uses, bound now if it had none (see
     // stream_memory.cpp). Valid while the stream lives.
     [[nodiscard]] static Result<const std::shared_ptr<memory::MemoryCore>*> core(const Stream& stream);
+    // What the stream registry gave `stream` when it was created.
+    [[nodiscard]] static std::uint64_t generation(const Stream& stream) noexcept;
 
-    [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(Buffer& b) noexcept { return b.memory_; }
+    [[nodiscard]] static memory::MemoryCore*& memory(Buffer& b) noexcept { return b.memory_; }
     [[nodiscard]] static memory::Block*& block(Buffer& b) noexcept { return b.block_; }
     [[nodiscard]] static memory::Block* block(const Buffer& b) noexcept { return b.block_; }
     [[nodiscard]] static DeviceView& view(Buffer& b) noexcept { return b.view_; }
     [[nodiscard]] static std::vector<memory::RecordedUse>& uses(Buffer& b) noexcept { return b.uses_; }
-    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& memory(const Buffer& b) noexcept {
-        return b.memory_;
-    }
+    [[nodiscard]] static memory::MemoryCore* memory(const Buffer& b) noexcept { return b.memory_; }
 
     [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(Fence& f) noexcept { return f.memory_; }
     [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& memory(const Fence& f) noexcept {

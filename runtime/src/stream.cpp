@@ -45,7 +45,10 @@ struct Stream::Memory {
     std::mutex mu;
     std::atomic<bool> bound{false};
     std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
+    memory::StreamGeneration generation = 0;   // from the stream registry, at creation
 };
+
+std::uint64_t detail::Access::generation(const Stream& stream) noexcept { return stream.memory_->generation; }
 
 Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const Stream& stream) {
     Stream::Memory& m = *stream.memory_;
@@ -63,7 +66,7 @@ Result<Stream> Stream::create(const Device& device) {
     keel_stream handle = nullptr;
     auto memory = std::make_unique<Memory>();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
-    (void)memory::register_stream(handle);
+    memory->generation = memory::register_stream(handle);
     return Stream(device, handle, std::move(memory));
 }
 
@@ -74,7 +77,7 @@ Result<Stream> Stream::create(const DeviceMemory& memory) {
     keel_stream handle = nullptr;
     const Device& device = memory.device();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
-    (void)memory::register_stream(handle);
+    bound->generation = memory::register_stream(handle);
     return Stream(device, handle, std::move(bound));
 }
 

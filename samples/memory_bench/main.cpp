@@ -10,15 +10,21 @@
 //      every cross-stream free
 //   5. the cost of checked memory (AllocatorConfig::checked) and of no
 //      caching, against the default, on the same loop
+//   6. one operation of the hot path (allocation, copy, launch, hold,
+//      record_stream, event, fence) with 1, 2 and 4 threads, beside malloc
+//      and a mutex-guarded free list (per_op.cpp)
 //
-// Usage: keel-memory-bench [--device NAME] [--quick] [--sections 12345]
-// (--sections: which of the five tables to print, e.g. 5).
+// Usage: keel-memory-bench [--device NAME] [--quick] [--sections 123456] [--op NAME]
+// (--sections: which of the six tables to print, e.g. 5; --op: only that
+// row of table 6, e.g. "alloc+free 64K", to profile one loop).
 // Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,
 // KEEL_BENCH_AHEAD and KEEL_BENCH_RING override its copy_threads, chunk_bytes,
 // stage_ahead and ring_chunks (for tuning on a new machine).
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/keel.hpp>
+
+#include "per_op.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -483,13 +489,16 @@ void bench_checked(const keel::Device& device, bool quick) {
 int main(int argc, char** argv) {
     std::string name = "cpu:0";
     bool quick = false;
-    std::string sections = "12345";
+    std::string sections = "123456";
+    std::string only_op;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
         else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--sections") == 0 && i + 1 < argc) sections = argv[++i];
+        else if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) only_op = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 12345]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 123456] [--op NAME]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -505,6 +514,7 @@ int main(int argc, char** argv) {
     if (wanted('3')) bench_copies(device, quick);
     if (wanted('4')) bench_deferred(device, quick);
     if (wanted('5')) bench_checked(device, quick);
+    if (wanted('6')) keel_bench::bench_per_op(device, quick, only_op);
     std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
     return 0;
 }

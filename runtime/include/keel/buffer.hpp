@@ -113,7 +113,10 @@ public:
 private:
     friend struct detail::Access;
 
-    std::shared_ptr<memory::MemoryCore> memory_;
+    // The instance of block_, which the allocated block keeps alive: its
+    // pool counts the blocks out, so a buffer writes no counter shared with
+    // other threads. Released with the block (reset()).
+    memory::MemoryCore* memory_ = nullptr;
     memory::Block* block_ = nullptr;
     DeviceView view_;
     std::vector<memory::RecordedUse> uses_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -182,7 +183,11 @@ StreamPool& BlockAllocator::shard_pool(keel_stream stream, std::uint32_t shard) 
     auto& shards = pools_[stream];
     if (!shards) shards = std::make_unique<StreamShards>();
     auto& pool = shards->shard[shard];
-    if (!pool) pool = std::make_unique<StreamPool>(stream, shard);
+    if (!pool) {
+        pool = std::make_unique<StreamPool>(stream, shard);
+        pool->orphaned = orphaned_;
+        if (!orphaned_) pool->owner = owner_.lock();
+    }
     return *pool;
 }
 
@@ -240,8 +245,12 @@ namespace {
 // Under pool.mu: counts an allocation of `block` in the pool; returns the
 // bytes the shared counter must grow by (what the pool's credit does not cover).
 std::uint64_t count_in_pool(StreamPool& pool, const Block* block, std::uint64_t requested) noexcept {
+    // An allocation comes through a handle of the owner, so the pool holds
+    // its reference (adopt() gave it back when the handles came back).
+    assert(!pool.orphaned);
     ++pool.allocations;
     ++pool.allocated_count;
+    ++pool.owners;
     pool.requested_bytes += requested;
     pool.allocated_bytes += block->size;
     const std::uint64_t covered = std::min(pool.credit, block->size);
@@ -509,6 +518,69 @@ void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) 
 
 void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (block == nullptr) return;
+    StreamPool& pool = *block->segment->pool;
+    if (!uses.empty() || !caching_ || checked_) [[unlikely]] {
+        release_block(block, std::move(uses));
+        let_go(pool);  // last: the owner may go with it
+        return;
+    }
+    // The common case in one section of the pool's lock, which also gives
+    // back the block's share of the owner: nothing here may touch the
+    // allocator after it, so the sweep comes first and the reference that
+    // may be the owner's last is dropped after the lock.
+    maybe_sweep();
+    std::shared_ptr<void> last;
+    std::lock_guard lock(pool.mu);
+    const std::uint64_t bytes = block->size;
+    --pool.allocated_count;
+    pool.requested_bytes -= block->requested;
+    pool.allocated_bytes -= bytes;
+    pool.credit += bytes;
+    if (pool.credit > kCreditBytes)
+        allocated_bytes_.fetch_sub(std::exchange(pool.credit, 0), std::memory_order_relaxed);
+    if (!park(pool, *policy_, block)) return_block(pool, block);
+    if (--pool.owners == 0 && pool.orphaned) last = std::move(pool.owner);
+}
+
+void BlockAllocator::let_go(StreamPool& pool) noexcept {
+    std::shared_ptr<void> last;  // dropped after the lock
+    std::lock_guard lock(pool.mu);
+    if (--pool.owners == 0 && pool.orphaned) last = std::move(pool.owner);
+}
+
+void BlockAllocator::set_owner(const std::shared_ptr<void>& owner) {
+    std::unique_lock lock(pools_mu_);
+    owner_ = owner;
+}
+
+void BlockAllocator::orphan() noexcept {
+    // Under the map's lock no pool is created meanwhile; under each pool's
+    // lock its count is exact. Dropping a pool's reference here is never
+    // the last one: the caller still holds one.
+    std::unique_lock lock(pools_mu_);
+    orphaned_ = true;
+    for (const auto& [stream, shards] : pools_)
+        for (const auto& pool : shards->shard) {
+            if (!pool) continue;
+            std::lock_guard pool_lock(pool->mu);
+            pool->orphaned = true;
+            if (pool->owners == 0) pool->owner.reset();
+        }
+}
+
+void BlockAllocator::adopt(const std::shared_ptr<void>& owner) noexcept {
+    std::unique_lock lock(pools_mu_);
+    orphaned_ = false;
+    for (const auto& [stream, shards] : pools_)
+        for (const auto& pool : shards->shard) {
+            if (!pool) continue;
+            std::lock_guard pool_lock(pool->mu);
+            pool->orphaned = false;
+            if (!pool->owner) pool->owner = owner;
+        }
+}
+
+void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (!uses.empty() && detail::in_host_func()) [[unlikely]] {
         // No plugin call is allowed here, so no event: keeping the block is
         // the only safe choice.
@@ -525,18 +597,13 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     StreamPool& pool = *block->segment->pool;
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
-        std::uint64_t release = 0;
-        {
-            std::lock_guard lock(pool.mu);
-            --pool.allocated_count;
-            pool.requested_bytes -= block->requested;
-            pool.allocated_bytes -= bytes;
-            pool.credit += bytes;
-            if (pool.credit > kCreditBytes) release = std::exchange(pool.credit, 0);
-            if (!park(pool, *policy_, block)) return_block(pool, block);
-        }
-        if (release != 0) allocated_bytes_.fetch_sub(release, std::memory_order_relaxed);
-        maybe_sweep();
+        // Every recorded stream was closed: a free without uses.
+        std::lock_guard lock(pool.mu);
+        --pool.allocated_count;
+        pool.requested_bytes -= block->requested;
+        pool.allocated_bytes -= bytes;
+        allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+        if (!park(pool, *policy_, block)) return_block(pool, block);
         return;
     }
     std::shared_ptr<PendingFree> pending;
@@ -550,7 +617,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
             events_.release(use.event);
         }
         uses.clear();
-        free(block, {});
+        release_block(block, {});
         return;
     }
     {
@@ -653,12 +720,13 @@ void BlockAllocator::enforce_pending_bounds() noexcept {
 }
 
 Result<void> BlockAllocator::record_use(const Block* block, keel_stream stream,
-                                        std::vector<RecordedUse>& uses) {
+                                        std::vector<RecordedUse>& uses,
+                                        std::optional<StreamGeneration> known) {
     if (block == nullptr) return ok();
     if (stream == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] stream is null");
     if (stream == BlockAllocator::stream(block)) return ok();
-    const StreamGeneration generation = stream_generation(stream);
+    const StreamGeneration generation = known ? *known : stream_generation(stream);
     for (RecordedUse& use : uses) {
         if (use.stream != stream) continue;
         use.generation = generation;  // the handle may name a newer stream now

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -88,14 +89,30 @@ public:
     // Frees `block`: records an event on each recorded stream still open.
     // Without uses it is at once reusable by its own stream (stream-ordered).
     // With uses, it becomes pending until each use's event completes; this
-    // may block when pending frees are past their bounds.
+    // may block when pending frees are past their bounds. Gives back the
+    // block's share of the owner last: the owner (and this allocator) may be
+    // destroyed by it.
     void free(Block* block, std::vector<RecordedUse> uses) noexcept;
+
+    // Ownership. Every allocated block keeps `owner` (the memory instance)
+    // alive, without a shared counter per block: each pool counts its blocks
+    // out under its own lock and holds one reference to the owner for all of
+    // them. set_owner() names it (once, before the first allocation);
+    // orphan() says that every other reference is gone, so each pool lets go
+    // of its reference as soon as it has no block out (at once if it has
+    // none); adopt() takes the references back when the owner has users again.
+    void set_owner(const std::shared_ptr<void>& owner);
+    void orphan() noexcept;
+    void adopt(const std::shared_ptr<void>& owner) noexcept;
 
     // Declares that `block` is used on `stream`: the free will wait for
     // whatever `stream` has enqueued by then. No plugin call. No-op for the
     // block's own stream.
+    // `generation`: the stream's (what register_stream returned), when the
+    // caller knows it; else it is looked up in the process-wide registry.
     [[nodiscard]] Result<void> record_use(const Block* block, keel_stream stream,
-                                          std::vector<RecordedUse>& uses);
+                                          std::vector<RecordedUse>& uses,
+                                          std::optional<StreamGeneration> generation = std::nullopt);
 
     // Checked mode: OK unless [addr, addr + size) touches this allocator's
     // memory outside one live buffer (CheckedBlocks::check_view). Always OK
@@ -136,6 +153,10 @@ private:
     Result<Block*> handed_out(Result<Block*> block, keel_stream stream, std::uint64_t requested);
     // Records the free-time event of each use; drops the uses of closed streams.
     void record_at_free(std::vector<RecordedUse>& uses) noexcept;
+    // free() without giving back the block's share of the owner.
+    void release_block(Block* block, std::vector<RecordedUse> uses) noexcept;
+    // A block of `pool` is no longer out: its share of the owner goes back.
+    void let_go(StreamPool& pool) noexcept;
     void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
     void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
     // Waits until the work enqueued so far on the pool's stream ran: what
@@ -171,6 +192,8 @@ private:
     // a new stream finds its old pool, which is safe: the old stream's work
     // finished before it was destroyed).
     std::unordered_map<keel_stream, std::unique_ptr<StreamShards>> pools_;
+    std::weak_ptr<void> owner_;  // guarded by pools_mu_, as is:
+    bool orphaned_ = false;
 
     // Allocated bytes for the peaks: exact but for what pools hold back as
     // credit (block_allocator.cpp). stats() sums the pools' exact counts.

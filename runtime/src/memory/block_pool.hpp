@@ -173,6 +173,13 @@ struct StreamPool {
     std::uint64_t allocated_count = 0;
     std::uint64_t requested_bytes = 0;
     std::uint64_t segment_count = 0;
+    // The memory instance's ownership (BlockAllocator::set_owner): the
+    // pool's blocks still out count here, not in a shared counter, and the
+    // pool holds one reference to the instance for all of them: while its
+    // handles live, and after they are gone while `owners` is not 0.
+    std::uint64_t owners = 0;
+    bool orphaned = false;  // the instance's handles are gone
+    std::shared_ptr<void> owner;
 };
 
 // The pools of one stream, by shard: shard 0 serves large requests and the

@@ -14,19 +14,19 @@ namespace memory {
 Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream, std::uint64_t size) {
     KEEL_TRY_ASSIGN(Block * block, core->allocator().allocate(stream, size));
     Buffer buffer;
-    detail::Access::memory(buffer) = core;
+    detail::Access::memory(buffer) = core.get();  // the block keeps it
     detail::Access::block(buffer) = block;
     detail::Access::view(buffer) =
         detail::Access::view(core->device(), BlockAllocator::address(block), size);
     return buffer;
 }
 
-Result<void> record_use(Buffer& buffer, keel_stream stream) {
+Result<void> record_use(Buffer& buffer, keel_stream stream, std::optional<StreamGeneration> generation) {
     if (buffer.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::record_stream] the buffer is empty (moved-from or freed)");
     return detail::Access::memory(buffer)->allocator().record_use(detail::Access::block(buffer), stream,
-                                                                 detail::Access::uses(buffer));
+                                                                 detail::Access::uses(buffer), generation);
 }
 
 }  // namespace memory
@@ -44,7 +44,7 @@ Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
 Buffer::Buffer() noexcept = default;
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : memory_(std::move(other.memory_)),
+    : memory_(std::exchange(other.memory_, nullptr)),
       block_(std::exchange(other.block_, nullptr)),
       view_(std::exchange(other.view_, DeviceView())),
       uses_(std::move(other.uses_)) {
@@ -54,7 +54,7 @@ Buffer::Buffer(Buffer&& other) noexcept
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
         reset();
-        memory_ = std::move(other.memory_);
+        memory_ = std::exchange(other.memory_, nullptr);
         block_ = std::exchange(other.block_, nullptr);
         view_ = std::exchange(other.view_, DeviceView());
         uses_ = std::move(other.uses_);
@@ -84,17 +84,20 @@ Result<void> Buffer::record_stream(const Stream& stream) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] the stream is on " +
                                                        stream.device().name() + ", the buffer on " +
                                                        mine->name);
-    return memory::record_use(*this, stream.native());
+    // The stream's own generation: no lookup in the process-wide registry,
+    // whose shared lock every thread would write.
+    return memory::record_use(*this, stream.native(), detail::Access::generation(stream));
 }
 
 void Buffer::reset() noexcept {
     if (block_ == nullptr) return;
-    // Freed while this buffer still holds its core: the free may run deferred
-    // releases, one of which could drop every other reference.
-    memory_->allocator().free(std::exchange(block_, nullptr), std::move(uses_));
+    // The free gives back the block's share of the core last (it may run
+    // deferred releases that drop every other reference first).
+    std::vector<memory::RecordedUse> uses = std::move(uses_);
     uses_.clear();
     view_ = DeviceView();
-    memory_.reset();
+    memory::Block* block = std::exchange(block_, nullptr);
+    std::exchange(memory_, nullptr)->allocator().free(block, std::move(uses));
 }
 
 }  // namespace keel

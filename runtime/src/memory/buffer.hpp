@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 namespace keel::memory {
 
@@ -17,7 +18,8 @@ namespace keel::memory {
                                       std::uint64_t size);
 
 // Declares that the work enqueued on `stream` so far uses `buffer` (see
-// Buffer::record_stream).
-[[nodiscard]] Result<void> record_use(Buffer& buffer, keel_stream stream);
+// Buffer::record_stream); `generation` as BlockAllocator::record_use.
+[[nodiscard]] Result<void> record_use(Buffer& buffer, keel_stream stream,
+                                      std::optional<StreamGeneration> generation = std::nullopt);
 
 }  // namespace keel::memory

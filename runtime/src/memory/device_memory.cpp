@@ -26,7 +26,7 @@ namespace {
 // was given outlives it, so that an instance created later honours it.
 struct SharedEntry {
     std::weak_ptr<const detail::DeviceSlot> device;  // expired: a stale entry
-    std::weak_ptr<MemoryCore> core;
+    std::weak_ptr<MemoryCore> core;  // MemoryCore::lifetime(): alive while handles or buffers are
     std::optional<MemoryConfig> config;
 };
 
@@ -94,12 +94,17 @@ Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const Memo
                              "'s shared memory already exists with another configuration; give it "
                              "its configuration before its first buffer, staged copy, hold or fence "
                              "(or use DeviceMemory::create for a private instance)");
-        return existing;
+        try {
+            return MemoryCore::share(existing);  // its buffers may have outlived every handle
+        } catch (const std::bad_alloc&) {
+            return Error(KEEL_STATUS_OUT_OF_MEMORY, "[DeviceMemory] host allocation failed sharing " +
+                                                        device.name() + "'s memory");
+        }
     }
     if (config != nullptr) entry.config = *config;
     KEEL_TRY_ASSIGN(std::shared_ptr<MemoryCore> created,
                     create_core(device, entry.config.value_or(MemoryConfig{})));
-    entry.core = created;
+    entry.core = created->lifetime();
     return created;
 }
 

@@ -60,14 +60,51 @@ MemoryCore::MemoryCore(std::unique_ptr<DeviceOps> owned, DeviceOps& ops, const M
       allocator_(ops_, events_, tracker_, config.allocator, config.limits),
       staging_(ops_, tracker_, config.staging, config.limits) {}
 
+// The handles of a core share one of these: its end tells the core's pools
+// to let go of the core once their blocks are back.
+struct MemoryCore::Handles {
+    explicit Handles(std::shared_ptr<MemoryCore> c) noexcept : core(std::move(c)) {}
+    Handles(const Handles&) = delete;
+    Handles& operator=(const Handles&) = delete;
+    Handles(Handles&&) = delete;
+    Handles& operator=(Handles&&) = delete;
+    ~Handles() { core->handles_gone(); }
+    std::shared_ptr<MemoryCore> core;
+};
+
 std::shared_ptr<MemoryCore> MemoryCore::create(std::unique_ptr<DeviceOps> ops, const MemoryConfig& config,
                                                const detail::DeviceSlot* device) {
     DeviceOps& raw = *ops;
-    return std::shared_ptr<MemoryCore>(new MemoryCore(std::move(ops), raw, config, device), &release);
+    return adopt(new MemoryCore(std::move(ops), raw, config, device));
 }
 
 std::shared_ptr<MemoryCore> MemoryCore::create(DeviceOps& ops, const MemoryConfig& config) {
-    return std::shared_ptr<MemoryCore>(new MemoryCore(nullptr, ops, config, nullptr), &release);
+    return adopt(new MemoryCore(nullptr, ops, config, nullptr));
+}
+
+std::shared_ptr<MemoryCore> MemoryCore::adopt(MemoryCore* raw) {
+    std::shared_ptr<MemoryCore> core(raw, &release);  // released at once if this throws
+    core->self_ = core;
+    core->allocator_.set_owner(core);
+    return share(core);
+}
+
+std::shared_ptr<MemoryCore> MemoryCore::share(const std::shared_ptr<MemoryCore>& core) {
+    std::lock_guard lock(core->handles_mu_);
+    std::shared_ptr<Handles> group = core->handles_.lock();
+    if (!group) {
+        group = std::make_shared<Handles>(core);
+        core->allocator_.adopt(core);
+        core->handles_ = group;
+    }
+    return std::shared_ptr<MemoryCore>(std::move(group), core.get());  // shares the group's count
+}
+
+void MemoryCore::handles_gone() noexcept {
+    std::lock_guard lock(handles_mu_);
+    // A group started since (share() from the registry) keeps the pools'
+    // references; this one's end then changes nothing.
+    if (handles_.expired()) allocator_.orphan();
 }
 
 MemoryCore::~MemoryCore() {

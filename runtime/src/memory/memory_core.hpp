@@ -13,6 +13,7 @@
 #include "memory/staging_pool.hpp"
 
 #include <memory>
+#include <mutex>
 
 namespace keel::detail {
 struct DeviceSlot;
@@ -20,19 +21,33 @@ struct DeviceSlot;
 
 namespace keel::memory {
 
-// Sync: shared by every thread that uses the device. Shared ownership: a
-// DeviceMemory handle, a Stream, and every Buffer, Fence and HostCopy made
-// from it hold a reference, so nothing made from a core outlives it.
+// Sync: shared by every thread that uses the device. Shared ownership, so
+// nothing made from a core outlives it, in two kinds:
+// - handles: a DeviceMemory, a Stream, a Fence and a HostCopy hold a
+//   std::shared_ptr<MemoryCore> of the core's one live handle group;
+// - buffers: an allocated block keeps its core alive through its pool's
+//   count of blocks out (BlockAllocator::set_owner), so allocating and
+//   freeing a buffer writes no counter shared with other threads.
+// The handle group and every pool with blocks out hold the core itself;
+// when the group goes, the pools let go as their last block comes back,
+// and the core is released with the last of them. A core whose handles are
+// gone is reachable again only through lifetime() (the device's registry of
+// shared instances), which share() turns into a handle again.
 class MemoryCore {
 public:
-    // A core over a plugin's device: owns `ops` (which keeps the plugin
-    // loaded); `device` names the device for the views of its buffers.
-    // Throws std::bad_alloc or std::system_error (the reclaimer thread).
+    // A handle of a new core over a plugin's device: owns `ops` (which keeps
+    // the plugin loaded); `device` names the device for the views of its
+    // buffers. Throws std::bad_alloc or std::system_error (the reclaimer thread).
     [[nodiscard]] static std::shared_ptr<MemoryCore> create(std::unique_ptr<DeviceOps> ops,
                                                             const MemoryConfig& config,
                                                             const detail::DeviceSlot* device);
-    // A core over `ops`, which must outlive it (tests: a fake device).
+    // A handle of a new core over `ops`, which must outlive it (tests: a fake device).
     [[nodiscard]] static std::shared_ptr<MemoryCore> create(DeviceOps& ops, const MemoryConfig& config);
+    // The core itself, weakly: alive while handles or buffers are.
+    [[nodiscard]] std::weak_ptr<MemoryCore> lifetime() const { return self_; }
+    // A handle of `core` (from lifetime()): joins its live handle group or
+    // starts a new one. Throws std::bad_alloc.
+    [[nodiscard]] static std::shared_ptr<MemoryCore> share(const std::shared_ptr<MemoryCore>& core);
 
     MemoryCore(const MemoryCore&) = delete;
     MemoryCore& operator=(const MemoryCore&) = delete;
@@ -57,6 +72,10 @@ private:
     // inside this core) or inside a host function (which may not call the
     // plugin), the core is destroyed on a thread of its own instead.
     static void release(MemoryCore* core) noexcept;
+    [[nodiscard]] static std::shared_ptr<MemoryCore> adopt(MemoryCore* core);
+    // The last handle of a group went.
+    void handles_gone() noexcept;
+    struct Handles;
 
     std::unique_ptr<DeviceOps> owned_ops_;
     DeviceOps& ops_;
@@ -66,6 +85,9 @@ private:
     CompletionTracker tracker_;
     BlockAllocator allocator_;
     StagingPool staging_;
+    std::weak_ptr<MemoryCore> self_;  // set once by adopt()
+    std::mutex handles_mu_;           // orders a group's end after a newer group's start
+    std::weak_ptr<Handles> handles_;  // guarded by handles_mu_
 };
 
 }  // namespace keel::memory

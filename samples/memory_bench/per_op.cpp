@@ -1,0 +1,208 @@
+#include "per_op.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace keel_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t kPairBytes = 64 * keel::KiB;  // as table 2
+constexpr std::uint64_t kSmallBytes = 256;           // copies and kernels: the enqueue, not the bytes
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+template <class T>
+T must(keel::Result<T> r, const char* what) {
+    if (!r.ok()) {
+        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
+        std::exit(1);
+    }
+    return std::move(r).value();
+}
+void must(keel::Result<void> r, const char* what) {
+    if (!r.ok()) {
+        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
+        std::exit(1);
+    }
+}
+
+// Keeps the compiler from dropping an allocation it can see is unused.
+void escape(void* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+// The PyTorch-style reference: one free list per device behind one mutex.
+class LockedFreeList {
+public:
+    LockedFreeList() = default;
+    LockedFreeList(const LockedFreeList&) = delete;
+    LockedFreeList& operator=(const LockedFreeList&) = delete;
+    LockedFreeList(LockedFreeList&&) = delete;
+    LockedFreeList& operator=(LockedFreeList&&) = delete;
+    ~LockedFreeList() {
+        for (void* p : free_) std::free(p);
+    }
+    void* take() {
+        {
+            std::lock_guard lock(mu_);
+            if (!free_.empty()) {
+                void* p = free_.back();
+                free_.pop_back();
+                return p;
+            }
+        }
+        return std::malloc(kPairBytes);
+    }
+    void give(void* p) {
+        std::lock_guard lock(mu_);
+        free_.push_back(p);
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<void*> free_;
+};
+
+// What one thread's operations work on.
+struct Lane {
+    const keel::Stream* stream = nullptr;  // its own, or the one all share
+    const keel::Stream* other = nullptr;   // another stream, for record_stream
+    keel::Buffer src;                      // kSmallBytes on `stream`
+    keel::Buffer dst;
+    const keel::Kernel* fill = nullptr;
+    keel::KernelArgs fill_args;
+    LockedFreeList* list = nullptr;
+};
+
+struct Op {
+    const char* name;
+    bool keel;       // false: a baseline, which has no stream
+    int sync_every;  // enqueues: the stream is synchronized every this many (0: never)
+    void (*run)(Lane&);
+};
+
+const Op kOps[] = {
+    {"malloc+free 64K", false, 0,
+     [](Lane&) {
+         void* p = std::malloc(kPairBytes);
+         escape(p);
+         std::free(p);
+     }},
+    {"mutex list 64K", false, 0,
+     [](Lane& l) {
+         void* p = l.list->take();
+         escape(p);
+         l.list->give(p);
+     }},
+    {"alloc+free 64K", true, 0,
+     [](Lane& l) { (void)must(keel::Buffer::allocate(*l.stream, kPairBytes), "Buffer::allocate"); }},
+    {"copy d2d 256B", true, 256, [](Lane& l) { must(l.stream->copy(l.dst, l.src), "Stream::copy"); }},
+    {"launch fill", true, 256, [](Lane& l) { must(l.stream->launch(*l.fill, l.fill_args), "Stream::launch"); }},
+    {"hold", true, 256, [](Lane& l) { must(l.stream->hold(std::vector<int>()), "Stream::hold"); }},
+    {"record_stream", true, 0, [](Lane& l) { must(l.src.record_stream(*l.other), "Buffer::record_stream"); }},
+    {"event create", true, 0,
+     [](Lane& l) { (void)must(keel::Event::create(l.stream->device()), "Event::create"); }},
+    {"fence", true, 256, [](Lane& l) { (void)must(l.stream->fence(), "Stream::fence"); }},
+};
+
+struct PerOp {
+    double wall_ns = 0;  // elapsed time / operations of all threads
+    double cpu_ns = 0;   // CPU time of all threads / their operations
+};
+
+PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream, int per_thread) {
+    auto memory = must(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    const auto kernel = must(keel::Kernel::find(device, "fill"), "Kernel::find fill");
+    const int stream_count = one_stream ? 1 : threads;
+    std::vector<keel::Stream> streams;
+    std::vector<keel::Stream> others;
+    for (int i = 0; i < stream_count; ++i) {
+        streams.push_back(must(keel::Stream::create(memory), "Stream::create"));
+        others.push_back(must(keel::Stream::create(memory), "Stream::create"));
+    }
+    LockedFreeList list;
+    std::vector<Lane> lanes(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        Lane& l = lanes[static_cast<std::size_t>(t)];
+        l.stream = &streams[static_cast<std::size_t>(one_stream ? 0 : t)];
+        l.other = &others[static_cast<std::size_t>(one_stream ? 0 : t)];
+        l.src = must(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
+        l.dst = must(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
+        l.fill = &kernel;
+        l.fill_args = keel::KernelArgs().buffer(l.dst, KEEL_DTYPE_F32).scalar(1.0f);
+        l.list = &list;
+    }
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<double> cpu(static_cast<std::size_t>(threads), 0.0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            Lane& l = lanes[static_cast<std::size_t>(t)];
+            for (int i = 0; i < 64; ++i) op.run(l);  // warm: pools, events, caches
+            if (op.sync_every != 0) must(l.stream->synchronize(), "Stream::synchronize");
+            ++ready;
+            while (!go.load()) std::this_thread::yield();
+            const double c0 = thread_cpu_seconds();
+            for (int i = 1; i <= per_thread; ++i) {
+                op.run(l);
+                if (op.sync_every != 0 && i % op.sync_every == 0)
+                    must(l.stream->synchronize(), "Stream::synchronize");
+            }
+            if (op.sync_every != 0) must(l.stream->synchronize(), "Stream::synchronize");
+            cpu[static_cast<std::size_t>(t)] = thread_cpu_seconds() - c0;
+        });
+    }
+    while (ready.load() != threads) std::this_thread::yield();
+    const auto t0 = Clock::now();
+    go = true;
+    for (auto& th : pool) th.join();
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    double cpu_total = 0;
+    for (double c : cpu) cpu_total += c;
+    const double ops = threads * static_cast<double>(per_thread);
+    return PerOp{secs / ops * 1e9, cpu_total / ops * 1e9};
+}
+
+}  // namespace
+
+void bench_per_op(const keel::Device& device, bool quick, const std::string& only) {
+    std::printf(
+        "\n6. One operation with threads (ns per operation). wall = elapsed time / all threads' operations\n"
+        "   (aggregate: 1 thread's wall / N threads' wall = speed-up); cpu = all threads' CPU time / their\n"
+        "   operations (contention shows here, also when threads outnumber cores). \"own\": a stream per\n"
+        "   thread, \"one\": all threads on one stream. x1 = cpu vs the same operation on 1 thread.\n"
+        "   Goals with 2 threads: alloc+free cpu x1 <= 1.2 (own), <= 1.3 (one); own wall speed-up >= 1.8\n"
+        "   on a quiet machine. Enqueues (copy, launch, hold, fence) synchronize every 256 operations.\n");
+    std::printf("   %-16s %7s %10s %10s %6s %10s %10s %6s\n", "operation", "threads", "own wall", "own cpu",
+                "x1", "one wall", "one cpu", "x1");
+    const int per_thread = quick ? 20'000 : 200'000;
+    for (const Op& op : kOps) {
+        if (!only.empty() && only != op.name) continue;
+        PerOp first[2];
+        for (int threads : {1, 2, 4}) {
+            PerOp r[2];
+            for (int one = 0; one < (op.keel ? 2 : 1); ++one)
+                r[one] = run(device, op, threads, one != 0, per_thread);
+            if (threads == 1) first[0] = r[0], first[1] = r[1];
+            std::printf("   %-16s %7d %10.1f %10.1f %5.2fx", op.name, threads, r[0].wall_ns, r[0].cpu_ns,
+                        r[0].cpu_ns / first[0].cpu_ns);
+            if (op.keel)
+                std::printf(" %10.1f %10.1f %5.2fx\n", r[1].wall_ns, r[1].cpu_ns, r[1].cpu_ns / first[1].cpu_ns);
+            else
+                std::printf(" %10s %10s %6s\n", "-", "-", "-");
+        }
+    }
+}
+
+}  // namespace keel_bench

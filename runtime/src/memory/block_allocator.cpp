@@ -344,6 +344,7 @@ Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rou
     {
         std::lock_guard lock(pool.mu);
         unpark_all(pool);
+        pool.closed = false;  // a new stream on the handle: cache for it
     }
     if (Block* block = try_take(pool, rounded, requested)) return block;
     // Optionally reuse a pending block of this stream by ordering the stream
@@ -526,6 +527,7 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
         std::uint64_t release = 0;
+        bool closed = false;
         {
             std::lock_guard lock(pool.mu);
             --pool.allocated_count;
@@ -534,8 +536,10 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
             pool.credit += bytes;
             if (pool.credit > kCreditBytes) release = std::exchange(pool.credit, 0);
             if (!park(pool, *policy_, block)) return_block(pool, block);
+            closed = pool.closed;
         }
         if (release != 0) allocated_bytes_.fetch_sub(release, std::memory_order_relaxed);
+        if (closed) [[unlikely]] release_closed(pool);
         maybe_sweep();
         return;
     }
@@ -716,6 +720,42 @@ Result<void> BlockAllocator::release_cached() {
     Result<void> result = ok();
     free_segments(segments, &result);
     return result;
+}
+
+void BlockAllocator::stream_closed(keel_stream stream) noexcept {
+    std::vector<StreamPool*> pools;
+    {
+        std::shared_lock lock(pools_mu_);
+        auto it = pools_.find(stream);
+        if (it == pools_.end()) return;
+        for (const auto& pool : it->second->shard)
+            if (pool) pools.push_back(pool.get());
+    }
+    for (StreamPool* pool : pools) {
+        {
+            std::lock_guard lock(pool->mu);
+            pool->closed = true;
+        }
+        flush_credit(*pool);
+        release_closed(*pool);
+    }
+}
+
+void BlockAllocator::release_closed(StreamPool& pool) noexcept {
+    // No plugin call from a host function: the segments stay cached then.
+    if (detail::in_host_func()) return;
+    std::vector<ReleasedSegment> segments;
+    try {
+        std::lock_guard lock(pool.mu);
+        collect_free_segments(pool, segments);
+    } catch (...) {
+        return;  // out of host memory: they stay cached
+    }
+    if (segments.empty()) return;
+    // At once for the closed stream; a new stream on the handle that
+    // cleared nothing yet is waited for, as in release_cached.
+    wait_for_stream(pool);
+    free_segments(segments, nullptr);
 }
 
 void BlockAllocator::free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept {

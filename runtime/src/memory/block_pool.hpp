@@ -173,6 +173,10 @@ struct StreamPool {
     std::uint64_t allocated_count = 0;
     std::uint64_t requested_bytes = 0;
     std::uint64_t segment_count = 0;
+    // Its stream closed (BlockAllocator::stream_closed): no stream reuses
+    // what is freed here, so a segment that becomes entirely free goes back
+    // to the plugin. Cleared when a new stream on the handle allocates anew.
+    bool closed = false;
 };
 
 // The pools of one stream, by shard: shard 0 serves large requests and the

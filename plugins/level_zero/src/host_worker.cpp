@@ -85,7 +85,7 @@ void HostWorker::signal(const Item& item) noexcept {
         if (signalled == ZE_RESULT_SUCCESS) return;
         health_.fail(ZeCall{"zeEventHostSignal", signalled}.error(), item.op);
         // A lost device runs nothing more: no command waits any longer.
-        if (is_device_fatal(ze().zeEventQueryStatus(item.done->event))) return;
+        if (device_lost(*item.done)) return;
         if (std::chrono::steady_clock::now() >= deadline) return;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(5000));

@@ -7,6 +7,14 @@
 
 namespace keel::level_zero {
 
+bool device_lost(const EventSlot& slot) {
+    for (int i = 0; i < 20; ++i) {
+        if (!is_device_fatal(ze().zeEventQueryStatus(slot.event))) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 SlotWait wait_for_slot(const EventSlot& slot) {
     const ze_result_t first = ze().zeEventHostSynchronize(slot.event, UINT64_MAX);
     if (first == ZE_RESULT_SUCCESS) return SlotWait{true, std::nullopt};
@@ -26,9 +34,10 @@ SlotWait wait_for_slot(const EventSlot& slot) {
         if (state == ZE_RESULT_NOT_READY) continue;
         last = ZeCall{"zeEventQueryStatus", state}.error();
         if (is_device_fatal(state)) {
-            // Lost: the device runs nothing more, so nothing touches memory.
             if (!outcome.error) outcome.error = last;
-            return outcome;
+            // Lost: the device runs nothing more, so nothing touches memory.
+            // One fatal answer may be a failed call, not a lost device.
+            if (device_lost(slot)) return outcome;
         }
     }
     if (!outcome.error) outcome.error = last;

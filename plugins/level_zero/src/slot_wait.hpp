@@ -32,4 +32,8 @@ inline constexpr std::chrono::seconds kGiveUpAfter{30};
 
 [[nodiscard]] SlotWait wait_for_slot(const EventSlot& slot);
 
+// Whether the device answers every status query of `slot` as lost, over
+// about 20 ms (a single device-fatal answer may be one failed call).
+[[nodiscard]] bool device_lost(const EventSlot& slot);
+
 }  // namespace keel::level_zero

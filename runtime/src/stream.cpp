@@ -9,6 +9,7 @@
 #include "logging.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
+#include "memory/stream_closed.hpp"
 #include "memory/stream_registry.hpp"
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
@@ -117,6 +118,9 @@ Result<void> Stream::close() {
     if (auto drained = api.stream_synchronize(handle); !drained.ok())
         detail::log_debug("[Stream::close] " + drained.error().message());
     memory::unregister_stream(handle);
+    // Nothing of it is left behind in its memory instance: cached memory no
+    // other stream reuses goes back, and the tracker forgets the stream.
+    if (memory_->bound.load(std::memory_order_acquire)) memory::stream_closed(*memory_->core, handle);
     return api.stream_destroy(handle);
 }
 

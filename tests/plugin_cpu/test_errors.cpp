@@ -1,6 +1,11 @@
 // Error paths: null handles and arguments, and sticky asynchronous errors.
 #include "cpu_test.hpp"
 
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
 namespace keel::cpu::testing {
 namespace {
 
@@ -120,6 +125,57 @@ TEST_F(CpuErrors, AFailedStreamDoesNotFailOtherStreams) {
     KEEL_ASSERT_OK(api().memset_d8(good, a, 3, 4));
     KEEL_ASSERT_OK(api().event_record(e, good));
     KEEL_ASSERT_OK(api().stream_synchronize(good));
+}
+
+TEST_F(CpuErrors, AStreamWaitingOnAnEventRecordedAfterAFailureFailsWithTheOriginalError) {
+    for (const bool failed_before_the_wait : {false, true}) {
+        SCOPED_TRACE(failed_before_the_wait ? "failed before the wait" : "failed while the waiter waits");
+        keel_stream producer = stream();
+        keel_stream consumer = stream();
+        keel_event e = event();
+        keel_device_addr out = alloc(64);
+        auto gate = block(producer);
+        break_stream(producer);
+        KEEL_ASSERT_OK(api().event_record(e, producer));
+        if (failed_before_the_wait) {
+            gate->open();
+            EXPECT_TRUE(take(api().stream_synchronize(producer)));
+        }
+        KEEL_ASSERT_OK(api().stream_wait_event(consumer, e));
+        (void)take(api().memset_d8(consumer, out, 1, 64));  // over data the producer never wrote (may be refused)
+        gate->open();
+        auto failed = take(api().stream_synchronize(consumer));
+        ASSERT_TRUE(failed) << "the consumer went on after its producer failed";
+        EXPECT_EQ(failed->code, KEEL_STATUS_OUT_OF_RANGE) << "the original error's status";
+        EXPECT_NE(failed->message.find("waited for an event recorded after a failure"), std::string::npos)
+            << failed->message;
+        EXPECT_NE(failed->message.find("runs past the end"), std::string::npos) << "the original message: " << failed->message;
+    }
+}
+
+TEST_F(CpuErrors, AFailedStreamStillOrdersItsWaits) {
+    keel_stream producer = stream();
+    keel_stream failed = stream();
+    keel_event e = event();
+    struct Seen {
+        std::atomic<bool> opened{false};
+        std::atomic<int> ran_after_open{-1};
+    } seen;
+    auto gate = block(producer);
+    KEEL_ASSERT_OK(api().event_record(e, producer));
+    break_stream(failed);
+    KEEL_ASSERT_OK(api().stream_wait_event(failed, e));
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(
+        failed, [](void* p, keel_status) {
+            auto* s = static_cast<Seen*>(p);
+            s->ran_after_open.store(s->opened.load() ? 1 : 0);
+        },
+        &seen));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    seen.opened.store(true);
+    gate->open();
+    EXPECT_TRUE(take(api().stream_synchronize(failed)));
+    EXPECT_EQ(seen.ran_after_open.load(), 1) << "the host function ran before the point its stream waited for";
 }
 
 }  // namespace

@@ -664,6 +664,27 @@ typedef struct keel_plugin_api {
      * copied directly, as on the CPU plugin. Any thread. */
     keel_error* (*device_pageable_staging_stats)(keel_device device, keel_pageable_staging_stats* out);
 
+    /* ---- ABI 1.3: error propagation ---- */
+    /* Rules only, no entry. A plugin declaring minor 3 or later keeps them:
+     *  - Errors travel with the work that depends on them: a stream that
+     *    waits (stream_wait_event) on an event recorded after a failure of
+     *    another stream fails too, with the original error's status and its
+     *    message quoted in its own; also when the failure happened before
+     *    the wait was enqueued.
+     *  - A failed stream still orders its waits: work enqueued on it after a
+     *    stream_wait_event (host functions, events recorded later) completes
+     *    only after the waited-for point, as on a healthy stream.
+     *  - No synchronisation returns before the work enqueued before it has
+     *    stopped touching memory, on a failed stream too: stream_synchronize,
+     *    event_synchronize and stream_destroy of a failed stream wait for
+     *    that work (in bounded time: skipped work counts as stopped), and
+     *    event_query answers "not done" while it runs.
+     *  - A failure taints the work from its failing point on: an enqueue that
+     *    fails leaves the work accepted before it intact (its events and
+     *    host functions see no error), and every event recorded after the
+     *    failing point reports the error, never success over data that was
+     *    not produced. */
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
 #define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)

@@ -65,8 +65,10 @@ Result<void> record_checked(Checker& checker, Event& e, Stream& s) {
 
 // True when a wait for `r` on `s` needs no op: never recorded, already
 // reached, or recorded earlier on this very stream.
+// A point after a failure is never satisfied: the wait op carries the
+// error to the waiting stream.
 bool wait_satisfied(const Event::Record& r, const Stream& s) {
-    return r.point.done() || r.point.timeline == s.timeline();
+    return (r.point.done() && r.point.error() == nullptr) || r.point.timeline == s.timeline();
 }
 
 // Checker mode: the stream's clock joins the event's under the checker's

@@ -179,6 +179,10 @@ void Stream::process(Op& op) noexcept {
     } else if (op.kind == OpKind::host_func) {
         // Runs even after a failure, so what it releases is never leaked.
         op.fn(op.user_data, timeline_->error().code());
+    } else if (op.kind == OpKind::wait) {
+        // Kept after a failure too: what is ordered after this point (a
+        // hold's release, a free) must still come after the other stream.
+        op.wait_for.timeline->wait_for(op.wait_for.position);
     }
     if (checker_active_) [[unlikely]] device_.checker()->on_complete(op);
     // Publish first: whoever waits on this op (another stream's worker, a
@@ -206,6 +210,10 @@ Result<void> Stream::execute(Op& op) {
         case OpKind::wait:
             // Blocks this worker only: spins, then parks on the other timeline.
             op.wait_for.timeline->wait_for(op.wait_for.position);
+            // The error travels with the work that depends on it: what
+            // follows would compute over data that was never produced.
+            if (const Error* failed = op.wait_for.error())
+                return Error(failed->code(), "waited for an event recorded after a failure: " + failed->message());
             return ok();
         case OpKind::stop: return ok();
     }

@@ -6,6 +6,7 @@
 
 #include "device.hpp"
 #include "event_slots.hpp"
+#include "stream.hpp"
 
 #include <mutex>
 #include <utility>
@@ -26,8 +27,9 @@ public:
     [[nodiscard]] Device& device() const noexcept { return device_; }
     [[nodiscard]] bool timing() const noexcept { return timing_; }
 
-    // The point of the most recent record (null: complete, or never recorded).
-    [[nodiscard]] SlotRef point() const {
+    // The point of the most recent record (a null slot: complete, or never
+    // recorded).
+    [[nodiscard]] StreamPoint point() const {
         std::lock_guard lock(mutex_);
         return point_;
     }
@@ -35,7 +37,7 @@ public:
         std::lock_guard lock(mutex_);
         return recorded_;
     }
-    void record(SlotRef point) {
+    void record(StreamPoint point) {
         std::lock_guard lock(mutex_);
         point_ = std::move(point);
         recorded_ = true;
@@ -45,7 +47,7 @@ private:
     Device& device_;
     const bool timing_;
     mutable std::mutex mutex_;
-    SlotRef point_;          // guarded by mutex_
+    StreamPoint point_;      // guarded by mutex_
     bool recorded_ = false;  // guarded by mutex_
 };
 

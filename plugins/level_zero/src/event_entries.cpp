@@ -1,6 +1,7 @@
 // Events: points of a stream (event.hpp), timing by kernel timestamps.
 #include "entries.hpp"
 #include "handles.hpp"
+#include "slot_wait.hpp"
 
 #include <keel/plugin/boundary.hpp>
 
@@ -10,12 +11,23 @@ namespace keel::level_zero::api {
 
 namespace {
 
-// 1 when the point passed (or there is none), 0 when pending, or the error.
-Result<int32_t> completion(const SlotRef& point) {
-    if (!point) return 1;
-    const ze_result_t state = ze().zeEventQueryStatus(point->event);
-    if (state == ZE_RESULT_NOT_READY) return 0;
-    KEEL_TRY((ZeCall{"zeEventQueryStatus", state}.check()));
+// The stream's error if it taints the work before `point`, else ok().
+Result<void> checked(const StreamPoint& point) {
+    if (!point.health) return ok();  // never recorded
+    return point.health->check_first(point.ops);
+}
+
+// 1 when the point passed (or there is none), 0 when pending, or the error:
+// a device-fatal answer, or the stream's once the point passed. Never an
+// error while the work before the point runs, except for a lost device (a
+// caller may free on an error).
+Result<int32_t> completion(const StreamPoint& point) {
+    if (point.slot) {
+        const ze_result_t state = ze().zeEventQueryStatus(point.slot->event);
+        if (state == ZE_RESULT_NOT_READY) return 0;
+        KEEL_TRY((ZeCall{"zeEventQueryStatus", state}.check()));
+    }
+    KEEL_TRY(checked(point));
     return 1;
 }
 
@@ -54,12 +66,12 @@ keel_error* event_record(keel_event event, keel_stream stream) noexcept {
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " recorded on a stream of " + s->device().label());
         if (!e->timing()) {
-            KEEL_TRY_ASSIGN(SlotRef point, s->point());
+            KEEL_TRY_ASSIGN(StreamPoint point, s->point());
             e->record(std::move(point));
             return ok();
         }
         // The device timestamps the point when the stream gets there.
-        KEEL_TRY_ASSIGN(SlotRef point, s->mark_time());
+        KEEL_TRY_ASSIGN(StreamPoint point, s->mark_time());
         e->record(std::move(point));
         return ok();
     });
@@ -77,9 +89,12 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
 keel_error* event_synchronize(keel_event event) noexcept {
     return plugin::entry("level_zero event_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
-        const SlotRef point = e->point();
-        if (!point) return ok();
-        return KEEL_ZE(zeEventHostSynchronize, point->event, UINT64_MAX).check();
+        const StreamPoint point = e->point();
+        if (point.slot) {
+            SlotWait waited = wait_for_slot(*point.slot);
+            if (waited.error) return std::move(*waited.error);
+        }
+        return checked(point);
     });
 }
 
@@ -97,7 +112,7 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         if (&a->device() != &b->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT,
                          "start is on " + a->device().label() + ", end on " + b->device().label());
-        const SlotRef pa = a->point(), pb = b->point();
+        const StreamPoint pa = a->point(), pb = b->point();
         KEEL_TRY_ASSIGN(const int32_t a_done, completion(pa));
         KEEL_TRY_ASSIGN(const int32_t b_done, completion(pb));
         if (!a_done || !b_done)
@@ -106,8 +121,8 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         // Timing records always enqueue a marker: both points exist. Each
         // marker's end is when everything before it had completed.
         ze_kernel_timestamp_result_t ta{}, tb{};
-        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pa->event, &ta).check("start"));
-        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pb->event, &tb).check("end"));
+        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pa.slot->event, &ta).check("start"));
+        KEEL_TRY(KEEL_ZE(zeEventQueryKernelTimestamp, pb.slot->event, &tb).check("end"));
         const DeviceLimits& limits = a->device().limits();
         const std::uint64_t mask = limits.kernel_timestamp_mask;
         const std::uint64_t ticks = (tb.global.kernelEnd - ta.global.kernelEnd) & mask;

@@ -1,6 +1,10 @@
 #include "host_worker.hpp"
 
+#include "slot_wait.hpp"
 #include "ze_error.hpp"
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdint>
 
@@ -17,10 +21,10 @@ HostWorker::~HostWorker() {
     thread_.join();
 }
 
-void HostWorker::push(Task task, SlotRef after, SlotRef done) {
+void HostWorker::push(Task task, SlotRef after, SlotRef done, std::uint64_t op) {
     {
         std::lock_guard lock(mutex_);
-        queue_.push_back(Item{std::move(task), std::move(after), std::move(done)});
+        queue_.push_back(Item{std::move(task), std::move(after), std::move(done), op});
         ++pushed_;
     }
     wake_.notify_one();
@@ -57,18 +61,35 @@ void HostWorker::run() noexcept {
 
 void HostWorker::execute(Item& item) noexcept {
     if (item.after) {
-        const ze_result_t waited = ze().zeEventHostSynchronize(item.after->event, UINT64_MAX);
-        if (waited != ZE_RESULT_SUCCESS) health_.fail(ZeCall{"zeEventHostSynchronize", waited}.error());
+        // Also after a failed wait, the task runs only once the work before
+        // it is over: a copy-out step must not hand its staging block back
+        // while the device still writes it.
+        SlotWait waited = wait_for_slot(*item.after);
+        if (waited.error) health_.fail(std::move(*waited.error), item.op);
     }
     try {
-        item.task(health_.status());
+        item.task(health_.status_of(item.op));
     } catch (...) {
         // A task must not throw (keel_host_fn is a C function); nothing to
         // report it to, and the stream must go on.
     }
-    const ze_result_t signalled = ze().zeEventHostSignal(item.done->event);
-    if (signalled != ZE_RESULT_SUCCESS) health_.fail(ZeCall{"zeEventHostSignal", signalled}.error());
+    signal(item);
     item = Item{};  // release the task and the slots before taking the next
+}
+
+void HostWorker::signal(const Item& item) noexcept {
+    auto pause = std::chrono::microseconds(50);
+    const auto deadline = std::chrono::steady_clock::now() + kGiveUpAfter;
+    for (;;) {
+        const ze_result_t signalled = ze().zeEventHostSignal(item.done->event);
+        if (signalled == ZE_RESULT_SUCCESS) return;
+        health_.fail(ZeCall{"zeEventHostSignal", signalled}.error(), item.op);
+        // A lost device runs nothing more: no command waits any longer.
+        if (device_lost(*item.done)) return;
+        if (std::chrono::steady_clock::now() >= deadline) return;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    }
 }
 
 }  // namespace keel::level_zero

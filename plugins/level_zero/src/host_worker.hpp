@@ -41,8 +41,9 @@ public:
     // Runs every task already pushed, then joins the thread.
     ~HostWorker();
 
-    // Runs `task` once `after` (null: nothing) completed, then signals `done`.
-    void push(Task task, SlotRef after, SlotRef done);
+    // Runs `task`, the stream's operation number `op`, once `after` (null:
+    // nothing) completed, then signals `done`.
+    void push(Task task, SlotRef after, SlotRef done, std::uint64_t op);
 
     // Tasks pushed so far: a ticket for wait_for().
     [[nodiscard]] std::uint64_t pushed();
@@ -56,9 +57,14 @@ private:
         Task task;
         SlotRef after;
         SlotRef done;
+        std::uint64_t op = 0;
     };
     void run() noexcept;
     void execute(Item& item) noexcept;
+    // Signals `item.done`, retrying a failed signal (the stream then
+    // failed): the device chain behind it waits for it, and a slot never
+    // signalled would hang every wait after it.
+    void signal(const Item& item) noexcept;
 
     StreamHealth& health_;
     std::mutex mutex_;

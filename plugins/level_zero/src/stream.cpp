@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace keel::level_zero {
 
@@ -26,9 +27,9 @@ Stream::~Stream() { (void)close(); }
 
 Result<Stream::PendingOp> Stream::begin_locked(std::initializer_list<SlotRef> also_wait, EventSlotPool& signals) {
     if (list_ == nullptr) return Error(KEEL_STATUS_INTERNAL, "the stream was closed");
-    KEEL_TRY(health_.check());
+    KEEL_TRY(health_->check());
     reap_locked();
-    KEEL_TRY(health_.check());
+    KEEL_TRY(health_->check());
     PendingOp op;
     KEEL_TRY_ASSIGN(op.signal, signals.acquire());
     if (tail_) op.waited.push_back(tail_);
@@ -42,11 +43,12 @@ Result<Stream::PendingOp> Stream::begin_locked(std::initializer_list<SlotRef> al
 Result<SlotRef> Stream::commit_locked(PendingOp op, const ZeCall& call, Keep keep) {
     if (!call.ok()) {
         Error error = call.error();
-        if (is_device_fatal(call.result)) health_.fail(error);
+        // Nothing was enqueued: the work before it is not its victim.
+        if (is_device_fatal(call.result)) health_->fail(error, ops_++);
         return error;  // `op` goes: its slot, never signalled, returns to the pool
     }
     tail_ = op.signal;
-    in_flight_.push_back(InFlight{std::move(op.signal), std::move(op.waited), std::move(keep)});
+    in_flight_.push_back(InFlight{std::move(op.signal), ops_++, std::move(op.waited), std::move(keep)});
     return tail_;
 }
 
@@ -55,7 +57,8 @@ void Stream::reap_locked() {
         const ze_result_t state = ze().zeEventQueryStatus(in_flight_.front().done->event);
         if (state == ZE_RESULT_NOT_READY) break;
         if (state != ZE_RESULT_SUCCESS) {
-            health_.fail(ZeCall{"zeEventQueryStatus", state}.error());
+            if (is_device_fatal(state))
+                health_->fail(ZeCall{"zeEventQueryStatus", state}.error(), in_flight_.front().op);
             break;
         }
         in_flight_.pop_front();
@@ -66,9 +69,9 @@ void Stream::reap_locked() {
 Result<void> Stream::enqueue_host(HostWorker::Task task, Keep keep) {
     std::lock_guard lock(mutex_);
     KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}, device_.slots()));
-    if (!worker_) worker_ = std::make_unique<HostWorker>(health_);
+    if (!worker_) worker_ = std::make_unique<HostWorker>(*health_);
     SlotRef after = op.waited.empty() ? SlotRef() : op.waited.front();
-    worker_->push(std::move(task), std::move(after), op.signal);
+    worker_->push(std::move(task), std::move(after), op.signal, ops_);  // commit_locked numbers it ops_
     KEEL_TRY(commit_locked(std::move(op), ZeCall{"zeEventHostSignal", ZE_RESULT_SUCCESS}, std::move(keep)));
     return ok();
 }
@@ -106,60 +109,67 @@ Result<void> Stream::launch(const KernelLaunch& l) {
     return ok();
 }
 
-Result<SlotRef> Stream::mark_time() {
+Result<StreamPoint> Stream::mark_time() {
     std::lock_guard lock(mutex_);
     KEEL_TRY_ASSIGN(PendingOp op, begin_locked({}, device_.timestamp_slots()));
     const ZeCall call = KEEL_ZE(zeCommandListAppendBarrier, list_, op.signal->event,
                                 static_cast<uint32_t>(op.waits.size()), op.waits.data());
-    return commit_locked(std::move(op), call, {});
+    KEEL_TRY_ASSIGN(SlotRef slot, commit_locked(std::move(op), call, {}));
+    return StreamPoint{std::move(slot), health_, ops_};
 }
 
-Result<SlotRef> Stream::point() {
+Result<StreamPoint> Stream::point() {
     std::lock_guard lock(mutex_);
-    KEEL_TRY(health_.check());
+    KEEL_TRY(health_->check());
     reap_locked();
-    KEEL_TRY(health_.check());
-    return tail_;
+    KEEL_TRY(health_->check());
+    return StreamPoint{tail_, health_, ops_};
+}
+
+SlotWait Stream::wait_for(const SlotRef& slot, std::uint64_t op) {
+    SlotWait waited = wait_for_slot(*slot);
+    if (waited.error) health_->fail(*waited.error, op);
+    return waited;
 }
 
 Result<void> Stream::synchronize() {
     SlotRef tail;
+    std::uint64_t tail_op = 0;
     HostWorker* worker = nullptr;  // lives until close(), which no call overlaps
     std::uint64_t ticket = 0;
     {
         std::lock_guard lock(mutex_);
         reap_locked();
         tail = tail_;
+        if (!in_flight_.empty()) tail_op = in_flight_.back().op;
         worker = worker_.get();
         if (worker != nullptr) ticket = worker->pushed();
     }
     // Without the lock: other threads keep enqueueing (their work is not
-    // waited for, as the ABI says: "enqueued before this call").
-    Result<void> result = health_.check();
-    if (result.ok() && tail) {
-        const ze_result_t waited = ze().zeEventHostSynchronize(tail->event, UINT64_MAX);
-        if (waited != ZE_RESULT_SUCCESS) {
-            Error error = ZeCall{"zeEventHostSynchronize", waited}.error();
-            health_.fail(error);
-            result = std::move(error);
-        }
+    // waited for, as the ABI says: "enqueued before this call"). Waited for
+    // on a failed stream too: its caller may free what that work touches.
+    bool completed = true;
+    std::optional<Error> found;  // reported as is when this call found it
+    if (tail) {
+        SlotWait waited = wait_for(tail, tail_op);
+        completed = waited.completed;
+        found = std::move(waited.error);
     }
-    if (!result.ok()) {
-        // The chain is broken, but host functions enqueued so far still run
-        // (with the error): let them, before reporting it.
-        if (worker != nullptr) worker->wait_for(ticket);
-        return result;
-    }
+    // A lost device broke the chain, but host functions enqueued so far
+    // still run (with the error): let them, before reporting it.
+    if (!completed && worker != nullptr) worker->wait_for(ticket);
     std::lock_guard lock(mutex_);
     reap_locked();
-    return health_.check();
+    Result<void> sticky = health_->check();
+    if (!sticky.ok() && found) return std::move(*found);
+    return sticky;
 }
 
 Result<bool> Stream::query() {
     std::lock_guard lock(mutex_);
-    KEEL_TRY(health_.check());
+    KEEL_TRY(health_->check());
     reap_locked();
-    KEEL_TRY(health_.check());
+    KEEL_TRY(health_->check());
     return in_flight_.empty();
 }
 
@@ -167,17 +177,12 @@ Result<void> Stream::close() {
     std::unique_lock lock(mutex_);
     if (list_ == nullptr) return ok();
     SlotRef tail = tail_;
+    const std::uint64_t tail_op = in_flight_.empty() ? 0 : in_flight_.back().op;
     lock.unlock();
     // Everything enqueued completes (or the device is lost) before the list
-    // and its kernels go; host tasks run to the end on the worker.
-    Result<void> waited = ok();
-    if (tail) {
-        const ze_result_t r = ze().zeEventHostSynchronize(tail->event, UINT64_MAX);
-        if (r != ZE_RESULT_SUCCESS) {
-            waited = ZeCall{"zeEventHostSynchronize", r}.error();
-            health_.fail(waited.error());
-        }
-    }
+    // and its kernels go and the slots the commands wait for are reset; host
+    // tasks run to the end on the worker.
+    if (tail) (void)wait_for(tail, tail_op);
     lock.lock();
     std::unique_ptr<HostWorker> worker = std::move(worker_);
     lock.unlock();
@@ -190,9 +195,8 @@ Result<void> Stream::close() {
     kernels_.clear();
     const ZeCall destroyed = KEEL_ZE(zeCommandListDestroy, list_);
     list_ = nullptr;
-    KEEL_TRY(health_.check());
-    KEEL_TRY(destroyed.check());
-    return waited;
+    KEEL_TRY(health_->check());
+    return destroyed.check();
 }
 
 }  // namespace keel::level_zero

@@ -21,6 +21,7 @@
 #include "device.hpp"
 #include "event_slots.hpp"
 #include "host_worker.hpp"
+#include "slot_wait.hpp"
 #include "stream_health.hpp"
 #include "ze_error.hpp"
 
@@ -47,6 +48,15 @@ using Keep = std::vector<std::shared_ptr<const void>>;
 struct KernelArgValue {
     std::size_t size;
     const void* value;
+};
+
+// A point of a stream, as an event records it: the last operation in
+// flight (null: everything enqueued so far completed), and how many
+// operations came before it, to judge the stream's sticky error by.
+struct StreamPoint {
+    SlotRef slot;
+    std::shared_ptr<const StreamHealth> health;
+    std::uint64_t ops = 0;
 };
 
 // A launch of one of the plugin's 1-D grid-stride kernels.
@@ -108,16 +118,17 @@ public:
 
     // Appends a barrier behind everything enqueued so far whose slot has
     // kernel timestamps: the device's time when the stream got there, for
-    // timing events. Returns the slot.
-    [[nodiscard]] Result<SlotRef> mark_time();
+    // timing events. Returns its point.
+    [[nodiscard]] Result<StreamPoint> mark_time();
 
-    // The slot an event recorded now captures: the last operation still in
-    // flight, or null when everything enqueued so far completed.
-    [[nodiscard]] Result<SlotRef> point();
+    // The point an event recorded now captures.
+    [[nodiscard]] Result<StreamPoint> point();
 
     [[nodiscard]] Result<void> synchronize();
     [[nodiscard]] Result<bool> query();
 
+    // Both return only once the work enqueued before them is over (or the
+    // device is lost), also on a failed stream, whose error they then return.
     // Waits for everything enqueued (host tasks included), then destroys the
     // command list and kernel objects. Returns the sticky error, if any.
     // Idempotent.
@@ -131,6 +142,7 @@ private:
     };
     struct InFlight {
         SlotRef done;
+        std::uint64_t op;
         std::vector<SlotRef> waited;
         Keep keep;
     };
@@ -142,16 +154,22 @@ private:
     // Records a successful append as the new tail; on failure returns the
     // error (a device-fatal one also makes the stream sticky). Caller holds mutex_.
     [[nodiscard]] Result<SlotRef> commit_locked(PendingOp op, const ZeCall& call, Keep keep);
-    // Pops ops whose slot is signalled, in order. Caller holds mutex_.
+    // Pops ops whose slot is signalled, in order. A device-fatal answer
+    // fails the stream; another failed query is only a query that failed.
+    // Caller holds mutex_.
     void reap_locked();
+    // Waits for the slot of operation `op` (the tail at some point), taking
+    // a device-fatal answer as the stream's failure from `op` on.
+    [[nodiscard]] SlotWait wait_for(const SlotRef& slot, std::uint64_t op);
     // The stream's kernel object for `name`, created on first use. Caller holds mutex_.
     [[nodiscard]] Result<ze_kernel_handle_t> kernel_locked(const char* name, ze_module_handle_t module);
 
     Device& device_;
-    StreamHealth health_;
+    const std::shared_ptr<StreamHealth> health_ = std::make_shared<StreamHealth>();
     std::mutex mutex_;
     ze_command_list_handle_t list_;                    // guarded by mutex_; null once closed
     SlotRef tail_;                                     // guarded by mutex_
+    std::uint64_t ops_ = 0;                            // guarded by mutex_; operations numbered so far
     std::deque<InFlight> in_flight_;                   // guarded by mutex_
     std::vector<std::pair<std::string_view, ze_kernel_handle_t>> kernels_;  // guarded by mutex_
     std::unique_ptr<HostWorker> worker_;               // guarded by mutex_; created on first host task

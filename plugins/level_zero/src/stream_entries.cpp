@@ -64,7 +64,7 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " waited on by a stream of " + s->device().label());
-        const SlotRef point = e->point();
+        const SlotRef point = e->point().slot;
         // Never recorded, or its point already passed: nothing to wait for.
         if (!point || ze().zeEventQueryStatus(point->event) == ZE_RESULT_SUCCESS) return ok();
         // A barrier that waits for the chain and the event: later work of

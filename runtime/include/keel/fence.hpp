@@ -12,9 +12,10 @@
 // A host wait where a fence would do stalls the host and drains the
 // device's queue; a fence never does either.
 //
-// Errors of asynchronous work are not reported by a fence: they surface at
-// the event or synchronisation point that observes them (the ABI's sticky
-// stream errors).
+// Errors of asynchronous work travel with the fence on plugins that keep
+// the ABI 1.3 error-propagation rule (keel.h): a stream
+// that waits on a fence taken after a failure fails too, with the original
+// error, and reports it at its own events and synchronisation.
 #pragma once
 
 #include <keel/device.hpp>

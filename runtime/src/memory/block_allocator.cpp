@@ -353,6 +353,7 @@ Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rou
     {
         std::lock_guard lock(pool.mu);
         unpark_all(pool);
+        pool.closed = false;  // a new stream on the handle: cache for it
     }
     if (Block* block = try_take(pool, rounded, requested)) return block;
     // Optionally reuse a pending block of this stream by ordering the stream
@@ -530,16 +531,27 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     // may be the owner's last is dropped after the lock.
     maybe_sweep();
     std::shared_ptr<void> last;
-    std::lock_guard lock(pool.mu);
-    const std::uint64_t bytes = block->size;
-    --pool.allocated_count;
-    pool.requested_bytes -= block->requested;
-    pool.allocated_bytes -= bytes;
-    pool.credit += bytes;
-    if (pool.credit > kCreditBytes)
-        allocated_bytes_.fetch_sub(std::exchange(pool.credit, 0), std::memory_order_relaxed);
-    if (!park(pool, *policy_, block)) return_block(pool, block);
-    if (--pool.owners == 0 && pool.orphaned) last = std::move(pool.owner);
+    bool closed = false;
+    {
+        std::lock_guard lock(pool.mu);
+        const std::uint64_t bytes = block->size;
+        --pool.allocated_count;
+        pool.requested_bytes -= block->requested;
+        pool.allocated_bytes -= bytes;
+        pool.credit += bytes;
+        if (pool.credit > kCreditBytes)
+            allocated_bytes_.fetch_sub(std::exchange(pool.credit, 0), std::memory_order_relaxed);
+        if (!park(pool, *policy_, block)) return_block(pool, block);
+        closed = pool.closed;
+        if (!closed && --pool.owners == 0 && pool.orphaned) last = std::move(pool.owner);
+    }
+    if (closed) [[unlikely]] {
+        // The closed stream's free segments go back to the plugin, before
+        // the block's share of the owner (which may be its last) is dropped.
+        flush_credit(pool);
+        release_closed(pool);
+        let_go(pool);
+    }
 }
 
 void BlockAllocator::let_go(StreamPool& pool) noexcept {
@@ -598,12 +610,17 @@ void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) 
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
         // Every recorded stream was closed: a free without uses.
-        std::lock_guard lock(pool.mu);
-        --pool.allocated_count;
-        pool.requested_bytes -= block->requested;
-        pool.allocated_bytes -= bytes;
-        allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-        if (!park(pool, *policy_, block)) return_block(pool, block);
+        bool closed = false;
+        {
+            std::lock_guard lock(pool.mu);
+            --pool.allocated_count;
+            pool.requested_bytes -= block->requested;
+            pool.allocated_bytes -= bytes;
+            allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+            if (!park(pool, *policy_, block)) return_block(pool, block);
+            closed = pool.closed;
+        }
+        if (closed) [[unlikely]] release_closed(pool);
         return;
     }
     std::shared_ptr<PendingFree> pending;
@@ -784,6 +801,42 @@ Result<void> BlockAllocator::release_cached() {
     Result<void> result = ok();
     free_segments(segments, &result);
     return result;
+}
+
+void BlockAllocator::stream_closed(keel_stream stream) noexcept {
+    std::vector<StreamPool*> pools;
+    {
+        std::shared_lock lock(pools_mu_);
+        auto it = pools_.find(stream);
+        if (it == pools_.end()) return;
+        for (const auto& pool : it->second->shard)
+            if (pool) pools.push_back(pool.get());
+    }
+    for (StreamPool* pool : pools) {
+        {
+            std::lock_guard lock(pool->mu);
+            pool->closed = true;
+        }
+        flush_credit(*pool);
+        release_closed(*pool);
+    }
+}
+
+void BlockAllocator::release_closed(StreamPool& pool) noexcept {
+    // No plugin call from a host function: the segments stay cached then.
+    if (detail::in_host_func()) return;
+    std::vector<ReleasedSegment> segments;
+    try {
+        std::lock_guard lock(pool.mu);
+        collect_free_segments(pool, segments);
+    } catch (...) {
+        return;  // out of host memory: they stay cached
+    }
+    if (segments.empty()) return;
+    // At once for the closed stream; a new stream on the handle that
+    // cleared nothing yet is waited for, as in release_cached.
+    wait_for_stream(pool);
+    free_segments(segments, nullptr);
 }
 
 void BlockAllocator::free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept {

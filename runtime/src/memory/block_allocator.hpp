@@ -133,6 +133,11 @@ public:
     void wait_pending() noexcept;
     // Returns every entirely free segment to the plugin.
     [[nodiscard]] Result<void> release_cached();
+    // `stream` closed (after its work, before the plugin destroys it): the
+    // free segments of its pools go back to the plugin, and so do those that
+    // become free later (buffers that outlive the stream), so that streams
+    // coming and going do not accumulate cached memory no stream reuses.
+    void stream_closed(keel_stream stream) noexcept;
 
     [[nodiscard]] AllocatorStats stats() const;
     void reset_peaks() noexcept;
@@ -166,6 +171,8 @@ private:
     // Blocks back from quarantine go to their pools' free trees.
     void return_blocks(const std::vector<Block*>& blocks) noexcept;
     void free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept;
+    // A free on a closed stream's pool: its entirely free segments go back.
+    void release_closed(StreamPool& pool) noexcept;
     void on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept;
     // Under pool.mu: the pending block goes back to the free tree.
     void settle_locked(StreamPool& pool, PendingFree& pending);

@@ -180,6 +180,10 @@ struct StreamPool {
     std::uint64_t owners = 0;
     bool orphaned = false;  // the instance's handles are gone
     std::shared_ptr<void> owner;
+    // Its stream closed (BlockAllocator::stream_closed): no stream reuses
+    // what is freed here, so a segment that becomes entirely free goes back
+    // to the plugin. Cleared when a new stream on the handle allocates anew.
+    bool closed = false;
 };
 
 // The pools of one stream, by shard: shard 0 serves large requests and the

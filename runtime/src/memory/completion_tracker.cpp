@@ -42,29 +42,59 @@ void CompletionTracker::shutdown() noexcept {
     while (outstanding() > 0) drain();
 }
 
-CompletionTracker::StreamQueue& CompletionTracker::queue_for(keel_stream stream) {
+std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(keel_stream stream) {
     {
         std::shared_lock lock(queues_mu_);
         auto it = queues_.find(stream);
-        if (it != queues_.end()) return *it->second;
+        if (it != queues_.end()) return it->second;
     }
     std::unique_lock lock(queues_mu_);
     auto& slot = queues_[stream];
-    if (!slot) slot = std::make_unique<StreamQueue>(stream);
-    return *slot;
+    if (!slot) slot = std::make_shared<StreamQueue>(stream);
+    return slot;
 }
 
-std::vector<CompletionTracker::StreamQueue*> CompletionTracker::all_queues() {
+std::vector<std::shared_ptr<CompletionTracker::StreamQueue>> CompletionTracker::all_queues() {
     std::shared_lock lock(queues_mu_);
-    std::vector<StreamQueue*> out;
+    std::vector<std::shared_ptr<StreamQueue>> out;
     out.reserve(queues_.size());
-    for (auto& [stream, q] : queues_) out.push_back(q.get());
+    for (auto& [stream, q] : queues_) out.push_back(q);
     return out;
+}
+
+void CompletionTracker::forget_stream(keel_stream stream) noexcept {
+    std::shared_ptr<StreamQueue> q;
+    {
+        std::shared_lock lock(queues_mu_);
+        auto it = queues_.find(stream);
+        if (it == queues_.end()) return;
+        q = it->second;
+    }
+    // Its work is done: what it tracked completes now (a failed stream's
+    // skipped work too, which wait_entry releases on the error).
+    for (;;) {
+        std::uint64_t seq = 0;
+        {
+            std::lock_guard lock(q->mu);
+            if (q->entries.empty()) break;
+            seq = q->entries.front().seq;
+        }
+        wait_entry(*q, seq);
+    }
+    std::unique_lock lock(queues_mu_);
+    auto it = queues_.find(stream);
+    if (it == queues_.end() || it->second != q) return;
+    std::lock_guard entries(q->mu);
+    if (!q->entries.empty() || q->finishing.load(std::memory_order_acquire) != 0 ||
+        q->collecting.load(std::memory_order_seq_cst) != 0)
+        return;
+    queues_.erase(it);
 }
 
 void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event event,
                               bool owns_event, WorkKind kind, HostFunc task) {
-    StreamQueue& q = queue_for(stream);
+    const std::shared_ptr<StreamQueue> queue = queue_for(stream);
+    StreamQueue& q = *queue;
     std::size_t queued = 0;
     std::uint64_t oldest = 0;
     {
@@ -251,10 +281,10 @@ void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
 
 bool CompletionTracker::wait_oldest(WorkKind kind, keel_stream preferred) noexcept {
     if (outstanding(kind) == 0) return false;
-    StreamQueue* best = nullptr;
+    std::shared_ptr<StreamQueue> best;
     std::uint64_t best_seq = 0;
     try {
-        for (StreamQueue* q : all_queues()) {
+        for (const std::shared_ptr<StreamQueue>& q : all_queues()) {
             std::lock_guard lock(q->mu);
             auto it = std::find_if(q->entries.begin(), q->entries.end(),
                                    [kind](const Entry& e) { return e.kind == kind; });
@@ -276,13 +306,13 @@ bool CompletionTracker::wait_oldest(WorkKind kind, keel_stream preferred) noexce
 }
 
 void CompletionTracker::drain() noexcept {
-    std::vector<StreamQueue*> queues;
+    std::vector<std::shared_ptr<StreamQueue>> queues;
     try {
         queues = all_queues();
     } catch (...) {
         return;
     }
-    for (StreamQueue* q : queues) {
+    for (const std::shared_ptr<StreamQueue>& q : queues) {
         std::uint64_t last = 0;
         {
             std::lock_guard lock(q->mu);
@@ -316,13 +346,13 @@ TrackerStats CompletionTracker::stats() const {
 }
 
 void CompletionTracker::wait_unanswered() noexcept {
-    std::vector<StreamQueue*> queues;
+    std::vector<std::shared_ptr<StreamQueue>> queues;
     try {
         queues = all_queues();
     } catch (...) {
         return;
     }
-    for (StreamQueue* q : queues)
+    for (const std::shared_ptr<StreamQueue>& q : queues)
         if (const std::uint64_t seq = q->unanswered.exchange(0, std::memory_order_relaxed); seq != 0)
             wait_entry(*q, seq);
 }

@@ -94,6 +94,11 @@ public:
     // released (also releases running on other threads). Called from a
     // release itself, it does not wait for releases in progress.
     void drain() noexcept;
+    // The stream closed (its work is done): releases what it tracked and
+    // forgets its queue, so that streams coming and going leave nothing
+    // behind. A queue still in use by a sweep stays, to be forgotten at a
+    // later close of that handle or with the tracker.
+    void forget_stream(keel_stream stream) noexcept;
 
     [[nodiscard]] std::uint64_t outstanding() const noexcept {
         return outstanding_.load(std::memory_order_acquire);
@@ -136,8 +141,8 @@ private:
         HostFunc task;
     };
 
-    StreamQueue& queue_for(keel_stream stream);
-    std::vector<StreamQueue*> all_queues();
+    std::shared_ptr<StreamQueue> queue_for(keel_stream stream);
+    std::vector<std::shared_ptr<StreamQueue>> all_queues();
     // With q.sweep_mu held: moves the completed prefix of q into `done`
     // (`known_complete` is a seq the caller saw complete, or 0).
     void collect_completed(StreamQueue& q, std::vector<Done>& done, std::uint64_t known_complete);
@@ -160,10 +165,12 @@ private:
     std::atomic<std::uint64_t> swept_{0};
     std::atomic<std::uint64_t> queue_waits_{0};
 
-    // Queues are created on first use and live as long as the tracker, so a
-    // pointer to one stays valid without holding queues_mu_.
+    // Queues are created on first use and forgotten when their stream
+    // closes empty (forget_stream). Whoever uses one without holding
+    // queues_mu_ holds a reference; a Done's raw pointer is safe because a
+    // queue with releases in progress (`finishing`) is never forgotten.
     mutable std::shared_mutex queues_mu_;
-    std::unordered_map<keel_stream, std::unique_ptr<StreamQueue>> queues_;
+    std::unordered_map<keel_stream, std::shared_ptr<StreamQueue>> queues_;
 
     std::mutex reclaim_mu_;
     std::condition_variable reclaim_cv_;

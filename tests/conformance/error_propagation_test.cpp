@@ -1,0 +1,53 @@
+// Errors travel with the work that depends on them (keel.h, "ABI 1.3:
+// error propagation"). A stream is broken by a copy past the end of a raw
+// allocation, which a plugin either refuses at enqueue (then there is no
+// asynchronous failure to propagate, and the test skips saying so) or
+// fails while the copy executes.
+#include "conformance.hpp"
+
+#include <keel/raw_buffer.hpp>
+
+#include <atomic>
+#include <string>
+
+namespace keel::conformance {
+namespace {
+
+// The ABI minor the device's plugin declares.
+std::uint32_t declared_minor(const Device& device) {
+    for (const PluginInfo& p : runtime().plugins())
+        if (p.type == device.type()) return p.abi_minor;
+    return 0;
+}
+
+#define KEEL_REQUIRE_MINOR(minor)                                                                       \
+    if (declared_minor(device()) < (minor))                                                             \
+    GTEST_SKIP() << device().name() << "'s plugin declares ABI 1." << declared_minor(device())           \
+                 << "; this rule binds plugins of 1." << (minor) << " and later"
+
+TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
+    // keel.h 1.3: "a stream that waits (stream_wait_event) on an event recorded after a failure of
+    // another stream fails too, with the original error's status and its message quoted in its own".
+    KEEL_REQUIRE_MINOR(3);
+    KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer small, RawBuffer::allocate(device(), 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(consumer, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Event after, Event::create(device()));
+    const Bytes past_the_end(4096, 1);
+    auto broken = producer.copy(DeviceView(device(), small.address(), past_the_end.size()), past_the_end);
+    if (!broken.ok())
+        GTEST_SKIP() << device().name() << " refuses an out-of-range copy at enqueue (" << broken.error().message()
+                     << "): no asynchronous failure to propagate";
+    KEEL_ASSERT_OK(after.record(producer));
+    auto producer_failed = producer.synchronize();
+    ASSERT_FALSE(producer_failed.ok()) << "the out-of-range copy did not fail the producer";
+    KEEL_ASSERT_OK(consumer.wait(after));
+    (void)consumer.memset(out, 2);  // refused once the consumer already failed
+    auto consumer_failed = consumer.synchronize();
+    ASSERT_FALSE(consumer_failed.ok()) << "the consumer went on over data its producer never wrote";
+    EXPECT_EQ(consumer_failed.error().code(), producer_failed.error().code());
+}
+
+}  // namespace
+}  // namespace keel::conformance

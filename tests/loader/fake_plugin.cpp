@@ -361,7 +361,7 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
         std::snprintf(p.vendor, sizeof p.vendor, "keel tests");
         p.total_memory = kTotalMemory;
         p.capabilities = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
-#if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR
+#if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR && KEEL_FAKE_VARIANT != KEEL_FAKE_MINIMUM_OF_MINOR
         p.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
 #endif
         p.compute_units = 1;

@@ -98,6 +98,17 @@ static int in_list(allocation* const* list, uint64_t addr, uint64_t size) {
     return inside;
 }
 
+/* Records the block `p` of `size` bytes in `list` (through `a`); its address. */
+static uint64_t push_block(allocation** list, allocation* a, void* p, uint64_t size) {
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = size;
+    pthread_mutex_lock(&g_device.mutex);
+    a->next = *list;
+    *list = a;
+    pthread_mutex_unlock(&g_device.mutex);
+    return a->addr;
+}
+
 /* 1 when [addr, addr + size) lies inside one live allocation. */
 static int in_allocation(keel_device_addr addr, uint64_t size) {
     return in_list(&g_device.allocations, addr, size);
@@ -344,13 +355,7 @@ static keel_error* device_alloc(keel_device d, uint64_t size, keel_device_addr* 
         pthread_mutex_unlock(&g_device.mutex);
         return fail(KEEL_STATUS_OUT_OF_MEMORY, "device_alloc", "host memory exhausted");
     }
-    a->addr = (uint64_t)(uintptr_t)p;
-    a->size = size;
-    pthread_mutex_lock(&g_device.mutex);
-    a->next = g_device.allocations;
-    g_device.allocations = a;
-    pthread_mutex_unlock(&g_device.mutex);
-    *out = a->addr;
+    *out = push_block(&g_device.allocations, a, p, size);
     return NULL;
 }
 
@@ -365,12 +370,7 @@ static keel_error* host_alloc(keel_device d, uint64_t size, void** out) {
         return fail(KEEL_STATUS_OUT_OF_MEMORY, "host_alloc", "%llu bytes of host memory do not fit",
                     (unsigned long long)size);
     }
-    a->addr = (uint64_t)(uintptr_t)p;
-    a->size = size;
-    pthread_mutex_lock(&g_device.mutex);
-    a->next = g_device.host_blocks;
-    g_device.host_blocks = a;
-    pthread_mutex_unlock(&g_device.mutex);
+    push_block(&g_device.host_blocks, a, p, size);
     *out = p;
     return NULL;
 }

@@ -100,7 +100,10 @@
  *   negotiation, table, capability flags) and runs keel's conformance suite
  *   on each device. [required] entries are tested; a test that needs an
  *   absent [optional] entry is reported skipped with the reason, never
- *   failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
+ *   failed. Each check names the rule of this header it tests and the
+ *   minor that introduced it; a plugin is held to the rules of the minor it
+ *   declares (abi_minor), and a rule that holds "where the plugin can tell"
+ *   is reported as advice when the plugin does not tell, never failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
  *   iff event_elapsed_time is present, KEEL_DEVICE_CAP_PINNED_MEMORY only
  *   with host_alloc; host_alloc/host_free and kernel_get/kernel_launch are
  *   pairs. Kernels: the argument layouts of fill, axpy, lerp and lerp_grad

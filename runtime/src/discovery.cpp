@@ -2,6 +2,8 @@
 
 #include "logging.hpp"
 
+#include <keel/environment.hpp>
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -66,8 +68,8 @@ std::vector<SearchPathEntry> build_search_path(const RuntimeOptions& options) {
     std::vector<SearchPathEntry> out;
     for (const auto& p : options.plugin_path) out.push_back({p, "options"});
     if (options.use_env_plugin_path) {
-        if (const char* env = std::getenv("KEEL_PLUGIN_PATH"))
-            for (auto& p : split_search_path(env)) out.push_back({std::move(p), "KEEL_PLUGIN_PATH"});
+        if (const auto list = env::text(env::Var::plugin_path))
+            for (auto& p : split_search_path(*list)) out.push_back({std::move(p), env::name(env::Var::plugin_path)});
     }
     if (options.use_default_plugin_dirs)
         for (auto& e : Runtime::default_plugin_dirs()) out.push_back(std::move(e));

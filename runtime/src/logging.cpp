@@ -1,6 +1,7 @@
 #include "logging.hpp"
 
 #include <keel/base/no_destructor.hpp>
+#include <keel/environment.hpp>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -38,13 +39,13 @@ std::shared_ptr<spdlog::logger> make_logger() {
         log = std::make_shared<spdlog::logger>("keel");
     }
     log->set_level(spdlog::level::warn);
-    if (const char* env = std::getenv("KEEL_LOG_LEVEL"); env != nullptr && *env != '\0') {
-        if (auto level = parse_log_level(env))
+    // Logging cannot fail the program that asked for it: a value that does
+    // not parse is said, and the default kept.
+    if (const auto text = env::text(env::Var::log_level)) {
+        if (auto level = parse_log_level(*text))
             log->set_level(*level);
         else
-            log->warn("[logging] KEEL_LOG_LEVEL='{}' is not one of trace|debug|info|warn|error|off; "
-                      "using warn",
-                      env);
+            log->warn("[logging] {}; using warn", env::invalid(env::Var::log_level, *text).message());
     }
     return log;
 }

@@ -200,5 +200,9 @@ Result<void> PluginApi::stream_native_handle(keel_stream s, keel_native_handle* 
 Result<void> PluginApi::device_pageable_staging_stats(keel_device d, keel_pageable_staging_stats* out) const {
     return call(table_.device_pageable_staging_stats, "device_pageable_staging_stats", d, out);
 }
+Result<void> PluginApi::stream_annotate_range(keel_stream s, keel_range_annotation what, keel_device_addr addr,
+                                              std::uint64_t size) const {
+    return call(table_.stream_annotate_range, "stream_annotate_range", s, what, addr, size);
+}
 
 }  // namespace keel::detail

@@ -96,6 +96,11 @@ public:
     [[nodiscard]] Result<void> stream_native_handle(keel_stream s, keel_native_handle* out) const;
     [[nodiscard]] Result<void> device_pageable_staging_stats(keel_device d,
                                                              keel_pageable_staging_stats* out) const;
+    [[nodiscard]] bool has_stream_annotate_range() const noexcept {
+        return table_.stream_annotate_range != nullptr;
+    }
+    [[nodiscard]] Result<void> stream_annotate_range(keel_stream s, keel_range_annotation what,
+                                                     keel_device_addr addr, std::uint64_t size) const;
 
 private:
     template <class Fn, class... Args>

@@ -1,8 +1,10 @@
-// keel-info: what the runtime finds — the plugin search path, the plugins
-// that loaded, those rejected with their reasons, and every device.
+// keel-info: what the runtime finds — the effective settings and where each
+// comes from, the plugin search path, the plugins that loaded, those
+// rejected with their reasons, and every device.
 //
 //   keel-info                  everything
 //   keel-info --device cpu:0   one device (exit 1 and the existing names if unknown)
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include <CLI/CLI.hpp>
@@ -24,11 +26,25 @@ std::string capabilities(const keel::DeviceProperties& p) {
         {keel::DeviceCapability::event_timing, "event_timing"},
         {keel::DeviceCapability::concurrent_streams, "concurrent_streams"},
         {keel::DeviceCapability::pinned_memory, "pinned_memory"},
+        {keel::DeviceCapability::pinned_copies_only, "pinned_copies_only"},
     };
     std::string out;
     for (const Named& n : kNames)
         if (p.has(n.cap)) out += (out.empty() ? "" : ", ") + std::string(n.name);
     return out.empty() ? "(none)" : out;
+}
+
+// The effective memory configuration of the device's shared instance.
+void print_memory_config(const keel::Device& d) {
+    auto memory = keel::DeviceMemory::shared(d);
+    if (!memory.ok()) {
+        std::printf("      memory config   %s\n", memory.error().message().c_str());
+        return;
+    }
+    const keel::AllocatorConfig& a = memory->config().allocator;
+    const auto source = [](keel::env::Var var) { return keel::env::text(var) ? keel::env::name(var) : "default"; };
+    std::printf("      checked         %s (%s)\n", a.checked ? "yes" : "no", source(keel::env::Var::check));
+    std::printf("      caching         %s (%s)\n", a.caching ? "yes" : "no", source(keel::env::Var::no_caching));
 }
 
 void print_device(const keel::Device& d) {
@@ -44,13 +60,26 @@ void print_device(const keel::Device& d) {
     std::printf("      alignment       %llu bytes\n", static_cast<unsigned long long>(p.alloc_alignment));
     std::printf("      compute units   %u\n", p.compute_units);
     std::printf("      capabilities    %s\n", capabilities(p).c_str());
+    print_memory_config(d);
+}
+
+// Every KEEL_* variable: its value and whether the environment set it or the
+// default holds (a set variable overrides the code's configuration).
+void print_settings() {
+    std::printf("Settings (a set variable overrides the program's configuration):\n");
+    for (const keel::env::Variable& v : keel::env::kVariables) {
+        const auto text = keel::env::text(v.var);
+        std::printf("  %-28s %s  (%s)\n", v.name, text ? std::string(*text).c_str() : v.fallback,
+                    text ? "environment" : "default");
+    }
 }
 
 void print_everything(const keel::Runtime& rt) {
     std::printf("keel %s (C ABI %u.%u)\n\n", keel::runtime_version(), KEEL_ABI_VERSION_MAJOR,
                 KEEL_ABI_VERSION_MINOR);
 
-    std::printf("Plugin search path:\n");
+    print_settings();
+    std::printf("\nPlugin search path:\n");
     for (const keel::SearchPathEntry& e : rt.search_path()) {
         std::error_code ec;
         bool exists = std::filesystem::exists(e.path, ec);

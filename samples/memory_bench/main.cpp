@@ -22,6 +22,7 @@
 // stage_ahead and ring_chunks (for tuning on a new machine).
 // Timings are wall clock and, for single-threaded loops, the thread's CPU
 // time too (less sensitive to a shared, loaded machine).
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include "per_op.hpp"
@@ -181,14 +182,14 @@ void bench_threads(const keel::Device& device, bool quick) {
 // environment (for tuning StagingConfig on a new machine).
 keel::MemoryConfig copy_config() {
     keel::MemoryConfig config;
-    const auto knob = [](const char* name, auto& field, std::uint64_t unit) {
-        if (const char* v = std::getenv(name))
-            field = static_cast<std::remove_reference_t<decltype(field)>>(std::strtoull(v, nullptr, 10) * unit);
+    const auto knob = [](keel::env::Var var, auto& field, std::uint64_t unit) {
+        const auto n = keel::env::integer(var, 1, std::int64_t{1} << 40).expect("reading the environment");
+        if (n) field = static_cast<std::remove_reference_t<decltype(field)>>(static_cast<std::uint64_t>(*n) * unit);
     };
-    knob("KEEL_BENCH_THREADS", config.staging.copy_threads, 1);
-    knob("KEEL_BENCH_CHUNK_KIB", config.staging.chunk_bytes, KiB);
-    knob("KEEL_BENCH_AHEAD", config.staging.stage_ahead, 1);
-    knob("KEEL_BENCH_RING", config.staging.ring_chunks, 1);
+    knob(keel::env::Var::bench_threads, config.staging.copy_threads, 1);
+    knob(keel::env::Var::bench_chunk_kib, config.staging.chunk_bytes, KiB);
+    knob(keel::env::Var::bench_ahead, config.staging.stage_ahead, 1);
+    knob(keel::env::Var::bench_ring, config.staging.ring_chunks, 1);
     return config;
 }
 
@@ -453,7 +454,7 @@ void bench_checked(const keel::Device& device, bool quick) {
     std::printf("\n5. Checked memory: steps of allocate 2 x 64 KiB, memset, copy, free both, every 16 steps a\n"
                 "   synchronize (us per step, wall and host cpu; the plugin's own checker is not part of this:\n"
                 "   see keel_cpu_bench --benchmark_filter=Checker)\n");
-    if (const char* v = std::getenv("KEEL_CHECK"); v != nullptr && std::strcmp(v, "0") != 0)
+    if (keel::env::flag(keel::env::Var::check).expect("reading the environment").value_or(false))
         std::printf("   KEEL_CHECK is set: every instance is checked, the 'default' row too\n");
     std::printf("   %-22s %10s %10s %14s\n", "mode", "wall", "cpu", "wall/default");
     const int steps = quick ? 2'000 : 20'000;

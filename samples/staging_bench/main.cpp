@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
     }
     const Options& opt = *parsed;
 
-    PageableStagingConfig config = keel::staging::pageable_staging_config_from_env();
+    PageableStagingConfig config = keel::staging::pageable_staging_config_from_env().expect("reading the environment");
     if (opt.chunk_kib) config.chunk_bytes = *opt.chunk_kib * kKiB;
     if (opt.threads) config.copy.threads = *opt.threads;
     const unsigned reps = opt.reps != 0 ? opt.reps : (opt.quick ? 3u : 5u);

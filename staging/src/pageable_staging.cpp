@@ -1,11 +1,12 @@
 #include <keel/staging/pageable_staging.hpp>
 
+#include <keel/environment.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <deque>
@@ -56,9 +57,9 @@ struct Transfer {
     Transfer(const Transfer&) = delete;
     Transfer& operator=(const Transfer&) = delete;
 
-    // Waits for the host copies it started; gives its blocks back when the
-    // last step ran, else keeps them from reuse (a device copy nobody waits
-    // for may still use them).
+    // Waits for the host copies it started; gives back the blocks the last
+    // step did not (a copy that never enqueued anything), else keeps them
+    // from reuse (a device copy nobody waits for may still use them).
     ~Transfer() {
         batches.clear();
         for (const PinnedBlock& b : lent) {
@@ -137,8 +138,15 @@ struct Transfer {
         }
         if (k + 1 == chunks) finish();
     }
+    // The last step: the blocks go back inside it, not when the last
+    // reference to the transfer goes, so that they are back before the
+    // stream passes this point (a stream synchronisation promises it; the
+    // closure holding the transfer may be destroyed later on the driver's
+    // thread).
     void finish() {
         wait_all();
+        for (const PinnedBlock& b : lent) blocks.give_back(b);
+        lent.clear();
         complete = true;
     }
     // The enqueue failed after some steps were enqueued and the caller is
@@ -170,16 +178,6 @@ struct Transfer {
     bool complete = false;
 };
 
-// A positive integer from the environment variable `name`, if set and valid.
-std::optional<std::uint64_t> env_number(const char* name) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0') return std::nullopt;
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(text, &end, 10);
-    if (*end != '\0' || value == 0) return std::nullopt;
-    return value;
-}
-
 // The largest block: a chunk, rounded up to a power of two, but no larger
 // than the capacity allows (smaller chunks rather than no staging at all).
 std::size_t block_bytes(const PageableStagingConfig& config) {
@@ -192,12 +190,18 @@ std::size_t block_bytes(const PageableStagingConfig& config) {
 
 }  // namespace
 
-PageableStagingConfig pageable_staging_config_from_env() {
+Result<PageableStagingConfig> pageable_staging_config_from_env() {
+    using env::Var;
     PageableStagingConfig config;
-    if (auto kib = env_number("KEEL_PAGEABLE_CHUNK_KIB")) config.chunk_bytes = static_cast<std::size_t>(*kib) * 1024;
-    if (auto blocks = env_number("KEEL_PAGEABLE_BLOCKS")) config.blocks_per_copy = static_cast<unsigned>(*blocks);
-    if (auto mib = env_number("KEEL_PAGEABLE_STAGING_MIB")) config.capacity = *mib * 1024 * 1024;
-    if (auto threads = env_number("KEEL_PAGEABLE_THREADS")) config.copy.threads = static_cast<unsigned>(*threads);
+    constexpr std::int64_t kMax = std::int64_t{1} << 32;
+    KEEL_TRY_ASSIGN(const auto kib, env::integer(Var::pageable_chunk_kib, 1, kMax));
+    if (kib) config.chunk_bytes = static_cast<std::size_t>(*kib) * 1024;
+    KEEL_TRY_ASSIGN(const auto blocks, env::integer(Var::pageable_blocks, 1, 1024));
+    if (blocks) config.blocks_per_copy = static_cast<unsigned>(*blocks);
+    KEEL_TRY_ASSIGN(const auto mib, env::integer(Var::pageable_staging_mib, 1, kMax));
+    if (mib) config.capacity = static_cast<std::uint64_t>(*mib) * 1024 * 1024;
+    KEEL_TRY_ASSIGN(const auto threads, env::integer(Var::pageable_threads, 1, 1024));
+    if (threads) config.copy.threads = static_cast<unsigned>(*threads);
     return config;
 }
 

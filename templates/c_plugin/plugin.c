@@ -10,8 +10,10 @@
  *   - streams as in-order queues run by a worker thread each: enqueue never
  *     waits for the device, synchronize/query/events/waits see the queue;
  *   - events that capture a stream point, timing, cross-stream waits;
- *   - the optional entries device_memory_info, event_elapsed_time and the
- *     kernels fill and axpy, with argument validation before enqueue.
+ *   - the optional entries device_memory_info, event_elapsed_time, host_alloc
+ *     and the kernels fill and axpy, with argument validation before enqueue;
+ *   - (keel.h 1.3) a device whose copies take only pinned memory, for which
+ *     the runtime stages pageable memory (see "pinned host memory" below).
  * The "device" is host memory (so it is HOST_ADDRESSABLE).
  *
  * Threads: every entry may be called from any thread. Each stream has a
@@ -77,22 +79,59 @@ typedef struct allocation {
 } allocation;
 
 struct keel_device_t {
-    pthread_mutex_t mutex; /* guards allocations and used */
+    pthread_mutex_t mutex; /* guards allocations, used and host_blocks */
     allocation* allocations;
     uint64_t used;
+    allocation* host_blocks; /* from host_alloc */
 };
 
-static struct keel_device_t g_device = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+static struct keel_device_t g_device = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL};
 static const keel_host_services* g_host;
 
-/* 1 when [addr, addr + size) lies inside one live allocation. */
-static int in_allocation(keel_device_addr addr, uint64_t size) {
+/* 1 when [addr, addr + size) lies inside one block of `list`. */
+static int in_list(allocation* const* list, uint64_t addr, uint64_t size) {
     int inside = 0;
     pthread_mutex_lock(&g_device.mutex);
-    for (allocation* a = g_device.allocations; a != NULL && !inside; a = a->next)
+    for (allocation* a = *list; a != NULL && !inside; a = a->next)
         inside = addr >= a->addr && size <= a->size && addr - a->addr <= a->size - size;
     pthread_mutex_unlock(&g_device.mutex);
     return inside;
+}
+
+/* Records the block `p` of `size` bytes in `list` (through `a`); its address. */
+static uint64_t push_block(allocation** list, allocation* a, void* p, uint64_t size) {
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = size;
+    pthread_mutex_lock(&g_device.mutex);
+    a->next = *list;
+    *list = a;
+    pthread_mutex_unlock(&g_device.mutex);
+    return a->addr;
+}
+
+/* 1 when [addr, addr + size) lies inside one live allocation. */
+static int in_allocation(keel_device_addr addr, uint64_t size) {
+    return in_list(&g_device.allocations, addr, size);
+}
+
+/* ---- pinned host memory (host_alloc) -------------------------------------
+ * A device whose copies cannot read or write pageable host memory when they
+ * execute (a DMA engine that needs page-locked memory) declares, from keel.h
+ * 1.3, KEEL_DEVICE_CAP_PINNED_COPIES_ONLY: the runtime then passes its
+ * memcpy_h2d/memcpy_d2h only memory from its host_alloc and stages pageable
+ * memory itself, when the copy executes. This template declares it to show
+ * the contract (its "device" could read any host memory) and refuses other
+ * host memory in its copies. Built against an older keel.h, it copies
+ * pageable memory directly, as keel.h asks of every plugin before 1.3. */
+#if KEEL_ABI_VERSION_MINOR >= 3
+#define PINNED_COPIES_ONLY 1
+#else
+#define PINNED_COPIES_ONLY 0
+#endif
+
+/* 1 when the copy may touch [p, p + size) of host memory. */
+static int copyable_host_memory(const void* p, uint64_t size) {
+    return !PINNED_COPIES_ONLY || size == 0 || in_list(&g_device.host_blocks, (uint64_t)(uintptr_t)p, size);
 }
 
 /* ---- event records: a point in a stream's work ------------------------- */
@@ -240,6 +279,12 @@ static void plugin_shutdown(void) {
         free(a);
     }
     g_device.used = 0;
+    while (g_device.host_blocks != NULL) {
+        allocation* a = g_device.host_blocks;
+        g_device.host_blocks = a->next;
+        free((void*)(uintptr_t)a->addr);
+        free(a);
+    }
     pthread_mutex_unlock(&g_device.mutex);
     g_host = NULL;
 }
@@ -268,6 +313,9 @@ static keel_error* device_properties(keel_device d, keel_device_properties* out)
     p.total_memory = TOTAL_MEMORY;
     p.capabilities = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_EVENT_TIMING |
                      KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
+#if PINNED_COPIES_ONLY
+    p.capabilities |= KEEL_DEVICE_CAP_PINNED_COPIES_ONLY;
+#endif
     p.compute_units = 1;
     p.alloc_alignment = ALIGNMENT;
     memcpy(out, &p, out->struct_size < sizeof p ? out->struct_size : sizeof p);
@@ -307,13 +355,37 @@ static keel_error* device_alloc(keel_device d, uint64_t size, keel_device_addr* 
         pthread_mutex_unlock(&g_device.mutex);
         return fail(KEEL_STATUS_OUT_OF_MEMORY, "device_alloc", "host memory exhausted");
     }
-    a->addr = (uint64_t)(uintptr_t)p;
-    a->size = size;
+    *out = push_block(&g_device.allocations, a, p, size);
+    return NULL;
+}
+
+static keel_error* host_alloc(keel_device d, uint64_t size, void** out) {
+    REQUIRE(d == &g_device, "host_alloc", "not a device of this plugin");
+    REQUIRE(out != NULL && size > 0, "host_alloc", "out_ptr is null or size is 0");
+    allocation* a = malloc(sizeof *a);
+    void* p = size <= SIZE_MAX ? malloc((size_t)size) : NULL;
+    if (a == NULL || p == NULL) {
+        free(a);
+        free(p);
+        return fail(KEEL_STATUS_OUT_OF_MEMORY, "host_alloc", "%llu bytes of host memory do not fit",
+                    (unsigned long long)size);
+    }
+    push_block(&g_device.host_blocks, a, p, size);
+    *out = p;
+    return NULL;
+}
+
+static keel_error* host_free(keel_device d, void* ptr) {
+    REQUIRE(d == &g_device, "host_free", "not a device of this plugin");
     pthread_mutex_lock(&g_device.mutex);
-    a->next = g_device.allocations;
-    g_device.allocations = a;
+    allocation** link = &g_device.host_blocks;
+    while (*link != NULL && (*link)->addr != (uint64_t)(uintptr_t)ptr) link = &(*link)->next;
+    allocation* a = *link;
+    if (a != NULL) *link = a->next;
     pthread_mutex_unlock(&g_device.mutex);
-    *out = a->addr;
+    REQUIRE(a != NULL, "host_free", "not memory from host_alloc (or freed twice)");
+    free(ptr);
+    free(a);
     return NULL;
 }
 
@@ -521,12 +593,14 @@ static keel_error* enqueue_copy(const char* entry, keel_stream s, void* dst, con
 static keel_error* memcpy_h2d(keel_stream s, keel_device_addr dst, const void* src, uint64_t size) {
     REQUIRE(s != NULL && (src != NULL || size == 0), "memcpy_h2d", "stream or src is null");
     if (size > 0) CHECK(check_device_range("memcpy_h2d", dst, size));
+    REQUIRE(copyable_host_memory(src, size), "memcpy_h2d", "src is not memory from host_alloc (pinned copies only)");
     return enqueue_copy("memcpy_h2d", s, (void*)(uintptr_t)dst, src, size);
 }
 
 static keel_error* memcpy_d2h(keel_stream s, void* dst, keel_device_addr src, uint64_t size) {
     REQUIRE(s != NULL && (dst != NULL || size == 0), "memcpy_d2h", "stream or dst is null");
     if (size > 0) CHECK(check_device_range("memcpy_d2h", src, size));
+    REQUIRE(copyable_host_memory(dst, size), "memcpy_d2h", "dst is not memory from host_alloc (pinned copies only)");
     return enqueue_copy("memcpy_d2h", s, dst, (const void*)(uintptr_t)src, size);
 }
 
@@ -670,9 +744,11 @@ KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
     g_api.memcpy_d2h = memcpy_d2h;
     g_api.memcpy_d2d = memcpy_d2d;
     g_api.memset_d8 = memset_d8;
-    /* Optional entries; those left NULL (host_alloc/host_free,
-     * memcpy_h2d_inline, the native handles) read as absent. */
+    /* Optional entries; those left NULL (memcpy_h2d_inline, the native
+     * handles, ...) read as absent. */
     g_api.device_memory_info = device_memory_info;
+    g_api.host_alloc = host_alloc;
+    g_api.host_free = host_free;
     g_api.event_elapsed_time = event_elapsed_time;
     g_api.kernel_get = kernel_get;
     g_api.kernel_launch = kernel_launch;

@@ -19,7 +19,12 @@
 // A device that differs from the contract declares it INSIDE the test with
 // KEEL_KNOWN_DIFFERENCE(condition, reason): the test is then skipped on that
 // device, with the reason, instead of being deleted.
+//
+// Every TEST_P starts with KEEL_RULE (rule.hpp): the keel.h rule it checks
+// and the minor that introduced it.
 #pragma once
+
+#include "rule.hpp"
 
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
@@ -28,6 +33,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +55,16 @@ protected:
     [[nodiscard]] const Device& device() const;
     // Another device (of any plugin), or null when only one device loaded.
     [[nodiscard]] const Device* other_device() const;
+    // The minor of keel.h the device's plugin declares (its abi_minor).
+    [[nodiscard]] std::uint32_t plugin_minor() const;
+    // KEEL_RULE's work: records the rule; the reason to skip when the plugin
+    // declares a minor older than `minor`.
+    [[nodiscard]] std::optional<std::string> cite_rule(std::uint32_t minor, const char* rule, RuleKind kind);
+    // Fails a check that cited no rule.
+    void TearDown() override;
+
+private:
+    bool cited_ = false;
 };
 
 // The test name part for a device: "cpu:0" -> "cpu_0".

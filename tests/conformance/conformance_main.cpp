@@ -72,6 +72,30 @@ const Device* Conformance::other_device() const {
     return nullptr;
 }
 
+std::uint32_t Conformance::plugin_minor() const {
+    const std::string type = GetParam().substr(0, GetParam().find(':'));
+    for (const PluginInfo& p : runtime().plugins())
+        if (p.type == type) return p.abi_minor;
+    std::abort();  // every device comes from a plugin that loaded
+}
+
+std::optional<std::string> Conformance::cite_rule(std::uint32_t minor, const char* rule, RuleKind kind) {
+    cited_ = true;
+    const std::string since = "1." + std::to_string(minor);
+    RecordProperty("keel_rule", rule);
+    RecordProperty("keel_rule_since", since);
+    if (kind == RuleKind::where_it_can_tell) RecordProperty("keel_rule_kind", "where the plugin can tell");
+    if (plugin_minor() >= minor) return std::nullopt;
+    return "a rule of ABI " + since + "; " + device().name() + "'s plugin declares 1." +
+           std::to_string(plugin_minor()) + ": \"" + rule + "\"";
+}
+
+void Conformance::TearDown() {
+    if (!cited_)
+        ADD_FAILURE() << "this check names no keel.h rule: start it with KEEL_RULE(minor, \"quote\") "
+                         "(tests/conformance/rule.hpp)";
+}
+
 std::string instance_name(const ::testing::TestParamInfo<std::string>& info) {
     std::string name = info.param;
     for (char& c : name)

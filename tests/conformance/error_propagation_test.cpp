@@ -13,22 +13,9 @@
 namespace keel::conformance {
 namespace {
 
-// The ABI minor the device's plugin declares.
-std::uint32_t declared_minor(const Device& device) {
-    for (const PluginInfo& p : runtime().plugins())
-        if (p.type == device.type()) return p.abi_minor;
-    return 0;
-}
-
-#define KEEL_REQUIRE_MINOR(minor)                                                                       \
-    if (declared_minor(device()) < (minor))                                                             \
-    GTEST_SKIP() << device().name() << "'s plugin declares ABI 1." << declared_minor(device())           \
-                 << "; this rule binds plugins of 1." << (minor) << " and later"
-
 TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
-    // keel.h 1.3: "a stream that waits (stream_wait_event) on an event recorded after a failure of
-    // another stream fails too, with the original error's status and its message quoted in its own".
-    KEEL_REQUIRE_MINOR(3);
+    KEEL_RULE(3, "a stream that waits (stream_wait_event) on an event recorded after a failure of another "
+                 "stream fails too, with the original error's status and its message quoted in its own");
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer small, RawBuffer::allocate(device(), 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));

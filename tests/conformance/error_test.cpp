@@ -15,6 +15,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
@@ -45,6 +46,7 @@ TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
 }
 
 TEST_P(Conformance, AMovedFromDeviceMemoryStillRefersToItsInstance) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     // Like Device, a DeviceMemory handle has no empty state: moving copies.
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
     DeviceMemory moved = std::move(memory);
@@ -64,6 +66,7 @@ TEST_P(Conformance, AMovedFromDeviceMemoryStillRefersToItsInstance) {
 }
 
 TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     Event moved = std::move(e);
@@ -77,6 +80,7 @@ TEST_P(Conformance, AMovedFromEventRefusesEveryCall) {
 }
 
 TEST_P(Conformance, AMovedFromBufferIsAnEmptyViewThatCopiesRefuse) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned, PinnedBuffer::allocate(device(), 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
@@ -106,6 +110,7 @@ TEST_P(Conformance, AMovedFromBufferIsAnEmptyViewThatCopiesRefuse) {
 }
 
 TEST_P(Conformance, FreeingARawBufferTwiceIsHarmless) {
+    KEEL_RULE(0, "device_free: the caller (the runtime) frees each allocation exactly once");
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer buf, RawBuffer::allocate(device(), 64));
     KEEL_EXPECT_OK(buf.free());
     EXPECT_TRUE(buf.empty());
@@ -113,6 +118,7 @@ TEST_P(Conformance, FreeingARawBufferTwiceIsHarmless) {
 }
 
 TEST_P(Conformance, ResettingABufferTwiceIsHarmless) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     buf.reset();
@@ -122,6 +128,7 @@ TEST_P(Conformance, ResettingABufferTwiceIsHarmless) {
 }
 
 TEST_P(Conformance, AnAllocationLargerThanTheDeviceIsOutOfMemory) {
+    KEEL_RULE(0, "device_alloc: KEEL_STATUS_OUT_OF_MEMORY when it does not fit");
     const std::uint64_t total = device().properties().total_memory;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::uint64_t size : {total + 1, std::numeric_limits<std::uint64_t>::max()}) {
@@ -140,6 +147,7 @@ TEST_P(Conformance, AnAllocationLargerThanTheDeviceIsOutOfMemory) {
 }
 
 TEST_P(Conformance, APinnedBufferLargerThanTheHostIsOutOfMemory) {
+    KEEL_RULE(0, "KEEL_STATUS_OUT_OF_MEMORY: device or pinned allocation failed");
     // Sizes near 2^64 wrap in an allocator that rounds them up; none may
     // come back as a buffer claiming that size.
     const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
@@ -153,6 +161,7 @@ TEST_P(Conformance, APinnedBufferLargerThanTheHostIsOutOfMemory) {
 }
 
 TEST_P(Conformance, AMemoryConfigWhoseSizesWouldWrapIsInvalid) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     // These sizes are rounded up (to a power of two or to the rounding
     // quantum): near 2^64 that wraps, so they are refused by name.
     const std::vector<std::pair<const char*, std::function<void(MemoryConfig&)>>> fields = {
@@ -176,6 +185,7 @@ TEST_P(Conformance, AMemoryConfigWhoseSizesWouldWrapIsInvalid) {
 }
 
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {
+    KEEL_RULE(0, "device_alloc: allocates `size` > 0 bytes of device memory");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_EXPECT_ERROR(Buffer::allocate(s, 0), KEEL_STATUS_INVALID_ARGUMENT);
     KEEL_EXPECT_ERROR(RawBuffer::allocate(device(), 0), KEEL_STATUS_INVALID_ARGUMENT);
@@ -183,6 +193,7 @@ TEST_P(Conformance, AZeroByteAllocationIsInvalid) {
 }
 
 TEST_P(Conformance, CopiesThatDoNotFitAreOutOfRangeAndEnqueueNothing) {
+    KEEL_RULE(0, "KEEL_STATUS_OUT_OF_RANGE: access outside an allocation (the runtime checks sizes before it calls)");
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_small, PinnedBuffer::allocate(device(), 100));
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer pinned_big, PinnedBuffer::allocate(device(), 200));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
@@ -214,6 +225,7 @@ TEST_P(Conformance, CopiesThatDoNotFitAreOutOfRangeAndEnqueueNothing) {
 }
 
 TEST_P(Conformance, NullHostRangesWithASizeAreInvalid) {
+    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 64));
     const std::uint8_t* src = nullptr;
@@ -223,6 +235,7 @@ TEST_P(Conformance, NullHostRangesWithASizeAreInvalid) {
 }
 
 TEST_P(Conformance, OverlappingDeviceToDeviceCopiesAreInvalid) {
+    KEEL_RULE(0, "memcpy_d2d: ranges must not overlap");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
     KEEL_ASSERT_OK_AND_ASSIGN(DeviceView a, buf.view(0, 128));
@@ -232,6 +245,7 @@ TEST_P(Conformance, OverlappingDeviceToDeviceCopiesAreInvalid) {
 }
 
 TEST_P(Conformance, MemoryOfAnotherDeviceIsRejected) {
+    KEEL_RULE(0, "Edge cases: the runtime checks devices before it calls, so it never passes another device's memory");
     const Device* other = other_device();
     if (other == nullptr) GTEST_SKIP() << "needs a second device";
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));

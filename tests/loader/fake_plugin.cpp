@@ -48,6 +48,9 @@
 #define KEEL_FAKE_DUPLICATE 6
 #define KEEL_FAKE_TYPE_MISMATCH 7
 #define KEEL_FAKE_NEWER_MINOR 8
+// The minimum a plugin of minor KEEL_FAKE_MINOR implements: that minor's
+// table with every optional entry absent.
+#define KEEL_FAKE_MINIMUM_OF_MINOR 9
 
 #ifndef KEEL_FAKE_VARIANT
 #define KEEL_FAKE_VARIANT KEEL_FAKE_GOOD
@@ -358,7 +361,7 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
         std::snprintf(p.vendor, sizeof p.vendor, "keel tests");
         p.total_memory = kTotalMemory;
         p.capabilities = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
-#if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR
+#if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR && KEEL_FAKE_VARIANT != KEEL_FAKE_MINIMUM_OF_MINOR
         p.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
 #endif
         p.compute_units = 1;
@@ -723,6 +726,15 @@ struct NeverCalled<R (*)(A...)> {
     }
 };
 
+[[maybe_unused]] constexpr std::size_t keel_plugin_api_size_of_minor(unsigned minor) {
+    switch (minor) {
+        case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
+        case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
+        case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
+        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+    }
+}
+
 [[maybe_unused]] void fill_table(keel_plugin_api& t) {
     t = keel_plugin_api{};
     t.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE;
@@ -780,6 +792,12 @@ struct NeverCalled<R (*)(A...)> {
     KEEL_FAKE_POISON(device_native_handle);
     KEEL_FAKE_POISON(stream_native_handle);
 #undef KEEL_FAKE_POISON
+#elif KEEL_FAKE_VARIANT == KEEL_FAKE_MINIMUM_OF_MINOR
+    t.abi_minor = KEEL_FAKE_MINOR;
+    t.struct_size = keel_plugin_api_size_of_minor(KEEL_FAKE_MINOR);
+    const keel_plugin_api required = t;
+    t = keel_plugin_api{};
+    std::memcpy(&t, &required, KEEL_API_ENTRY_END(memset_d8));
 #elif KEEL_FAKE_VARIANT == KEEL_FAKE_NEWER_MINOR
     // As a plugin built against the next minor: two more entries that this
     // runtime does not know and must never call.

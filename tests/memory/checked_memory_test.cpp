@@ -9,6 +9,7 @@
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
+#include <keel/testing/scoped_env.hpp>
 
 #include <gtest/gtest.h>
 
@@ -328,6 +329,29 @@ TEST_F(CheckedHostFunctions, AHostFunctionReadingPinnedMemoryFreedBeforeItRanSto
 
 TEST_F(CheckedHostFunctions, AHostFunctionReadingPinnedMemoryBeforeItsFreePasses) {
     EXPECT_EQ(read_in_host_function(/*free_early=*/false), 42);
+}
+
+
+// The environment overrides the code's configuration field by field, and
+// config() reports what is in effect (README.md, "Settings").
+TEST(CheckedMemoryConfig, ConfigReportsTheCheckedModeTheEnvironmentTurnedOn) {
+    auto d = runtime().device("cpu:0");
+    if (!d.ok()) GTEST_SKIP() << "no cpu:0: " << d.error().message();
+    MemoryConfig unchecked;
+    unchecked.allocator.checked = false;
+    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(*d, unchecked));
+    EXPECT_TRUE(memory.config().allocator.checked) << "KEEL_CHECK=1 is set for this process";
+}
+
+TEST(CheckedMemoryConfig, AnInvalidKeelCheckIsAnErrorNamingTheVariable) {
+    auto d = runtime().device("cpu:0");
+    if (!d.ok()) GTEST_SKIP() << "no cpu:0: " << d.error().message();
+    testing::ScopedEnv two("KEEL_CHECK", "2");
+    auto memory = DeviceMemory::create(*d, MemoryConfig{});
+    ASSERT_FALSE(memory.ok());
+    EXPECT_EQ(memory.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(memory.error().message().find("KEEL_CHECK='2': expected 1|0|on|off"), std::string::npos)
+        << memory.error().message();
 }
 
 }  // namespace

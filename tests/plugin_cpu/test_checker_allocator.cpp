@@ -1,5 +1,5 @@
-// What a caching allocator tells the checker through the annotation
-// pseudo-kernels (keel.checker.release_range / acquire_range): a stale view
+// What a caching allocator tells the checker through stream_annotate_range
+// (keel.h 1.3; RELEASED / ACQUIRED): a stale view
 // of a freed block is a use after free, and a block reused on another
 // stream without ordering is a race, even though the plugin never sees the
 // block's device_free. Planted bugs and clean twins under every schedule.
@@ -14,23 +14,17 @@ constexpr uint64_t kBlock = 4096;
 // The allocator side: one segment from device_alloc, blocks carved from it.
 class Allocator {
 public:
-    explicit Allocator(CheckedSession& t) : t_(t), segment_(t.alloc(kSegment)) {
-        release_ = t.kernel("keel.checker.release_range");
-        acquire_ = t.kernel("keel.checker.acquire_range");
-    }
+    explicit Allocator(CheckedSession& t) : t_(t), segment_(t.alloc(kSegment)) {}
     keel_device_addr block(int i) const { return segment_ + kBlock * static_cast<uint64_t>(i); }
-    std::optional<CError> release(keel_stream s, keel_device_addr b) { return annotate(s, release_, b); }
-    std::optional<CError> acquire(keel_stream s, keel_device_addr b) { return annotate(s, acquire_, b); }
+    std::optional<CError> release(keel_stream s, keel_device_addr b) { return annotate(s, KEEL_RANGE_RELEASED, b); }
+    std::optional<CError> acquire(keel_stream s, keel_device_addr b) { return annotate(s, KEEL_RANGE_ACQUIRED, b); }
 
 private:
-    std::optional<CError> annotate(keel_stream s, keel_kernel k, keel_device_addr b) {
-        const LaunchArgs l({buffer_arg(b, kBlock, KEEL_DTYPE_U8)});
-        return take(t_.api().kernel_launch(s, k, l.get()));
+    std::optional<CError> annotate(keel_stream s, keel_range_annotation what, keel_device_addr b) {
+        return take(t_.api().stream_annotate_range(s, what, b, kBlock));
     }
     CheckedSession& t_;
     keel_device_addr segment_;
-    keel_kernel release_ = nullptr;
-    keel_kernel acquire_ = nullptr;
 };
 
 TEST(CheckerAllocator, AStaleViewOfAReleasedBlockIsAUseAfterFree) {
@@ -118,15 +112,16 @@ TEST(CheckerAllocator, ReleasingABlockTwiceIsADoubleFree) {
     Allocator a(t);
     ASSERT_FALSE(a.release(s, a.block(3)));
     expect_finding(a.release(s, a.block(3)), KEEL_STATUS_FAILED_PRECONDITION,
-                   {"double free: keel.checker.release_range on stream 1"});
+                   {"double free: stream_annotate_range(RELEASED) on stream 1"});
 }
 
-TEST(CheckerAllocator, TheAnnotationsAreAbsentWhenTheCheckerIsOff) {
-    LoadedPlugin p;
-    keel_kernel k = nullptr;
-    auto e = take(p.api().kernel_get(p.device(), "keel.checker.release_range", &k));
-    ASSERT_TRUE(e);
-    EXPECT_EQ(e->code, KEEL_STATUS_NOT_FOUND);
+TEST(CheckerAllocator, TheAnnotationEntryIsAbsentWhenTheCheckerIsOff) {
+    {
+        LoadedPlugin p;  // one load of the plugin at a time
+        EXPECT_EQ(p.api().stream_annotate_range, nullptr);
+    }
+    CheckedSession t(ScopedEnv::Vars{{"KEEL_CPU_CHECK", "1"}});
+    EXPECT_NE(t.api().stream_annotate_range, nullptr);
 }
 
 }  // namespace

@@ -100,7 +100,10 @@
  *   negotiation, table, capability flags) and runs keel's conformance suite
  *   on each device. [required] entries are tested; a test that needs an
  *   absent [optional] entry is reported skipped with the reason, never
- *   failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
+ *   failed. Each check names the rule of this header it tests and the
+ *   minor that introduced it; a plugin is held to the rules of the minor it
+ *   declares (abi_minor), and a rule that holds "where the plugin can tell"
+ *   is reported as advice when the plugin does not tell, never failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
  *   iff event_elapsed_time is present, KEEL_DEVICE_CAP_PINNED_MEMORY only
  *   with host_alloc; host_alloc/host_free and kernel_get/kernel_launch are
  *   pairs. Kernels: the argument layouts of fill, axpy, lerp and lerp_grad
@@ -149,7 +152,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 2u
+#define KEEL_ABI_VERSION_MINOR 3u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -288,6 +291,11 @@ typedef enum keel_device_capability {
     KEEL_DEVICE_CAP_CONCURRENT_STREAMS = 1u << 2,
     /* host_alloc returns page-locked memory that speeds up copies. */
     KEEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,
+    /* [1.3] memcpy_h2d/memcpy_d2h take only memory from host_alloc: the
+     * device cannot reach pageable memory when a copy executes, and the
+     * runtime stages pageable memory for it (see memcpy_h2d). Needs
+     * host_alloc; ignored in a plugin that declares an older minor. */
+    KEEL_DEVICE_CAP_PINNED_COPIES_ONLY = 1u << 4,
     KEEL_DEVICE_CAP_FORCE_UINT32 = 0x7fffffff
 } keel_device_capability;
 
@@ -454,6 +462,17 @@ typedef struct keel_pageable_staging_stats {
 #define KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_pageable_staging_stats, host_copy_threads)
 
 /* ======================================================================== */
+/* Checker annotations (ABI 1.3)                                            */
+/* ======================================================================== */
+
+/* What stream_annotate_range says about a range of device memory. */
+typedef enum keel_range_annotation {
+    KEEL_RANGE_RELEASED = 1,  /* went back to an allocator's cache */
+    KEEL_RANGE_ACQUIRED = 2,  /* handed to a new owner */
+    KEEL_RANGE_ANNOTATION_FORCE_UINT32 = 0x7fffffff
+} keel_range_annotation;
+
+/* ======================================================================== */
 /* The plugin table                                                         */
 /* ======================================================================== */
 
@@ -575,9 +594,16 @@ typedef struct keel_plugin_api {
      * destination). The one exception is a borrowed container, which the
      * runtime promises to have read before its call returns, a promise
      * this entry cannot make: the runtime copies it into pinned memory
-     * from host_alloc itself. Both sides use one engine, keel::staging
-     * (pinned block cache, host copy threads, and the execution-time
-     * pipeline PageableStaging), linked statically on each side.
+     * from host_alloc itself. keel's plugins and the runtime use one
+     * engine for this, keel::staging (pinned block cache, host copy
+     * threads, and the execution-time pipeline PageableStaging).
+     *
+     * [1.3] A plugin that cannot stage (an out-of-tree plugin has only this
+     * header) sets KEEL_DEVICE_CAP_PINNED_COPIES_ONLY: the runtime then
+     * passes memcpy_h2d/memcpy_d2h only memory from the device's host_alloc,
+     * and stages pageable memory itself, when the copy executes, through
+     * the same engine (host functions on the stream fill and drain pinned
+     * blocks).
      *
      * A plugin's staging memory is bounded: while copies in flight hold all
      * of it, the entry returns KEEL_STATUS_OUT_OF_MEMORY and enqueues
@@ -664,6 +690,19 @@ typedef struct keel_plugin_api {
      * copied directly, as on the CPU plugin. Any thread. */
     keel_error* (*device_pageable_staging_stats)(keel_device device, keel_pageable_staging_stats* out);
 
+    /* ---- ABI 1.3: rules of minor 1.3 ------------------------------------
+     * Rules that bind a plugin from the minor it declares: keel-cts holds a
+     * plugin of an older minor only to the rules of its own, and the runtime
+     * expects no more of it (api/CHANGELOG.md says what an older plugin
+     * gets).
+     *   - Staging blocks: a copy that a plugin stages through pinned blocks
+     *     gives them back before its stream passes the copy. Once
+     *     stream_synchronize of that stream returned (or an event recorded
+     *     after the copy completed), lent_bytes of
+     *     device_pageable_staging_stats no longer counts the copy. (1.2: the
+     *     blocks may come back a little after the stream passed the copy.)
+     */
+
     /* ---- ABI 1.3: error propagation ---- */
     /* Rules only, no entry. A plugin declaring minor 3 or later keeps them:
      *  - Errors travel with the work that depends on them: a stream that
@@ -685,14 +724,35 @@ typedef struct keel_plugin_api {
      *    failing point reports the error, never success over data that was
      *    not produced. */
 
+    /* ---- ABI 1.3: checker annotations ---------------------------------- */
+
+    /* [optional, 1.3] Tells a checking plugin what a caching allocator on
+     * top of it knows and the plugin cannot see (the CPU plugin's checker
+     * turns the lifetime bugs it shows into failures):
+     *   KEEL_RANGE_RELEASED: the buffer that used [addr, addr + size) was
+     *     freed and the range went back to the allocator's cache; an access
+     *     enqueued to it from now on is a use after free, until
+     *     KEEL_RANGE_ACQUIRED. Releasing a released byte again is a double
+     *     free (KEEL_STATUS_FAILED_PRECONDITION).
+     *   KEEL_RANGE_ACQUIRED: the allocator handed the range to a new owner
+     *     whose work is enqueued on `stream`; an access of the new owner not
+     *     ordered after the old owner's last use is a race.
+     * The range lies inside a live device_alloc allocation of the stream's
+     * device (else KEEL_STATUS_INVALID_ARGUMENT). Takes effect at the call;
+     * enqueues nothing and never waits. Any thread. A plugin that checks
+     * nothing leaves it absent (the runtime then tells nothing). */
+    keel_error* (*stream_annotate_range)(keel_stream stream, keel_range_annotation what,
+                                         keel_device_addr addr, uint64_t size);
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -741,11 +801,14 @@ KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 4 * sizeof(void*),
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 4 * sizeof(void*), "keel_plugin_info layout changed");
 KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_launch_args layout changed");
 KEEL_STATIC_ASSERT(sizeof(keel_native_handle_kind) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(keel_range_annotation) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_0 == 8 + 30 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_1 == 8 + 32 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 33 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_2 == 8 + 33 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 34 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 
 /* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
@@ -759,7 +822,7 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 32 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 33 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 #endif
 

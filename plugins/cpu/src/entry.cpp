@@ -1,5 +1,6 @@
 // The one exported symbol: version negotiation, configuration, the table,
 // and plugin_info / plugin_shutdown.
+#include "checker/annotations.hpp"
 #include "entries.hpp"
 #include "parallel_for.hpp"
 #include "plugin.hpp"
@@ -81,6 +82,13 @@ constexpr keel_plugin_api kApi = [] {
     return api;
 }();
 
+// In checker mode the table also takes the allocator's annotations.
+constexpr keel_plugin_api kCheckedApi = [] {
+    keel_plugin_api api = kApi;
+    api.stream_annotate_range = &entries::stream_annotate_range;
+    return api;
+}();
+
 }  // namespace
 
 Plugin& the_plugin() noexcept { return *g_plugin; }
@@ -108,7 +116,7 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
         cpu::g_plugin.emplace(config);
         if (config.checker_active)
             plugin::HostLog::write(KEEL_LOG_INFO, "[cpu keel_plugin_init] checker mode on (see plugins/cpu/README.md)");
-        *out_api = &cpu::kApi;
+        *out_api = config.checker_active ? &cpu::kCheckedApi : &cpu::kApi;
         return ok();
     });
 }

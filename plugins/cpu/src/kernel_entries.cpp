@@ -1,6 +1,5 @@
 // kernel_get / kernel_launch and a kernel's execution on the worker.
 #include "device.hpp"
-#include "checker/annotations.hpp"
 #include "checker/checker.hpp"
 #include "entries.hpp"
 #include "execute.hpp"
@@ -35,10 +34,10 @@ namespace entries {
 keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel) {
     return plugin::entry("cpu kernel_get", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, Device::from(device));
+        (void)d;  // the handle is checked; kernels are the same on every device
         KEEL_TRY(plugin::require_non_null(name, "name"));
         KEEL_TRY(plugin::require_non_null(out_kernel, "out_kernel"));
         const KernelDef* def = find_kernel(name);
-        if (def == nullptr && d->checker() != nullptr) def = find_annotation(name);
         if (def == nullptr) {
             std::string known;
             for (const KernelDef& k : all_kernels()) known += (known.empty() ? "" : ", ") + std::string(k.name);
@@ -54,15 +53,10 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
     return plugin::entry("cpu kernel_launch", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
-        bool annotation = false;
-        if (!is_kernel(kernel)) {
-            if (!is_annotation(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
-            annotation = true;  // only handed out in checker mode
-        }
+        if (!is_kernel(kernel)) return Error(KEEL_STATUS_INVALID_ARGUMENT, "not a cpu kernel handle");
         const auto* def = reinterpret_cast<const KernelDef*>(kernel);
         KEEL_TRY(s->check_usable());
         KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
-        if (annotation) return annotate(*s->device().checker(), *s, *def, args);
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
         // docs/kernels.md: a buffer outside the device's allocations is
         // refused before anything is enqueued, so the stream stays usable

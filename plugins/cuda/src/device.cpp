@@ -88,13 +88,14 @@ Result<void> Device::ensure_context() const {
     return make_current();
 }
 
-Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop)
+Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
+               const staging::PageableStagingConfig& staging_config)
     : index_(index),
       ordinal_(ordinal),
       label_("cuda:" + std::to_string(index)),
       allocations_("device allocation of " + label_),
       pinned_("pinned host allocation of " + label_),
-      pageable_staging_(cuda_pinned_memory(), staging::pageable_staging_config_from_env()),
+      pageable_staging_(cuda_pinned_memory(), staging_config),
       idle_streams_(kPoolCapacity),
       idle_events_(kPoolCapacity),
       idle_timing_events_(kPoolCapacity) {
@@ -154,6 +155,12 @@ Discovery discover_devices() {
         found.status = "no CUDA device: cudaGetDeviceCount found none";
         return found;
     }
+    // A staging setting that does not parse leaves no device, saying why.
+    const Result<staging::PageableStagingConfig> staging_config = staging::pageable_staging_config_from_env();
+    if (!staging_config.ok()) {
+        found.status = staging_config.error().message();
+        return found;
+    }
     for (int ordinal = 0; ordinal < count; ++ordinal) {
         cudaDeviceProp prop{};
         error = cudaGetDeviceProperties(&prop, ordinal);
@@ -164,7 +171,7 @@ Discovery discover_devices() {
             continue;
         }
         const auto index = static_cast<std::uint32_t>(found.devices.size());
-        found.devices.push_back(std::make_unique<Device>(index, ordinal, prop));
+        found.devices.push_back(std::make_unique<Device>(index, ordinal, prop, *staging_config));
     }
     return found;
 }

@@ -42,7 +42,8 @@ class Device {
 public:
     // `index` is keel's ("cuda:<index>"), `ordinal` CUDA's; they differ only
     // when a device before this one could not be queried.
-    Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop);
+    Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
+           const staging::PageableStagingConfig& staging_config);
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     Device(Device&&) = delete;

@@ -1,10 +1,10 @@
 #include "plugin_state.hpp"
 
+#include <keel/environment.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/shared_state.hpp>
 
 #include <cstdlib>
-#include <cstring>
 
 namespace keel::cuda {
 
@@ -12,9 +12,10 @@ namespace {
 
 plugin::SharedState<PluginState> g_state;
 
+// A value that does not parse serves no test kernels (they are for tests).
 bool test_kernels_requested() {
-    const char* value = std::getenv("KEEL_CUDA_TEST_KERNELS");
-    return value != nullptr && std::strcmp(value, "1") == 0;
+    const Result<std::optional<bool>> on = env::flag(env::Var::cuda_test_kernels);
+    return on.ok() && on->value_or(false);
 }
 
 }  // namespace

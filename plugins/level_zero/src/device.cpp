@@ -115,7 +115,8 @@ Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, cons
 }
 
 // The GPUs of one driver, with a context; notes what was skipped.
-void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, Discovery& found) {
+void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index,
+                     const staging::PageableStagingConfig& staging_config, Discovery& found) {
     const std::string which = "Level Zero driver " + std::to_string(driver_index);
     uint32_t count = 0;
     if (const ZeCall c = KEEL_ZE(zeDeviceGet, driver, &count, nullptr); !c.ok()) {
@@ -156,7 +157,8 @@ void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, Disc
             context = found.drivers.back().get();
         }
         const auto index = static_cast<std::uint32_t>(found.devices.size());
-        found.devices.push_back(std::make_unique<Device>(index, *context, handle, keel_props, limits));
+        found.devices.push_back(std::make_unique<Device>(index, *context, handle, keel_props, limits,
+                                                          staging_config));
     }
 }
 
@@ -165,7 +167,8 @@ void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, Disc
 void DriverContext::destroy() noexcept { (void)ze().zeContextDestroy(context_); }
 
 Device::Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t handle,
-               const keel_device_properties& properties, const DeviceLimits& limits)
+               const keel_device_properties& properties, const DeviceLimits& limits,
+               const staging::PageableStagingConfig& staging_config)
     : index_(index),
       label_("level_zero:" + std::to_string(index)),
       driver_(driver),
@@ -175,7 +178,7 @@ Device::Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t ha
       slots_(driver.context(), handle, SlotKind::plain),
       timestamp_slots_(driver.context(), handle, SlotKind::kernel_timestamp),
       host_buffers_(driver.context()),
-      pageable_staging_(ze_pinned_memory(driver.context()), staging::pageable_staging_config_from_env()),
+      pageable_staging_(ze_pinned_memory(driver.context()), staging_config),
       modules_(driver.context(), handle, limits) {}
 
 std::uint32_t Device::next_queue_index() noexcept {
@@ -213,7 +216,13 @@ Discovery discover_devices() {
         found.status = "no Level Zero driver: " + c.error().message();
         return found;
     }
-    for (std::uint32_t i = 0; i < count; ++i) discover_driver(drivers[i], i, found);
+    // A staging setting that does not parse leaves no device, saying why.
+    const Result<staging::PageableStagingConfig> staging_config = staging::pageable_staging_config_from_env();
+    if (!staging_config.ok()) {
+        found.status = staging_config.error().message();
+        return found;
+    }
+    for (std::uint32_t i = 0; i < count; ++i) discover_driver(drivers[i], i, *staging_config, found);
     if (found.devices.empty()) {
         const std::string why = found.status;
         found.status = "no Level Zero GPU";

@@ -60,7 +60,8 @@ struct DeviceLimits {
 class Device {
 public:
     Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t handle,
-           const keel_device_properties& properties, const DeviceLimits& limits);
+           const keel_device_properties& properties, const DeviceLimits& limits,
+           const staging::PageableStagingConfig& staging_config);
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     Device(Device&&) = delete;

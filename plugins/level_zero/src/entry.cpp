@@ -64,6 +64,7 @@ constexpr keel_plugin_api kApi = {
     .device_native_handle = &device_native_handle,
     .stream_native_handle = &stream_native_handle,
     .device_pageable_staging_stats = &device_pageable_staging_stats,
+    .stream_annotate_range = nullptr,  // no checker to tell
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "ze_loader.hpp"
 
+#include <keel/environment.hpp>
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -19,8 +21,7 @@ bool g_opened = false;
 Result<void> open_loader() {
     std::lock_guard lock(g_mutex);
     if (g_opened) return ok();
-    const char* configured = std::getenv("KEEL_LEVEL_ZERO_LOADER");
-    const std::string name = configured && *configured ? configured : "libze_loader.so.1";
+    const std::string name(env::text(env::Var::level_zero_loader).value_or("libze_loader.so.1"));
     void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* why = dlerror();

@@ -27,6 +27,7 @@ enum class DeviceCapability : std::uint32_t {
     event_timing = KEEL_DEVICE_CAP_EVENT_TIMING,
     concurrent_streams = KEEL_DEVICE_CAP_CONCURRENT_STREAMS,
     pinned_memory = KEEL_DEVICE_CAP_PINNED_MEMORY,
+    pinned_copies_only = KEEL_DEVICE_CAP_PINNED_COPIES_ONLY,  // honoured from ABI 1.3
 };
 
 // What a plugin reports about a device, read once when the plugin loads.

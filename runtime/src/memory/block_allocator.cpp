@@ -99,12 +99,6 @@ std::string stream_name(keel_stream s) {
 
 constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 62;
 
-bool env_on(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0 ||
-                            std::strcmp(v, "true") == 0 || std::strcmp(v, "yes") == 0);
-}
-
 }  // namespace
 
 bool checked_memory_anywhere() noexcept { return g_checked_anywhere.load(std::memory_order_relaxed); }
@@ -117,8 +111,8 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
       config_(config),
       max_pending_count_(limits.max_pending_free_count),
       id_(g_next_allocator_id.fetch_add(1)),
-      caching_(config.caching && !env_on("KEEL_NO_CACHING")) {
-    if (config.checked || env_on("KEEL_CHECK")) {
+      caching_(config.caching) {
+    if (config.checked) {
         checked_ = std::make_unique<CheckedBlocks>(ops, events, caching_ ? config.quarantine_bytes : 0);
         g_checked_anywhere.store(true, std::memory_order_relaxed);
     }

@@ -78,7 +78,7 @@ std::vector<Block*> CheckedBlocks::retire(Block* block, keel_stream stream, keel
         try {
             q.guard_size = capacity - requested;
             q.guard = std::make_unique<std::uint8_t[]>(q.guard_size);
-            if (!ops_.memcpy_d2h(stream, q.guard.get(), addr + requested, q.guard_size).ok()) q.guard.reset();
+            if (!ops_.pageable_d2h(stream, q.guard.get(), addr + requested, q.guard_size).ok()) q.guard.reset();
         } catch (...) {
             q.guard.reset();
         }

@@ -1,8 +1,10 @@
 #include <keel/base/no_destructor.hpp>
 
 #include <keel/device_memory.hpp>
+#include <keel/environment.hpp>
 
 #include "access.hpp"
+
 #include "memory/plugin_device_ops.hpp"
 #include "memory/shared_memory.hpp"
 #include "plugin.hpp"
@@ -64,7 +66,18 @@ Result<void> check_config(const Device& device, const MemoryConfig& config) {
 
 }  // namespace
 
-Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const MemoryConfig& config) {
+// The code's configuration with the environment applied (README.md,
+// "Settings": a variable that is set overrides the field it names).
+Result<MemoryConfig> with_environment(MemoryConfig config) {
+    KEEL_TRY_ASSIGN(const std::optional<bool> check, env::flag(env::Var::check));
+    if (check) config.allocator.checked = *check;
+    KEEL_TRY_ASSIGN(const std::optional<bool> no_caching, env::flag(env::Var::no_caching));
+    if (no_caching) config.allocator.caching = !*no_caching;
+    return config;
+}
+
+Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const MemoryConfig& code_config) {
+    KEEL_TRY_ASSIGN(const MemoryConfig config, with_environment(code_config));
     KEEL_TRY(check_config(device, config));
     try {
         return MemoryCore::create(std::make_unique<PluginDeviceOps>(device), config,
@@ -78,8 +91,13 @@ Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const Memo
     }
 }
 
-Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const MemoryConfig* config) {
-    if (config != nullptr) KEEL_TRY(check_config(device, *config));  // before it is remembered
+Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const MemoryConfig* code_config) {
+    std::optional<MemoryConfig> effective;
+    if (code_config != nullptr) {
+        KEEL_TRY_ASSIGN(effective, with_environment(*code_config));
+        KEEL_TRY(check_config(device, *effective));  // before it is remembered
+    }
+    const MemoryConfig* config = effective ? &*effective : nullptr;
     SharedInstances& r = shared_instances();
     std::lock_guard lock(r.mu);
     // Entries of devices whose plugin is gone (their address may be reused).

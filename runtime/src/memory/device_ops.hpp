@@ -67,6 +67,18 @@ public:
                                                   const void* src, std::uint64_t size) = 0;
     [[nodiscard]] virtual Result<void> memcpy_d2h(keel_stream stream, void* dst,
                                                   keel_device_addr src, std::uint64_t size) = 0;
+    // The same with pageable host memory, read or written when the copy
+    // executes (a moved-in vector, a host destination). The plugin stages it,
+    // unless its device takes only pinned memory (keel.h 1.3): then the
+    // runtime does.
+    [[nodiscard]] virtual Result<void> pageable_h2d(keel_stream stream, keel_device_addr dst, const void* src,
+                                                    std::uint64_t size) {
+        return memcpy_h2d(stream, dst, src, size);
+    }
+    [[nodiscard]] virtual Result<void> pageable_d2h(keel_stream stream, void* dst, keel_device_addr src,
+                                                    std::uint64_t size) {
+        return memcpy_d2h(stream, dst, src, size);
+    }
     // Only when has_inline_copy(); size <= KEEL_INLINE_COPY_MAX; `src` is
     // captured before return.
     [[nodiscard]] virtual Result<void> memcpy_h2d_inline(keel_stream stream, keel_device_addr dst,

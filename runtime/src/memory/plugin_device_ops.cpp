@@ -20,6 +20,8 @@ PluginDeviceOps::PluginDeviceOps(Device device)
     total_memory_ = props.total_memory;
     has_host_alloc_ = api_of(device_).has_host_alloc();
     has_inline_ = api_of(device_).has_memcpy_h2d_inline();
+    if (auto staging = PluginStaging::for_device(device_); staging.ok()) staging_ = std::move(*staging);
+    else staging_error_ = std::move(staging).error();
 }
 
 PluginDeviceOps::~PluginDeviceOps() = default;
@@ -103,6 +105,20 @@ Result<void> PluginDeviceOps::memcpy_d2h(keel_stream stream, void* dst, keel_dev
     return api_of(device_).memcpy_d2h(stream, dst, src, size);
 }
 
+Result<void> PluginDeviceOps::pageable_h2d(keel_stream stream, keel_device_addr dst, const void* src,
+                                           std::uint64_t size) {
+    if (staging_) return staging_->to_device(stream, dst, src, size);
+    if (staging_error_) return *staging_error_;
+    return memcpy_h2d(stream, dst, src, size);
+}
+
+Result<void> PluginDeviceOps::pageable_d2h(keel_stream stream, void* dst, keel_device_addr src,
+                                           std::uint64_t size) {
+    if (staging_) return staging_->to_host(stream, dst, src, size);
+    if (staging_error_) return *staging_error_;
+    return memcpy_d2h(stream, dst, src, size);
+}
+
 Result<void> PluginDeviceOps::memcpy_h2d_inline(keel_stream stream, keel_device_addr dst,
                                                 const void* src, std::uint64_t size) {
     return api_of(device_).memcpy_h2d_inline(stream, dst, src, size);
@@ -115,25 +131,10 @@ Result<void> PluginDeviceOps::memset_d8(keel_stream stream, keel_device_addr dst
 
 Result<void> PluginDeviceOps::annotate(BlockEvent what, keel_stream stream, keel_device_addr addr,
                                        std::uint64_t size) {
-    std::call_once(annotations_once_, [&] {
-        // NOT_FOUND: the device has no checker (or it is off).
-        (void)api_of(device_).kernel_get(handle_, "keel.checker.release_range", &release_range_);
-        (void)api_of(device_).kernel_get(handle_, "keel.checker.acquire_range", &acquire_range_);
-    });
-    keel_kernel kernel = what == BlockEvent::released ? release_range_ : acquire_range_;
-    if (kernel == nullptr) return ok();
-    keel_kernel_arg block{};
-    block.struct_size = KEEL_KERNEL_ARG_STRUCT_SIZE;
-    block.kind = KEEL_ARG_BUFFER;
-    block.dtype = KEEL_DTYPE_U8;
-    block.value.buffer.addr = addr;
-    block.value.buffer.size = size;
-    keel_launch_args launch{};
-    launch.struct_size = KEEL_LAUNCH_ARGS_STRUCT_SIZE;
-    launch.args = &block;
-    launch.arg_count = 1;
-    launch.arg_struct_size = sizeof(keel_kernel_arg);
-    return api_of(device_).kernel_launch(stream, kernel, &launch);
+    const detail::PluginApi& api = api_of(device_);
+    if (!api.has_stream_annotate_range()) return ok();
+    return api.stream_annotate_range(stream, what == BlockEvent::released ? KEEL_RANGE_RELEASED : KEEL_RANGE_ACQUIRED,
+                                     addr, size);
 }
 
 }  // namespace keel::memory

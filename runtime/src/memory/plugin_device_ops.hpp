@@ -6,10 +6,12 @@
 
 #include <keel/device.hpp>
 #include "memory/device_ops.hpp"
+#include "memory/plugin_staging.hpp"
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace keel::memory {
@@ -46,12 +48,15 @@ public:
                             std::uint64_t size) override;
     Result<void> memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src,
                             std::uint64_t size) override;
+    Result<void> pageable_h2d(keel_stream stream, keel_device_addr dst, const void* src,
+                              std::uint64_t size) override;
+    Result<void> pageable_d2h(keel_stream stream, void* dst, keel_device_addr src, std::uint64_t size) override;
     Result<void> memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src,
                                    std::uint64_t size) override;
     Result<void> memset_d8(keel_stream stream, keel_device_addr dst, std::uint8_t value,
                            std::uint64_t size) override;
-    // Through the checker's pseudo-kernels keel.checker.release_range and
-    // keel.checker.acquire_range, looked up once (absent: nothing to tell).
+    // Through the plugin's stream_annotate_range (ABI 1.3; absent: nothing
+    // to tell).
     Result<void> annotate(BlockEvent what, keel_stream stream, keel_device_addr addr,
                           std::uint64_t size) override;
 
@@ -62,9 +67,10 @@ private:
     std::uint64_t total_memory_ = 0;
     bool has_host_alloc_ = false;
     bool has_inline_ = false;
-    std::once_flag annotations_once_;
-    keel_kernel release_range_ = nullptr;
-    keel_kernel acquire_range_ = nullptr;
+    // Null unless the device takes only pinned memory in its copies.
+    std::unique_ptr<PluginStaging> staging_;
+    // Why it is null where the device needs it (settings that do not parse).
+    std::optional<Error> staging_error_;
 
     // Ordinary host memory standing in for pinned memory when the plugin
     // has no host_alloc (the ABI says the runtime then stages through it).

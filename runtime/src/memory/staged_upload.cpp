@@ -113,7 +113,7 @@ Result<void> StagedUpload::wait_for_staging() {
 Result<void> StagedUpload::copy_direct(keel_device_addr dst, std::span<const std::byte> rest) {
     core_.staging().count_direct_copy();
     auto copied = enqueue_pageable_copy(
-        core_, stream_, [&] { return core_.ops().memcpy_h2d(stream_, dst, rest.data(), rest.size()); });
+        core_, stream_, [&] { return core_.ops().pageable_h2d(stream_, dst, rest.data(), rest.size()); });
     if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
     // The device reads the source when the copy runs: wait for it.
     auto synced = core_.ops().stream_synchronize(stream_);

@@ -62,7 +62,7 @@ Result<void> copy_to_device_owned(MemoryCore& core, keel_stream stream, keel_dev
     KEEL_TRY_ASSIGN(const bool inlined, try_inline_copy(core, stream, dst, src));
     if (inlined) return ok();  // captured: keep_alive may go now
     auto copied = enqueue_pageable_copy(
-        core, stream, [&] { return core.ops().memcpy_h2d(stream, dst, src.data(), src.size()); });
+        core, stream, [&] { return core.ops().pageable_h2d(stream, dst, src.data(), src.size()); });
     if (!copied.ok()) return std::move(copied).error().context("Stream::copy");
     return hold_task(core, stream, std::move(keep_alive));
 }
@@ -77,10 +77,10 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
     // The event first: failing to get one then enqueues nothing.
     auto event = core.events().acquire();
     if (!event.ok()) return std::move(event).error().context("Stream::copy");
-    // No staging here: the plugin writes pageable memory when the copy
-    // executes (the ABI's promise), staging it itself if it must.
+    // Pageable: written when the copy executes (the ABI's promise), staged by
+    // the plugin, or by the runtime for a device that takes only pinned memory.
     auto copied = enqueue_pageable_copy(
-        core, stream, [&] { return ops.memcpy_d2h(stream, dst.data(), src, dst.size()); });
+        core, stream, [&] { return ops.pageable_d2h(stream, dst.data(), src, dst.size()); });
     if (copied.ok()) copied = ops.event_record(*event, stream);
     if (!copied.ok()) {
         core.events().release(*event);

@@ -7,6 +7,7 @@
 #include "report.hpp"
 #include "table_check.hpp"
 
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include <gtest/gtest.h>
@@ -57,8 +58,8 @@ std::vector<fs::path> plugin_files(const std::vector<fs::path>& paths) {
 
 std::vector<fs::path> default_search_path() {
     std::vector<fs::path> out;
-    if (const char* env = std::getenv("KEEL_PLUGIN_PATH")) {
-        std::string list = env;
+    if (const auto text = keel::env::text(keel::env::Var::plugin_path)) {
+        const std::string list(*text);
         for (std::size_t start = 0; start <= list.size();) {
             std::size_t colon = std::min(list.find(':', start), list.size());
             if (colon > start) out.emplace_back(list.substr(start, colon - start));

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "../rule.hpp"
+
 #include <algorithm>
 
 namespace keel::cts {
@@ -83,27 +85,35 @@ void DeviceTableListener::OnTestEnd(const ::testing::TestInfo& info) {
     Check row{name, Outcome::passed, ""};
     if (r.Failed()) {
         row = {name, Outcome::failed, failure_.empty() ? "failed" : failure_};
+    } else if (r.Skipped() && skip_.starts_with(conformance::kAdvicePrefix)) {
+        row = {name, Outcome::advice, skip_.substr(std::string(conformance::kAdvicePrefix).size())};
     } else if (r.Skipped()) {
         row = {name, Outcome::skipped, skip_};
     }
+    for (int i = 0; i < r.test_property_count(); ++i)
+        if (std::string(r.GetTestProperty(i).key()) == "keel_rule_since") row.since = r.GetTestProperty(i).value();
     group(device).rows.push_back(std::move(row));
 }
 
 std::size_t print_table(std::ostream& out, const std::string& title, const std::vector<Check>& rows) {
     std::size_t width = 4;
     for (const Check& c : rows) width = std::max(width, c.name.size());
-    std::size_t passed = 0, failed = 0, skipped = 0;
+    std::size_t passed = 0, failed = 0, skipped = 0, advice = 0;
     out << "\n" << title << "\n";
     for (const Check& c : rows) {
-        out << "  " << c.name << std::string(width - c.name.size() + 2, ' ');
+        // The keel.h minor of the rule, where the row checks one.
+        const std::string since = c.since.empty() ? "" : "[" + c.since + "] ";
+        out << "  " << since << c.name << std::string(width - c.name.size() + 2, ' ');
         switch (c.outcome) {
             case Outcome::passed: out << "passed"; ++passed; break;
             case Outcome::failed: out << "FAILED: " << c.detail; ++failed; break;
             case Outcome::skipped: out << "skipped: " << c.detail; ++skipped; break;
+            case Outcome::advice: out << "advice: " << c.detail; ++advice; break;
         }
         out << "\n";
     }
-    out << "  -- " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+    out << "  -- " << passed << " passed, " << failed << " failed, " << skipped << " skipped, " << advice
+        << " advice\n";
     return failed;
 }
 

@@ -28,6 +28,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
         case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
+        case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
         default: return 0;
     }
 }
@@ -152,8 +153,12 @@ void check_device(Checker& c, const keel_plugin_api& t, std::uint32_t index) {
                         : "event_elapsed_time is present but EVENT_TIMING is not set");
     c.expect(!(p.capabilities & KEEL_DEVICE_CAP_PINNED_MEMORY) || KEEL_CTS_HAS(t, host_alloc),
              at + "PINNED_MEMORY only with host_alloc", "PINNED_MEMORY is set but host_alloc is absent");
-    const std::uint32_t known = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_EVENT_TIMING |
-                                KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY;
+    c.expect(!(p.capabilities & KEEL_DEVICE_CAP_PINNED_COPIES_ONLY) || KEEL_CTS_HAS(t, host_alloc),
+             at + "PINNED_COPIES_ONLY only with host_alloc", "PINNED_COPIES_ONLY is set but host_alloc is absent");
+    // Bits are defined by the minor the plugin declares (PINNED_COPIES_ONLY: 1.3).
+    std::uint32_t known = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_EVENT_TIMING |
+                          KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY;
+    if (t.abi_minor >= 3) known |= KEEL_DEVICE_CAP_PINNED_COPIES_ONLY;
     c.expect((p.capabilities & ~known) == 0, at + "only defined capability bits",
              "unknown bits set: " + std::to_string(p.capabilities & ~known));
     if (!KEEL_CTS_HAS(t, device_native_handle)) {

@@ -12,12 +12,15 @@
 
 namespace keel::cts {
 
-enum class Outcome { passed, failed, skipped };
+// advice: a "where the plugin can tell" rule the plugin does not detect;
+// reported, never a failure.
+enum class Outcome { passed, failed, skipped, advice };
 
 struct Check {
     std::string name;    // "exports only keel_plugin_init"
     Outcome outcome = Outcome::passed;
     std::string detail;  // why it failed or was skipped; "" when it passed
+    std::string since;   // the keel.h minor of the rule it checks ("1.0"); "" for the file's own checks
 };
 
 struct TableReport {

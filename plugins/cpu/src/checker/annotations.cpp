@@ -1,37 +1,27 @@
 #include "annotations.hpp"
 
+#include "../device.hpp"
+#include "../stream.hpp"
 #include "checker.hpp"
 
-namespace keel::cpu {
-namespace {
+#include <keel/plugin/boundary.hpp>
 
-Result<KernelWork> validate_range(const plugin::LaunchArgsView& args) {
-    KEEL_TRY(args.expect_count(1));
-    KEEL_TRY_ASSIGN(plugin::BufferArg block, args.buffer(0, "block"));
-    KernelWork work;
-    // The access is never recorded: an annotation is applied at the call.
-    KEEL_TRY(work.use(block, Access::read, "block"));
-    return work;
+namespace keel::cpu::entries {
+
+keel_error* stream_annotate_range(keel_stream stream, keel_range_annotation what, keel_device_addr addr,
+                                  uint64_t size) {
+    return plugin::entry("cpu stream_annotate_range", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
+        Checker* checker = s->device().checker();
+        if (checker == nullptr) return Error(KEEL_STATUS_FAILED_PRECONDITION, "the checker is off");
+        if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "an empty range");
+        KEEL_TRY(s->check_usable());
+        switch (what) {
+            case KEEL_RANGE_RELEASED: return checker->release_range(*s, addr, size);
+            case KEEL_RANGE_ACQUIRED: return checker->acquire_range(*s, addr, size);
+            default: return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown annotation " + std::to_string(what));
+        }
+    });
 }
 
-constexpr KernelDef kAnnotations[] = {{kReleaseRange.data(), &validate_range},
-                                       {kAcquireRange.data(), &validate_range}};
-
-}  // namespace
-
-const KernelDef* find_annotation(std::string_view name) noexcept {
-    for (const KernelDef& a : kAnnotations)
-        if (name == a.name) return &a;
-    return nullptr;
-}
-
-bool is_annotation(const void* p) noexcept { return p == &kAnnotations[0] || p == &kAnnotations[1]; }
-
-Result<void> annotate(Checker& checker, Stream& stream, const KernelDef& def, const plugin::LaunchArgsView& args) {
-    KEEL_TRY_ASSIGN(KernelWork work, def.validate(args));
-    const BufferUse& block = work.buffers()[0];
-    if (&def == &kAnnotations[0]) return checker.release_range(stream, block.addr, block.size);
-    return checker.acquire_range(stream, block.addr, block.size);
-}
-
-}  // namespace keel::cpu
+}  // namespace keel::cpu::entries

@@ -1,38 +1,32 @@
-// Checker annotations: what a caching allocator knows and the plugin cannot
-// see, told through the existing ABI (no change to keel.h, no new symbol):
-// two pseudo-kernels, found by kernel_get only when the checker is on
-// (NOT_FOUND otherwise: the capability is absent), each taking one buffer
-// argument (any dtype) naming a block inside a live device allocation.
-// Launching one enqueues nothing; it takes effect at the call.
+// Checker annotations (keel.h 1.3, stream_annotate_range): what a caching
+// allocator knows and the plugin cannot see. The entry is in the table only
+// when the checker is on (absent otherwise: the runtime then tells nothing).
 //
-//   keel.checker.release_range(block): the block's buffer was freed and the
-//       block went back to the allocator's cache. From now on any access
-//       enqueued to it is a use after free (a stale view), until
-//       acquire_range. Releasing a released byte again is a double free.
-//   keel.checker.acquire_range(block): the allocator handed the block to a
-//       new owner. Its access history is kept, so a new owner on another
-//       stream that is not ordered after the old owner's last use is
-//       reported as a race by its first access.
+//   KEEL_RANGE_RELEASED: the block's buffer was freed and the block went
+//       back to the allocator's cache. From now on any access enqueued to it
+//       is a use after free (a stale view), until KEEL_RANGE_ACQUIRED.
+//       Releasing a released byte again is a double free.
+//   KEEL_RANGE_ACQUIRED: the allocator handed the block to a new owner. Its
+//       access history is kept, so a new owner on another stream that is not
+//       ordered after the old owner's last use is reported as a race by its
+//       first access.
 #pragma once
 
-#include "../kernel_registry.hpp"
-
-#include <keel/result.hpp>
+#include <keel/keel.h>
 
 #include <string_view>
 
 namespace keel::cpu {
 
-class Checker;
-class Stream;
-
-inline constexpr std::string_view kReleaseRange = "keel.checker.release_range";
-inline constexpr std::string_view kAcquireRange = "keel.checker.acquire_range";
-
-[[nodiscard]] const KernelDef* find_annotation(std::string_view name) noexcept;
-[[nodiscard]] bool is_annotation(const void* p) noexcept;
-// Validates the launch and applies the annotation to the checker.
-[[nodiscard]] Result<void> annotate(Checker& checker, Stream& stream, const KernelDef& def,
-                                    const plugin::LaunchArgsView& args);
+// How findings name the two annotations.
+inline constexpr std::string_view kReleaseRange = "stream_annotate_range(RELEASED)";
+inline constexpr std::string_view kAcquireRange = "stream_annotate_range(ACQUIRED)";
 
 }  // namespace keel::cpu
+
+namespace keel::cpu::entries {
+
+keel_error* stream_annotate_range(keel_stream stream, keel_range_annotation what, keel_device_addr addr,
+                                  uint64_t size);
+
+}  // namespace keel::cpu::entries

@@ -75,9 +75,10 @@ struct PageableStagingConfig {
 
 // The defaults, overridden by the environment where set (for tuning on a
 // given host): KEEL_PAGEABLE_CHUNK_KIB, KEEL_PAGEABLE_BLOCKS,
-// KEEL_PAGEABLE_STAGING_MIB (capacity), KEEL_PAGEABLE_THREADS (0: one per
-// hardware thread, at most 16). Values that do not parse are ignored.
-[[nodiscard]] PageableStagingConfig pageable_staging_config_from_env();
+// KEEL_PAGEABLE_STAGING_MIB (capacity), KEEL_PAGEABLE_THREADS (unset: one
+// per hardware thread, at most 16), read by <keel/environment.hpp>. A value
+// that does not parse is INVALID_ARGUMENT naming the variable.
+[[nodiscard]] Result<PageableStagingConfig> pageable_staging_config_from_env();
 
 struct PageableStagingStats {
     PinnedBlocksStats blocks;

@@ -1,0 +1,215 @@
+// Every KEEL_* environment variable keel reads, and the one parser for them.
+// Header-only in keel::base, so the runtime, keel::staging, the plugins and
+// the samples all read the environment here and nowhere else (this is keel's
+// one std::getenv). Each component turns the parsed values into its own
+// configuration type.
+//
+// The rule for composing code and environment (documented in README.md,
+// "Settings"): a variable that is set overrides, field by field, what the
+// code configured or the default; an unset or empty variable changes
+// nothing. The effective configuration is what each component reports
+// (DeviceMemory::config(), keel-info). A value that does not parse is an
+// error (INVALID_ARGUMENT) naming the variable and what it accepts, never a
+// silent fallback.
+//
+// Thread-safety: the functions read the process environment; call them while
+// no thread changes it (as for std::getenv).
+#pragma once
+
+#include <keel/result.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace keel::env {
+
+// The variables, in the order of kVariables.
+enum class Var : unsigned {
+    plugin_path,
+    log_level,
+    check,
+    no_caching,
+    pageable_chunk_kib,
+    pageable_blocks,
+    pageable_staging_mib,
+    pageable_threads,
+    cpu_memory_bytes,
+    cpu_spin_us,
+    cpu_threads,
+    cpu_mlock,
+    cpu_check,
+    cpu_check_races,
+    cpu_guard,
+    cpu_poison,
+    cpu_quarantine_bytes,
+    cpu_check_host_sources,
+    cpu_late_free,
+    cpu_delay_us,
+    cpu_delay,
+    cpu_seed,
+    cpu_fail_alloc_after,
+    cpu_fail_alloc_prob,
+    cpu_fail_op_after,
+    cpu_fail_op_prob,
+    cuda_test_kernels,
+    level_zero_loader,
+    bench_chunk_kib,
+    bench_ring,
+    bench_ahead,
+    bench_threads,
+};
+
+struct Variable {
+    Var var;
+    const char* name;
+    const char* accepts;   // what a valid value looks like
+    const char* fallback;  // the value when unset, in words
+    const char* meaning;
+};
+
+inline constexpr Variable kVariables[] = {
+    {Var::plugin_path, "KEEL_PLUGIN_PATH", "colon-separated directories or plugin files", "(none)",
+     "searched for plugins before keel/plugins beside libkeel_runtime.so"},
+    {Var::log_level, "KEEL_LOG_LEVEL", "trace|debug|info|warn|error|off", "warn", "the runtime's log level"},
+    {Var::check, "KEEL_CHECK", "1|0|on|off|true|false|yes|no", "0",
+     "checked device memory (MemoryConfig allocator.checked) and, unless KEEL_CPU_CHECK is set, the CPU checker"},
+    {Var::no_caching, "KEEL_NO_CACHING", "1|0|on|off|true|false|yes|no", "0",
+     "every Buffer is a device allocation of its own (MemoryConfig allocator.caching off)"},
+    {Var::pageable_chunk_kib, "KEEL_PAGEABLE_CHUNK_KIB", "an integer >= 1", "4096",
+     "chunk of a plugin's staged pageable copy"},
+    {Var::pageable_blocks, "KEEL_PAGEABLE_BLOCKS", "an integer >= 1", "3", "pinned blocks lent to one staged copy"},
+    {Var::pageable_staging_mib, "KEEL_PAGEABLE_STAGING_MIB", "an integer >= 1", "256",
+     "pinned memory held by a device's staging of pageable copies"},
+    {Var::pageable_threads, "KEEL_PAGEABLE_THREADS", "an integer >= 1", "one per hardware thread, at most 16",
+     "threads copying between pageable memory and pinned blocks"},
+    {Var::cpu_memory_bytes, "KEEL_CPU_MEMORY_BYTES", "a positive byte count (suffix K, M or G allowed)", "4G",
+     "the CPU device's memory"},
+    {Var::cpu_spin_us, "KEEL_CPU_SPIN_US", "microseconds >= 0, or 'forever'", "50",
+     "how long a waiting CPU worker or host thread spins before parking"},
+    {Var::cpu_threads, "KEEL_CPU_THREADS", "0..1024 (0: one per core)", "0", "threads of the CPU kernel pool"},
+    {Var::cpu_mlock, "KEEL_CPU_MLOCK", "1|0|on|off|true|false|yes|no", "0", "mlock the CPU plugin's pinned memory"},
+    {Var::cpu_check, "KEEL_CPU_CHECK", "1|0|on|off|true|false|yes|no|abort", "KEEL_CHECK", "the CPU checker"},
+    {Var::cpu_check_races, "KEEL_CPU_CHECK_RACES", "1|0|on|off|true|false|yes|no", "KEEL_CPU_CHECK",
+     "happens-before checking"},
+    {Var::cpu_guard, "KEEL_CPU_GUARD", "1|0|on|off|true|false|yes|no", "KEEL_CPU_CHECK", "guarded device memory"},
+    {Var::cpu_poison, "KEEL_CPU_POISON", "1|0|on|off|true|false|yes|no", "KEEL_CPU_CHECK", "poisoned freed memory"},
+    {Var::cpu_quarantine_bytes, "KEEL_CPU_QUARANTINE_BYTES", "a positive byte count (suffix K, M or G allowed)",
+     "256M", "freed memory kept quarantined"},
+    {Var::cpu_check_host_sources, "KEEL_CPU_CHECK_HOST_SOURCES", "1|0|on|off|true|false|yes|no", "KEEL_CPU_CHECK",
+     "fingerprinted host sources of copies"},
+    {Var::cpu_late_free, "KEEL_CPU_LATE_FREE", "error|log|off", "off (error with the checker)",
+     "what freeing memory still in use does"},
+    {Var::cpu_delay_us, "KEEL_CPU_DELAY_US", "microseconds >= 0", "0", "delay before every queued CPU op"},
+    {Var::cpu_delay, "KEEL_CPU_DELAY", "random:<max microseconds> or <microseconds>", "0",
+     "delay before every queued CPU op"},
+    {Var::cpu_seed, "KEEL_CPU_SEED", "an integer", "1", "seed of random delays and faults"},
+    {Var::cpu_fail_alloc_after, "KEEL_CPU_FAIL_ALLOC_AFTER", "a count >= 0", "off",
+     "allocations fail after this many"},
+    {Var::cpu_fail_alloc_prob, "KEEL_CPU_FAIL_ALLOC_PROB", "a probability in [0, 1]", "0",
+     "allocations fail with this probability"},
+    {Var::cpu_fail_op_after, "KEEL_CPU_FAIL_OP_AFTER", "a count >= 0", "off", "the op after this many fails"},
+    {Var::cpu_fail_op_prob, "KEEL_CPU_FAIL_OP_PROB", "a probability in [0, 1]", "0",
+     "each op fails with this probability"},
+    {Var::cuda_test_kernels, "KEEL_CUDA_TEST_KERNELS", "1|0|on|off|true|false|yes|no", "0",
+     "the CUDA plugin also serves its test kernels"},
+    {Var::level_zero_loader, "KEEL_LEVEL_ZERO_LOADER", "a library name or path", "libze_loader.so.1",
+     "the Level Zero loader the plugin opens"},
+    {Var::bench_chunk_kib, "KEEL_BENCH_CHUNK_KIB", "an integer >= 1", "the staging default",
+     "memory_bench: staging chunk"},
+    {Var::bench_ring, "KEEL_BENCH_RING", "an integer >= 1", "the staging default", "memory_bench: staging ring"},
+    {Var::bench_ahead, "KEEL_BENCH_AHEAD", "an integer >= 1", "the staging default",
+     "memory_bench: chunks staged ahead"},
+    {Var::bench_threads, "KEEL_BENCH_THREADS", "an integer >= 1", "the staging default",
+     "memory_bench: staging threads"},
+};
+
+// kVariables is indexed by Var.
+[[nodiscard]] constexpr bool variables_in_order() noexcept {
+    for (unsigned i = 0; i < std::size(kVariables); ++i)
+        if (static_cast<unsigned>(kVariables[i].var) != i) return false;
+    return true;
+}
+static_assert(variables_in_order(), "kVariables lists the variables in the order of Var");
+
+[[nodiscard]] inline const Variable& variable(Var v) noexcept { return kVariables[static_cast<unsigned>(v)]; }
+[[nodiscard]] inline const char* name(Var v) noexcept { return variable(v).name; }
+
+// The variable's text; nullopt when unset or empty.
+[[nodiscard]] inline std::optional<std::string_view> text(Var v) {
+    const char* value = std::getenv(name(v));
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string_view(value);
+}
+
+// The error for a value that does not parse.
+[[nodiscard]] inline Error invalid(Var v, std::string_view value) {
+    return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("environment variable ") + name(v) + "='" +
+                                                   std::string(value) + "': expected " + variable(v).accepts);
+}
+
+// 1|0|on|off|true|false|yes|no, the one spelling of a switch everywhere.
+[[nodiscard]] inline std::optional<bool> parse_switch(std::string_view s) noexcept {
+    if (s == "1" || s == "on" || s == "true" || s == "yes") return true;
+    if (s == "0" || s == "off" || s == "false" || s == "no") return false;
+    return std::nullopt;
+}
+
+[[nodiscard]] inline Result<std::optional<bool>> flag(Var v) {
+    const auto s = text(v);
+    if (!s) return std::optional<bool>();
+    const std::optional<bool> on = parse_switch(*s);
+    if (!on) return invalid(v, *s);
+    return on;
+}
+
+// A whole decimal integer in [min, max].
+[[nodiscard]] inline std::optional<std::int64_t> parse_integer(std::string_view s, std::int64_t min,
+                                                               std::int64_t max) noexcept {
+    std::int64_t out = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    if (ec != std::errc() || end != s.data() + s.size() || out < min || out > max) return std::nullopt;
+    return out;
+}
+
+[[nodiscard]] inline Result<std::optional<std::int64_t>> integer(Var v, std::int64_t min, std::int64_t max) {
+    const auto s = text(v);
+    if (!s) return std::optional<std::int64_t>();
+    const auto n = parse_integer(*s, min, max);
+    if (!n) return invalid(v, *s);
+    return n;
+}
+
+// A positive integer with an optional K/M/G suffix (binary units).
+[[nodiscard]] inline Result<std::optional<std::uint64_t>> bytes(Var v) {
+    const auto s = text(v);
+    if (!s) return std::optional<std::uint64_t>();
+    std::string_view digits = *s;
+    unsigned shift = 0;
+    switch (digits.back()) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: break;
+    }
+    if (shift != 0) digits.remove_suffix(1);
+    const auto n = parse_integer(digits, 1, INT64_MAX >> shift);
+    if (!n) return invalid(v, *s);
+    return std::optional<std::uint64_t>(static_cast<std::uint64_t>(*n) << shift);
+}
+
+[[nodiscard]] inline Result<std::optional<double>> probability(Var v) {
+    const auto s = text(v);
+    if (!s) return std::optional<double>();
+    const std::string copy(*s);
+    char* end = nullptr;
+    const double p = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || !(p >= 0.0 && p <= 1.0)) return invalid(v, *s);
+    return std::optional<double>(p);
+}
+
+}  // namespace keel::env

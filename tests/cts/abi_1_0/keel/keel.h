@@ -1,0 +1,582 @@
+/* keel.h exactly as released at ABI 1.0 (the tree at commit b5e7883),
+ * kept so that CI builds the C plugin template as a vendor did then and
+ * runs today's keel-cts on it: a plugin that conformed at its minor keeps
+ * conforming. Never edit it. */
+/*
+ * keel.h — the stable C ABI between the keel runtime and device plugins.
+ *
+ * Valid C99 and C++. A plugin is a shared library that exports exactly one
+ * symbol, KEEL_PLUGIN_ENTRY_NAME (see keel_plugin_entry_fn). Everything else
+ * crosses the boundary through the tables and structs declared here.
+ *
+ * ---------------------------------------------------------------------------
+ * Versioning
+ *   - KEEL_ABI_VERSION_MAJOR changes only for incompatible changes. The
+ *     runtime loads a plugin only when the majors are equal.
+ *   - KEEL_ABI_VERSION_MINOR grows when entries or fields are appended. Any
+ *     minor loads: the runtime reads a table or struct only up to the
+ *     `struct_size` the other side wrote. Entries beyond a plugin's
+ *     `struct_size` (an older minor) are absent; entries beyond the runtime's
+ *     own size (a newer minor) are ignored.
+ *   - Structs and tables are APPEND-ONLY: never reorder, resize or remove a
+ *     field. Each append bumps the minor and adds a line to api/CHANGELOG.md.
+ *   - Every struct that crosses the ABI starts with `size_t struct_size`; its
+ *     expected size for this version is KEEL_<NAME>_STRUCT_SIZE, checked by a
+ *     static_assert against its last field.
+ *   - Enums are pinned to 32 bits with a *_FORCE_UINT32 sentinel.
+ *
+ * Errors (one convention for every entry)
+ *   - Fallible entries return `keel_error*`: NULL on success, otherwise an
+ *     error object owned by the CALLER, who must release it exactly once with
+ *     keel_error_destroy(). The object carries its own destroy function, so
+ *     it can be released without knowing which plugin made it.
+ *   - The message is NUL-terminated UTF-8, starts with where it comes from
+ *     ("[cpu stream_synchronize] ..."), and lives as long as the error.
+ *   - Output parameters are written only on success.
+ *   - No C++ exception ever crosses this boundary; a plugin catches
+ *     everything at its entry points.
+ *   - An error's message and destroy function live in the plugin that made
+ *     it: destroy every error before that plugin is shut down and its
+ *     library unloaded (the runtime destroys each one as soon as it has
+ *     copied the code and message).
+ *
+ * Asynchronous errors
+ *   An operation that fails while executing on a stream puts that stream in
+ *   an error state (a "sticky" error): later operations on it are skipped,
+ *   and the error is returned by stream_synchronize/stream_query on that
+ *   stream, by event_query/event_synchronize of events recorded on it after
+ *   the failure, and by later enqueue calls on it. Such a stream can only be
+ *   destroyed.
+ *
+ * Threads
+ *   Unless an entry says otherwise, every entry may be called from any host
+ *   thread, concurrently with any other entry. A handle must not be
+ *   destroyed while another thread is still using it (the caller orders
+ *   destruction after last use, as with free()). Operations enqueued on one
+ *   stream from several threads are ordered in the order the enqueue calls
+ *   return.
+ *
+ * Enqueueing never blocks
+ *   The entries that enqueue work on a stream (stream_wait_event,
+ *   stream_enqueue_host_func, event_record, memcpy_h2d, memcpy_d2h,
+ *   memcpy_d2d, memset_d8, kernel_launch, memcpy_h2d_inline) return without
+ *   waiting for any work to execute: not for earlier work of this or any
+ *   other stream, and not for the operation they enqueue (they may take
+ *   short locks, allocate and copy their arguments). Callers rely on it: a
+ *   stream may be held back for as long as a host function on it waits for
+ *   the caller's next step (the runtime's staging of copies reuses its
+ *   blocks while later copies are enqueued behind earlier ones), so an
+ *   enqueue that waited for the device could deadlock. Only the entries
+ *   documented as blocking (stream_synchronize, event_synchronize,
+ *   stream_destroy) wait for the device.
+ *
+ * Handles
+ *   A handle is valid only with the plugin that made it, and only until it
+ *   is destroyed (streams, events) or the plugin shuts down (devices,
+ *   kernels). Passing a handle of another plugin, a destroyed handle, or a
+ *   device address outside every live allocation is a caller bug: a plugin
+ *   detects what it can cheaply (a null handle always, foreign or dead
+ *   handles where it keeps a registry) and returns
+ *   KEEL_STATUS_INVALID_ARGUMENT, otherwise the behaviour is undefined. The
+ *   runtime never passes such handles: its objects own their handles and
+ *   check that every argument belongs to the same device.
+ *
+ * Memory
+ *   Device memory is named by keel_device_addr, an integer: it is NOT a host
+ *   pointer and must never be dereferenced on the host (on devices whose
+ *   memory is not host-addressable doing so faults). Address arithmetic
+ *   (addr + offset within an allocation) is allowed. Pinned host memory is an
+ *   ordinary host pointer, page-locked where the device supports it.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef KEEL_KEEL_H
+#define KEEL_KEEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KEEL_ABI_VERSION_MAJOR 1u
+#define KEEL_ABI_VERSION_MINOR 0u
+
+#if defined(_WIN32)
+#define KEEL_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define KEEL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#if defined(__cplusplus)
+#define KEEL_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define KEEL_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+/* Size of a struct up to and including `last_field`. */
+#define KEEL_STRUCT_SIZE(type, last_field) \
+    (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+
+/* ======================================================================== */
+/* Status codes and errors                                                  */
+/* ======================================================================== */
+
+typedef enum keel_status {
+    KEEL_STATUS_OK = 0,
+    KEEL_STATUS_INVALID_ARGUMENT = 1,  /* null handle, bad size, bad kernel args */
+    KEEL_STATUS_NOT_FOUND = 2,         /* unknown device, kernel name */
+    KEEL_STATUS_OUT_OF_MEMORY = 3,     /* device or pinned allocation failed */
+    KEEL_STATUS_UNIMPLEMENTED = 4,     /* optional entry absent / feature not supported */
+    KEEL_STATUS_UNAVAILABLE = 5,       /* no driver, no device */
+    KEEL_STATUS_VERSION_MISMATCH = 6,  /* ABI major differs */
+    KEEL_STATUS_DEVICE_ERROR = 7,      /* an asynchronous operation failed on the device */
+    KEEL_STATUS_OUT_OF_RANGE = 8,      /* access outside an allocation */
+    KEEL_STATUS_FAILED_PRECONDITION = 9, /* e.g. query of an event never recorded with timing */
+    KEEL_STATUS_INTERNAL = 10,         /* a bug in a plugin or the runtime */
+    KEEL_STATUS_FORCE_UINT32 = 0x7fffffff
+} keel_status;
+
+typedef struct keel_error keel_error;
+
+/* An error. Created by whoever reports it; owned by whoever receives it. */
+struct keel_error {
+    size_t struct_size;
+    keel_status code;
+    /* NUL-terminated; valid until `destroy` is called. Never NULL. */
+    const char* message;
+    /* Releases the error and its message. Set by the creator. */
+    void (*destroy)(keel_error* self);
+};
+#define KEEL_ERROR_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_error, destroy)
+
+/* Releases an error returned by any entry. Accepts NULL. */
+static inline void keel_error_destroy(keel_error* error) {
+    if (error) error->destroy(error);
+}
+
+/* ======================================================================== */
+/* Opaque handles                                                           */
+/* ======================================================================== */
+
+/* A device. Owned by the plugin; valid from device_get until plugin_shutdown. */
+typedef struct keel_device_t* keel_device;
+/* A stream: an in-order queue of work on one device. Owned by the caller
+ * from stream_create until stream_destroy. */
+typedef struct keel_stream_t* keel_stream;
+/* An event: a point in a stream's work. Owned by the caller from
+ * event_create until event_destroy. */
+typedef struct keel_event_t* keel_event;
+/* A kernel. Owned by the plugin; valid until plugin_shutdown. */
+typedef struct keel_kernel_t* keel_kernel;
+
+/* Address of device memory. Not a host pointer (see "Memory" above). */
+typedef uint64_t keel_device_addr;
+
+/* ======================================================================== */
+/* Logging and host services (runtime -> plugin)                            */
+/* ======================================================================== */
+
+typedef enum keel_log_level {
+    KEEL_LOG_TRACE = 0,
+    KEEL_LOG_DEBUG = 1,
+    KEEL_LOG_INFO = 2,
+    KEEL_LOG_WARN = 3,
+    KEEL_LOG_ERROR = 4,
+    KEEL_LOG_LEVEL_FORCE_UINT32 = 0x7fffffff
+} keel_log_level;
+
+/* Services the runtime offers to a plugin. Passed to the entry symbol; the
+ * struct and everything it points to stay valid until plugin_shutdown
+ * returns. */
+typedef struct keel_host_services {
+    size_t struct_size;
+    /* The ABI version the runtime was built against. */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    /* Opaque context passed back to every service. */
+    void* context;
+    /* Logs one message through the runtime's logger. Thread-safe; may be
+     * called from any plugin thread, including stream workers. `message` is
+     * copied before return. */
+    void (*log)(void* context, keel_log_level level, const char* message);
+    /* Cheap check whether `level` would be logged, so a plugin can skip
+     * formatting. Thread-safe. */
+    int32_t (*log_enabled)(void* context, keel_log_level level);
+} keel_host_services;
+#define KEEL_HOST_SERVICES_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_host_services, log_enabled)
+
+/* ======================================================================== */
+/* Plugin and device description                                            */
+/* ======================================================================== */
+
+typedef struct keel_plugin_info {
+    size_t struct_size;  /* [in] set by the caller */
+    /* Device type used in device names ("cpu" in "cpu:0"): [a-z0-9_]+.
+     * Static storage owned by the plugin, valid until plugin_shutdown. */
+    const char* device_type;
+    /* Human-readable plugin version ("0.1.0"); same lifetime. */
+    const char* version;
+    /* Free-form status, e.g. why zero devices are reported ("no CUDA driver:
+     * ..."), or "" when there is nothing to say; same lifetime. */
+    const char* status;
+} keel_plugin_info;
+#define KEEL_PLUGIN_INFO_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_info, status)
+
+/* Capability flags of a device. */
+typedef enum keel_device_capability {
+    /* The host may dereference device addresses (unified memory). */
+    KEEL_DEVICE_CAP_HOST_ADDRESSABLE = 1u << 0,
+    /* event_elapsed_time works for events created with KEEL_EVENT_TIMING. */
+    KEEL_DEVICE_CAP_EVENT_TIMING = 1u << 1,
+    /* Streams of this device run concurrently with each other. */
+    KEEL_DEVICE_CAP_CONCURRENT_STREAMS = 1u << 2,
+    /* host_alloc returns page-locked memory that speeds up copies. */
+    KEEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,
+    KEEL_DEVICE_CAP_FORCE_UINT32 = 0x7fffffff
+} keel_device_capability;
+
+typedef struct keel_device_properties {
+    size_t struct_size;        /* [in] set by the caller */
+    char name[256];            /* NUL-terminated, e.g. "NVIDIA H100 80GB HBM3" */
+    char vendor[64];           /* NUL-terminated, e.g. "NVIDIA" */
+    uint64_t total_memory;     /* bytes of device memory */
+    uint32_t capabilities;     /* keel_device_capability bits */
+    uint32_t compute_units;    /* SMs, cores, EUs: what the device calls them */
+    /* Largest device allocation, in bytes (0 = total_memory). */
+    uint64_t max_allocation;
+    /* Alignment of every device_alloc result, in bytes (power of two). */
+    uint64_t alloc_alignment;
+} keel_device_properties;
+#define KEEL_DEVICE_PROPERTIES_STRUCT_SIZE \
+    KEEL_STRUCT_SIZE(keel_device_properties, alloc_alignment)
+
+/* ======================================================================== */
+/* Kernel arguments                                                         */
+/* ======================================================================== */
+
+typedef enum keel_dtype {
+    KEEL_DTYPE_INVALID = 0,
+    KEEL_DTYPE_F16 = 1,
+    KEEL_DTYPE_BF16 = 2,
+    KEEL_DTYPE_F32 = 3,
+    KEEL_DTYPE_F64 = 4,
+    KEEL_DTYPE_I8 = 5,
+    KEEL_DTYPE_I32 = 6,
+    KEEL_DTYPE_I64 = 7,
+    KEEL_DTYPE_U8 = 8,
+    KEEL_DTYPE_U32 = 9,
+    KEEL_DTYPE_U64 = 10,
+    KEEL_DTYPE_FORCE_UINT32 = 0x7fffffff
+} keel_dtype;
+
+typedef enum keel_arg_kind {
+    /* Device memory: `buffer.addr` with `buffer.size` bytes; the kernel
+     * touches only [addr, addr + size). `dtype` is its element type. A
+     * buffer with addr 0 and size 0 is an absent optional output. */
+    KEEL_ARG_BUFFER = 1,
+    /* A value of type `dtype` in the matching member of `scalar`
+     * (F16/BF16 as raw bits in `u64`'s low 16 bits). */
+    KEEL_ARG_SCALAR = 2,
+    /* A small array of int64 (shapes, strides) in host memory. `dtype` is
+     * KEEL_DTYPE_I64. */
+    KEEL_ARG_INT_ARRAY = 3,
+    KEEL_ARG_KIND_FORCE_UINT32 = 0x7fffffff
+} keel_arg_kind;
+
+typedef struct keel_kernel_arg {
+    size_t struct_size;
+    keel_arg_kind kind;
+    keel_dtype dtype;
+    union {
+        struct {
+            keel_device_addr addr;
+            uint64_t size;
+        } buffer;
+        union {
+            double f64;
+            float f32;
+            int64_t i64;
+            uint64_t u64;
+        } scalar;
+        struct {
+            const int64_t* data;  /* host memory; read before launch returns */
+            uint64_t count;
+        } int_array;
+    } value;
+} keel_kernel_arg;
+#define KEEL_KERNEL_ARG_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_kernel_arg, value)
+
+/* Arguments of one launch. The plugin reads `args` with a stride of
+ * `arg_struct_size` (so a caller built against a later minor, with a larger
+ * keel_kernel_arg, still works): use keel_kernel_arg_at(). */
+typedef struct keel_launch_args {
+    size_t struct_size;
+    const keel_kernel_arg* args;
+    size_t arg_count;
+    size_t arg_struct_size;  /* sizeof(keel_kernel_arg) of the caller */
+} keel_launch_args;
+#define KEEL_LAUNCH_ARGS_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_launch_args, arg_struct_size)
+
+static inline const keel_kernel_arg* keel_kernel_arg_at(const keel_launch_args* launch,
+                                                        size_t index) {
+    return (const keel_kernel_arg*)((const char*)launch->args +
+                                    index * launch->arg_struct_size);
+}
+
+/* ======================================================================== */
+/* Flags                                                                    */
+/* ======================================================================== */
+
+typedef enum keel_event_flags {
+    KEEL_EVENT_DEFAULT = 0,         /* no timing: cheapest */
+    KEEL_EVENT_TIMING = 1u << 0,    /* event_elapsed_time may be used */
+    KEEL_EVENT_FLAGS_FORCE_UINT32 = 0x7fffffff
+} keel_event_flags;
+
+/* A function run by a stream when it reaches it (stream_enqueue_host_func).
+ * `status` is KEEL_STATUS_OK, or the stream's error if it failed earlier
+ * (the function still runs, so resources it releases are never leaked).
+ * It runs on a plugin-owned thread, must not block for long and must NOT
+ * call any entry of the plugin table (it may deadlock, as in CUDA). */
+typedef void (*keel_host_fn)(void* user_data, keel_status status);
+
+/* ======================================================================== */
+/* The plugin table                                                         */
+/* ======================================================================== */
+
+/*
+ * The table a plugin implements. APPEND-ONLY: add new entries at the end,
+ * bump KEEL_ABI_VERSION_MINOR and note it in api/CHANGELOG.md.
+ *
+ * [required] entries must be non-NULL or the runtime rejects the plugin.
+ * [optional] entries may be NULL (or lie beyond struct_size): the
+ * capability is absent and the runtime reports KEEL_STATUS_UNIMPLEMENTED.
+ *
+ * The table itself is owned by the plugin and stays valid until
+ * plugin_shutdown returns.
+ */
+typedef struct keel_plugin_api {
+    size_t struct_size;
+    /* The ABI version the plugin was built against. */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+
+    /* ---- plugin ---------------------------------------------------- */
+
+    /* [required] Describes the plugin. `out->struct_size` is set by the
+     * caller; the plugin writes only the fields that fit. */
+    keel_error* (*plugin_info)(keel_plugin_info* out);
+
+    /* [required] Releases every plugin resource. Called once, last, after
+     * the caller destroyed every stream, event and allocation it made. No
+     * entry is called afterwards. Not thread-safe with other entries. */
+    void (*plugin_shutdown)(void);
+
+    /* ---- devices --------------------------------------------------- */
+
+    /* [required] Number of devices. 0 is valid (no driver, no hardware):
+     * plugin_info's `status` then says why. */
+    keel_error* (*device_count)(uint32_t* out_count);
+
+    /* [required] The device at `index` < device_count. */
+    keel_error* (*device_get)(uint32_t index, keel_device* out_device);
+
+    /* [required] Properties; `out->struct_size` set by the caller, the
+     * plugin writes only the fields that fit. */
+    keel_error* (*device_properties)(keel_device device, keel_device_properties* out);
+
+    /* ---- streams --------------------------------------------------- */
+
+    /* [required] Creates a stream. `flags` must be 0 in this version. */
+    keel_error* (*stream_create)(keel_device device, uint32_t flags, keel_stream* out_stream);
+
+    /* [required] Waits for the stream's enqueued work, then releases it.
+     * Returns the stream's sticky error, if any; the stream is released
+     * either way. NULL is an error. */
+    keel_error* (*stream_destroy)(keel_stream stream);
+
+    /* [required] Blocks the calling host thread until all work enqueued on
+     * the stream before this call has completed. */
+    keel_error* (*stream_synchronize)(keel_stream stream);
+
+    /* [required] Non-blocking: *out_done = 1 when all enqueued work has
+     * completed, 0 otherwise. */
+    keel_error* (*stream_query)(keel_stream stream, int32_t* out_done);
+
+    /* [required] Orders all work enqueued on `stream` after this call
+     * behind the event's most recent record (a fence). The host does not
+     * block. An event never recorded is already complete. `event` may
+     * belong to another stream of the same device. */
+    keel_error* (*stream_wait_event)(keel_stream stream, keel_event event);
+
+    /* [required] Enqueues `fn(user_data, status)`; see keel_host_fn. */
+    keel_error* (*stream_enqueue_host_func)(keel_stream stream, keel_host_fn fn,
+                                            void* user_data);
+
+    /* ---- events ---------------------------------------------------- */
+
+    /* [required] Creates an event; `flags` are keel_event_flags. */
+    keel_error* (*event_create)(keel_device device, uint32_t flags, keel_event* out_event);
+
+    /* [required] Releases an event. A pending record still completes
+     * harmlessly; waits already enqueued on it stay valid. */
+    keel_error* (*event_destroy)(keel_event event);
+
+    /* [required] Captures the stream's work enqueued so far: the event
+     * completes when the stream reaches this point. Re-recording replaces
+     * the captured point for later queries and waits. */
+    keel_error* (*event_record)(keel_event event, keel_stream stream);
+
+    /* [required] Non-blocking: *out_done = 1 when the most recent record
+     * has completed (or the event was never recorded). */
+    keel_error* (*event_query)(keel_event event, int32_t* out_done);
+
+    /* [required] Blocks the calling host thread until the most recent
+     * record has completed. */
+    keel_error* (*event_synchronize)(keel_event event);
+
+    /* ---- memory ---------------------------------------------------- */
+
+    /* [required] Allocates `size` > 0 bytes of device memory, aligned to
+     * properties.alloc_alignment. Owned by the caller until device_free.
+     * KEEL_STATUS_OUT_OF_MEMORY when it does not fit. Synchronous. */
+    keel_error* (*device_alloc)(keel_device device, uint64_t size, keel_device_addr* out_addr);
+
+    /* [required] Frees an allocation returned by device_alloc. The caller
+     * guarantees no enqueued operation still uses it (the runtime's
+     * caching allocator provides that guarantee over streams). */
+    keel_error* (*device_free)(keel_device device, keel_device_addr addr);
+
+    /* [required] Async copy host -> device. `src` must stay valid and
+     * unchanged until the copy executes (it is read then, not at enqueue).
+     * `src` may be any host memory: from host_alloc (pinned, the fast
+     * path) or ordinary pageable memory, which the plugin must handle
+     * without blocking the enqueue (e.g. through its own pinned staging,
+     * filled when the stream reaches the copy). */
+    keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
+                              uint64_t size);
+
+    /* [required] Async copy device -> host. `dst` is written when the copy
+     * executes; it must stay valid until then. Pinned or pageable host
+     * memory, as for memcpy_h2d: a pageable destination must not make the
+     * enqueue wait for the copy. */
+    keel_error* (*memcpy_d2h)(keel_stream stream, void* dst, keel_device_addr src,
+                              uint64_t size);
+
+    /* [required] Async copy device -> device on the same device. Ranges
+     * must not overlap. */
+    keel_error* (*memcpy_d2d)(keel_stream stream, keel_device_addr dst, keel_device_addr src,
+                              uint64_t size);
+
+    /* [required] Async fill of `size` bytes with the byte `value`. */
+    keel_error* (*memset_d8)(keel_stream stream, keel_device_addr dst, uint8_t value,
+                             uint64_t size);
+
+    /* ---- optional entries (may be NULL) ------------------------------ */
+
+    /* [optional] Free and total device memory in bytes. */
+    keel_error* (*device_memory_info)(keel_device device, uint64_t* out_free,
+                                      uint64_t* out_total);
+
+    /* [optional] Allocates `size` bytes of pinned (page-locked) host memory
+     * usable by async copies of any stream of `device`. Owned by the
+     * caller until host_free. Without it, the runtime stages through
+     * ordinary host memory. */
+    keel_error* (*host_alloc)(keel_device device, uint64_t size, void** out_ptr);
+
+    /* [optional] Frees memory from host_alloc; NULL required iff host_alloc is. */
+    keel_error* (*host_free)(keel_device device, void* ptr);
+
+    /* [optional] Milliseconds between two completed events that were both
+     * created with KEEL_EVENT_TIMING and recorded on the same device. */
+    keel_error* (*event_elapsed_time)(keel_event start, keel_event end, float* out_ms);
+
+    /* [optional] Looks up a kernel by name. KEEL_STATUS_NOT_FOUND if this
+     * device has no such kernel. */
+    keel_error* (*kernel_get)(keel_device device, const char* name, keel_kernel* out_kernel);
+
+    /* [optional] Enqueues a kernel. The plugin validates the argument list
+     * (count, kinds, dtypes, buffer sizes against shapes) and returns
+     * KEEL_STATUS_INVALID_ARGUMENT, naming the argument, before enqueuing
+     * anything. `launch` and the memory it points to (int arrays included)
+     * are read before this call returns. */
+    keel_error* (*kernel_launch)(keel_stream stream, keel_kernel kernel,
+                                 const keel_launch_args* launch);
+
+    /* [optional] Async copy of `size` <= KEEL_INLINE_COPY_MAX bytes host ->
+     * device whose source is captured before this call returns, so the
+     * caller may reuse `src` at once (scalars, shapes, without staging). */
+    keel_error* (*memcpy_h2d_inline)(keel_stream stream, keel_device_addr dst,
+                                     const void* src, uint64_t size);
+
+    /* ---- append new entries above this line's successor, never above -- */
+} keel_plugin_api;
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
+
+/* Largest copy memcpy_h2d_inline accepts. */
+#define KEEL_INLINE_COPY_MAX 256u
+
+/* Offset of an entry in the table: an entry is present iff
+ * struct_size >= KEEL_API_ENTRY_END(entry) and the pointer is non-NULL. */
+#define KEEL_API_ENTRY_END(entry) KEEL_STRUCT_SIZE(keel_plugin_api, entry)
+
+/* ======================================================================== */
+/* The entry symbol                                                         */
+/* ======================================================================== */
+
+#define KEEL_PLUGIN_ENTRY_NAME "keel_plugin_init"
+
+/*
+ * The one symbol a plugin exports:
+ *
+ *   KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(
+ *       const keel_host_services* host, const keel_plugin_api** out_api);
+ *
+ * Negotiation: the runtime offers its ABI version in `host`. A plugin whose
+ * major differs refuses with KEEL_STATUS_VERSION_MISMATCH and a message
+ * naming both versions. Otherwise it initialises itself and sets *out_api
+ * to its table, whose abi_major/abi_minor/struct_size say what it
+ * implements; the runtime checks the major again and reads only
+ * struct_size bytes. Called once per load, from one thread. On error the
+ * runtime unloads the library without calling plugin_shutdown.
+ */
+typedef keel_error* (*keel_plugin_entry_fn)(const keel_host_services* host,
+                                            const keel_plugin_api** out_api);
+
+/* ======================================================================== */
+/* Layout checks: a field added in the middle breaks these.                 */
+/* ======================================================================== */
+
+/* Every data model: enums are 32-bit, and the structs made only of
+ * size_t, 32-bit fields and pointers have these sizes (size_t and pointers
+ * are the same width on every target keel supports). */
+KEEL_STATIC_ASSERT(sizeof(keel_status) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(keel_dtype) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(keel_arg_kind) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(size_t) == sizeof(void*), "size_t is as wide as a pointer");
+KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 4 * sizeof(void*), "keel_error layout changed");
+KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 4 * sizeof(void*),
+                   "keel_host_services layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 4 * sizeof(void*), "keel_plugin_info layout changed");
+KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_launch_args layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 30 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+
+/* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
+ * fields, whose padding differs between 32-bit ABIs. Elsewhere they are not
+ * pinned here; struct_size still lets both sides agree on what was written. */
+#if defined(__LP64__) || defined(_LP64)
+KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 32, "keel_error layout changed");
+KEEL_STATIC_ASSERT(KEEL_DEVICE_PROPERTIES_STRUCT_SIZE == 360,
+                   "keel_device_properties layout changed");
+KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout changed");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 29 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+#endif
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* KEEL_KEEL_H */

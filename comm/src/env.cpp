@@ -1,7 +1,8 @@
 // Rank and world size from the variables launchers set.
 #include <keel/comm.hpp>
+#include <keel/environment.hpp>
 
-#include <cstdlib>
+#include <charconv>
 #include <string>
 
 namespace keel {
@@ -9,13 +10,13 @@ namespace {
 
 // The value of `name` as an int >= 0, or -1 when unset or malformed.
 int env_int(const char* name) {
-    const char* s = std::getenv(name);
-    if (s == nullptr || *s == '\0') return -1;
-    char* end = nullptr;
-    const long v = std::strtol(s, &end, 10);
-    if (*end != '\0' || v < 0 || v > 1 << 24) return -1;
-    return static_cast<int>(v);
+    const auto s = env::foreign(name);
+    if (!s) return -1;
+    const auto v = env::parse_integer(*s, 0, 1 << 24);
+    return v ? static_cast<int>(*v) : -1;
 }
+
+std::string env_text(const char* name) { return std::string(env::foreign(name).value_or("")); }
 
 }  // namespace
 
@@ -26,14 +27,13 @@ Result<RankInfo> rank_from_env() {
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},      // Open MPI
     };
     for (const auto& pair : kPairs) {
-        if (std::getenv(pair[0]) == nullptr && std::getenv(pair[1]) == nullptr) continue;
+        if (!env::foreign(pair[0]) && !env::foreign(pair[1])) continue;
         const int rank = env_int(pair[0]);
         const int size = env_int(pair[1]);
         if (rank < 0 || size < 1 || rank >= size)
             return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         std::string("[rank_from_env] ") + pair[0] + "='" +
-                             (std::getenv(pair[0]) ? std::getenv(pair[0]) : "") + "', " + pair[1] + "='" +
-                             (std::getenv(pair[1]) ? std::getenv(pair[1]) : "") +
+                         std::string("[rank_from_env] ") + pair[0] + "='" + env_text(pair[0]) + "', " +
+                             pair[1] + "='" + env_text(pair[1]) +
                              "': expected 0 <= rank < size");
         return RankInfo{rank, size};
     }

@@ -1,6 +1,7 @@
 // The stores ranks meet through: callbacks (a framework's own store), a
 // shared directory, and Redis through Gloo's Redis store.
 #include <keel/comm.hpp>
+#include <keel/environment.hpp>
 
 #include <gloo/config.h>
 #if GLOO_USE_REDIS && !defined(KEEL_COMM_NO_REDIS)
@@ -172,11 +173,11 @@ Result<Store> Store::redis(std::string host, int port) {
 }
 
 Result<Store> Store::from_env() {
-    const char* spec = std::getenv("KEEL_COMM_STORE");
-    if (spec == nullptr || *spec == '\0')
+    const std::optional<std::string_view> spec = env::text(env::Var::comm_store);
+    if (!spec)
         return Error(KEEL_STATUS_NOT_FOUND, "[Store::from_env] KEEL_COMM_STORE is not set (file:<dir> or "
                                             "redis:<host>:<port>; keel-launch sets it)");
-    const std::string_view s(spec);
+    const std::string_view s = *spec;
     if (s.starts_with("file:")) return file(std::string(s.substr(5)));
     if (s.starts_with("redis:")) {
         const std::string_view rest = s.substr(6);

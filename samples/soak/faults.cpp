@@ -1,9 +1,12 @@
 #include "faults.hpp"
 
+#include <keel/environment.hpp>
+
 #include <dlfcn.h>
 
 #include <array>
 #include <cstdlib>
+#include <string>
 
 namespace soak {
 namespace {
@@ -21,8 +24,8 @@ void prepare_faults(const std::string& device_type) {
         return;
     }
     // A test driver named by the loader's alternative-driver variable.
-    if (const char* path = std::getenv("ZE_ENABLE_ALT_DRIVERS")) {
-        if (void* lib = ::dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+    if (const auto path = keel::env::foreign("ZE_ENABLE_ALT_DRIVERS")) {
+        if (void* lib = ::dlopen(std::string(*path).c_str(), RTLD_NOW | RTLD_GLOBAL))
             g_fail_calls = reinterpret_cast<FailCalls>(::dlsym(lib, "fake_ze_fail_calls"));
     }
 }

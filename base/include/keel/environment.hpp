@@ -62,6 +62,8 @@ enum class Var : unsigned {
     bench_ring,
     bench_ahead,
     bench_threads,
+    comm_store,
+    torch_devices,
 };
 
 struct Variable {
@@ -126,6 +128,10 @@ inline constexpr Variable kVariables[] = {
      "memory_bench: chunks staged ahead"},
     {Var::bench_threads, "KEEL_BENCH_THREADS", "an integer >= 1", "the staging default",
      "memory_bench: staging threads"},
+    {Var::comm_store, "KEEL_COMM_STORE", "file:<directory> or redis:<host>:<port>", "(none)",
+     "the store of Communicator::create_from_env (keel-launch sets it)"},
+    {Var::torch_devices, "KEEL_TORCH_DEVICES", "comma-separated keel device names", "cpu:0",
+     "the keel devices behind privateuseone:0, 1, ... (keel_torch)"},
 };
 
 // kVariables is indexed by Var.
@@ -142,6 +148,15 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
 // The variable's text; nullopt when unset or empty.
 [[nodiscard]] inline std::optional<std::string_view> text(Var v) {
     const char* value = std::getenv(name(v));
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string_view(value);
+}
+
+// A variable that belongs to another program (a launcher's RANK, a driver
+// loader's ZE_ENABLE_ALT_DRIVERS), read here too so that this stays keel's
+// one getenv; nullopt when unset or empty. keel parses it where it is used.
+[[nodiscard]] inline std::optional<std::string_view> foreign(const char* name) {
+    const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') return std::nullopt;
     return std::string_view(value);
 }

@@ -1,6 +1,9 @@
 #include "devices.hpp"
 
-#include <cstdlib>
+#include <keel/environment.hpp>
+
+#include <optional>
+#include <string>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -9,8 +12,8 @@ namespace keel_torch {
 
 std::vector<std::string> configured_device_names() {
     std::vector<std::string> names;
-    const char* env = std::getenv("KEEL_TORCH_DEVICES");
-    std::stringstream list(env != nullptr ? env : "");
+    const std::optional<std::string_view> env = keel::env::text(keel::env::Var::torch_devices);
+    std::stringstream list(env ? std::string(*env) : std::string());
     for (std::string name; std::getline(list, name, ',');) {
         const auto first = name.find_first_not_of(" \t");
         const auto last = name.find_last_not_of(" \t");

@@ -1,5 +1,6 @@
 #include "plugin.hpp"
 
+#include "access.hpp"
 #include "discovery.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
@@ -111,5 +112,7 @@ void keep_forever(std::unique_ptr<HostServices> services) noexcept {
         (void)services.release();  // out of memory: leaking is the safe choice here
     }
 }
+
+const PluginApi& api_of(const Device& device) noexcept { return Access::slot(device).api(); }
 
 }  // namespace keel::detail

@@ -86,4 +86,7 @@ void pin_library(const std::filesystem::path& path) noexcept;
 // the plugin may still log through them.
 void keep_forever(std::unique_ptr<HostServices> services) noexcept;
 
+// The plugin table behind a public Device.
+[[nodiscard]] const PluginApi& api_of(const Device& device) noexcept;
+
 }  // namespace keel::detail

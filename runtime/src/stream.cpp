@@ -118,10 +118,13 @@ Result<void> Stream::close() {
     if (auto drained = api.stream_synchronize(handle); !drained.ok())
         detail::log_debug("[Stream::close] " + drained.error().message());
     memory::unregister_stream(handle);
+    Result<void> destroyed = api.stream_destroy(handle);
     // Nothing of it is left behind in its memory instance: cached memory no
     // other stream reuses goes back, and the tracker forgets the stream.
+    // Only after the destroy, which waits for the stream's work: a failed
+    // synchronisation above may have returned while that work still ran.
     if (memory_->bound.load(std::memory_order_acquire)) memory::stream_closed(*memory_->core, handle);
-    return api.stream_destroy(handle);
+    return destroyed;
 }
 
 namespace {

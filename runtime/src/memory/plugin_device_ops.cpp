@@ -9,7 +9,7 @@ namespace keel::memory {
 
 namespace {
 
-const detail::PluginApi& api_of(const Device& device) { return detail::Access::slot(device).api(); }
+using detail::api_of;
 
 }  // namespace
 

@@ -11,7 +11,7 @@ namespace keel::memory {
 
 namespace {
 
-const detail::PluginApi& api_of(const Device& device) { return detail::Access::slot(device).api(); }
+using detail::api_of;
 
 // Blocks from the plugin's host_alloc.
 class HostAllocMemory final : public staging::PinnedMemory {

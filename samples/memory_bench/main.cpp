@@ -25,6 +25,7 @@
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
+#include "bench_util.hpp"
 #include "per_op.hpp"
 
 #include <algorithm>
@@ -45,12 +46,8 @@ namespace {
 using keel::KiB;
 using keel::MiB;
 using Clock = std::chrono::steady_clock;
-
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+using keel_bench::check;
+using keel_bench::thread_cpu_seconds;
 
 double load_average() {
     double load = 0;
@@ -72,21 +69,6 @@ Timing measure(F&& body) {
     const double c0 = thread_cpu_seconds();
     body();
     return Timing{std::chrono::duration<double>(Clock::now() - w0).count(), thread_cpu_seconds() - c0};
-}
-
-template <class T>
-T check(keel::Result<T> r, const char* what) {
-    if (!r.ok()) {
-        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
-        std::exit(1);
-    }
-    return std::move(r).value();
-}
-void check(keel::Result<void> r, const char* what) {
-    if (!r.ok()) {
-        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
-        std::exit(1);
-    }
 }
 
 std::string size_name(std::uint64_t bytes) { return keel::format_bytes(bytes); }

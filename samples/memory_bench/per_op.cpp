@@ -1,5 +1,7 @@
 #include "per_op.hpp"
 
+#include "bench_util.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,27 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kPairBytes = 64 * keel::KiB;  // as table 2
 constexpr std::uint64_t kSmallBytes = 256;           // copies and kernels: the enqueue, not the bytes
-
-double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-template <class T>
-T must(keel::Result<T> r, const char* what) {
-    if (!r.ok()) {
-        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
-        std::exit(1);
-    }
-    return std::move(r).value();
-}
-void must(keel::Result<void> r, const char* what) {
-    if (!r.ok()) {
-        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
-        std::exit(1);
-    }
-}
 
 // Keeps the compiler from dropping an allocation it can see is unused.
 void escape(void* p) { asm volatile("" : : "g"(p) : "memory"); }
@@ -105,14 +86,14 @@ const Op kOps[] = {
          l.list->give(p);
      }},
     {"alloc+free 64K", true, 0,
-     [](Lane& l) { (void)must(keel::Buffer::allocate(*l.stream, kPairBytes), "Buffer::allocate"); }},
-    {"copy d2d 256B", true, 256, [](Lane& l) { must(l.stream->copy(l.dst, l.src), "Stream::copy"); }},
-    {"launch fill", true, 256, [](Lane& l) { must(l.stream->launch(*l.fill, l.fill_args), "Stream::launch"); }},
-    {"hold", true, 256, [](Lane& l) { must(l.stream->hold(std::vector<int>()), "Stream::hold"); }},
-    {"record_stream", true, 0, [](Lane& l) { must(l.src.record_stream(*l.other), "Buffer::record_stream"); }},
+     [](Lane& l) { (void)check(keel::Buffer::allocate(*l.stream, kPairBytes), "Buffer::allocate"); }},
+    {"copy d2d 256B", true, 256, [](Lane& l) { check(l.stream->copy(l.dst, l.src), "Stream::copy"); }},
+    {"launch fill", true, 256, [](Lane& l) { check(l.stream->launch(*l.fill, l.fill_args), "Stream::launch"); }},
+    {"hold", true, 256, [](Lane& l) { check(l.stream->hold(std::vector<int>()), "Stream::hold"); }},
+    {"record_stream", true, 0, [](Lane& l) { check(l.src.record_stream(*l.other), "Buffer::record_stream"); }},
     {"event create", true, 0,
-     [](Lane& l) { (void)must(keel::Event::create(l.stream->device()), "Event::create"); }},
-    {"fence", true, 256, [](Lane& l) { (void)must(l.stream->fence(), "Stream::fence"); }},
+     [](Lane& l) { (void)check(keel::Event::create(l.stream->device()), "Event::create"); }},
+    {"fence", true, 256, [](Lane& l) { (void)check(l.stream->fence(), "Stream::fence"); }},
 };
 
 struct PerOp {
@@ -121,14 +102,14 @@ struct PerOp {
 };
 
 PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream, int per_thread) {
-    auto memory = must(keel::DeviceMemory::create(device), "DeviceMemory::create");
-    const auto kernel = must(keel::Kernel::find(device, "fill"), "Kernel::find fill");
+    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    const auto kernel = check(keel::Kernel::find(device, "fill"), "Kernel::find fill");
     const int stream_count = one_stream ? 1 : threads;
     std::vector<keel::Stream> streams;
     std::vector<keel::Stream> others;
     for (int i = 0; i < stream_count; ++i) {
-        streams.push_back(must(keel::Stream::create(memory), "Stream::create"));
-        others.push_back(must(keel::Stream::create(memory), "Stream::create"));
+        streams.push_back(check(keel::Stream::create(memory), "Stream::create"));
+        others.push_back(check(keel::Stream::create(memory), "Stream::create"));
     }
     LockedFreeList list;
     std::vector<Lane> lanes(static_cast<std::size_t>(threads));
@@ -136,8 +117,8 @@ PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream
         Lane& l = lanes[static_cast<std::size_t>(t)];
         l.stream = &streams[static_cast<std::size_t>(one_stream ? 0 : t)];
         l.other = &others[static_cast<std::size_t>(one_stream ? 0 : t)];
-        l.src = must(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
-        l.dst = must(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
+        l.src = check(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
+        l.dst = check(keel::Buffer::allocate(*l.stream, kSmallBytes), "Buffer::allocate");
         l.fill = &kernel;
         l.fill_args = keel::KernelArgs().buffer(l.dst, KEEL_DTYPE_F32).scalar(1.0f);
         l.list = &list;
@@ -150,16 +131,16 @@ PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream
         pool.emplace_back([&, t] {
             Lane& l = lanes[static_cast<std::size_t>(t)];
             for (int i = 0; i < 64; ++i) op.run(l);  // warm: pools, events, caches
-            if (op.sync_every != 0) must(l.stream->synchronize(), "Stream::synchronize");
+            if (op.sync_every != 0) check(l.stream->synchronize(), "Stream::synchronize");
             ++ready;
             while (!go.load()) std::this_thread::yield();
             const double c0 = thread_cpu_seconds();
             for (int i = 1; i <= per_thread; ++i) {
                 op.run(l);
                 if (op.sync_every != 0 && i % op.sync_every == 0)
-                    must(l.stream->synchronize(), "Stream::synchronize");
+                    check(l.stream->synchronize(), "Stream::synchronize");
             }
-            if (op.sync_every != 0) must(l.stream->synchronize(), "Stream::synchronize");
+            if (op.sync_every != 0) check(l.stream->synchronize(), "Stream::synchronize");
             cpu[static_cast<std::size_t>(t)] = thread_cpu_seconds() - c0;
         });
     }

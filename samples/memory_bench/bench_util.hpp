@@ -1,0 +1,33 @@
+// What every section of keel-memory-bench uses: the calling thread's CPU
+// clock, and a bench that stops with keel's message on the first error.
+#pragma once
+
+#include <keel/result.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+
+namespace keel_bench {
+
+inline double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+inline void check(keel::Result<void> r, const char* what) {
+    if (!r.ok()) {
+        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
+        std::exit(1);
+    }
+}
+
+template <class T>
+T check(keel::Result<T> r, const char* what) {
+    if (!r.ok()) check(keel::Result<void>(r.error()), what);
+    return std::move(r).value();
+}
+
+}  // namespace keel_bench

@@ -2,6 +2,7 @@
 // (out = a op b over n elements, out may alias a or b).
 #pragma once
 
+#include <keel/base/dtype.hpp>
 #include <keel/comm.hpp>
 
 #include <cstddef>
@@ -11,9 +12,8 @@ namespace keel::comm {
 
 using ReduceFn = void (*)(void* out, const void* a, const void* b, std::size_t n);
 
-// Bytes per element; 0 for a dtype keel does not know.
-std::size_t dtype_size(keel_dtype dtype) noexcept;
-const char* dtype_name(keel_dtype dtype) noexcept;
+using ::keel::dtype_name;
+using ::keel::dtype_size;
 const char* reduce_name(ReduceOp op) noexcept;
 
 // The function for `op` on `dtype` (avg reduces as sum: finish_avg divides

@@ -2,6 +2,7 @@
 // that "wrong type or count" is reported the same way everywhere.
 #pragma once
 
+#include <keel/base/dtype.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -12,10 +13,11 @@
 
 namespace keel::plugin {
 
-[[nodiscard]] const char* dtype_name(keel_dtype dtype) noexcept;
+// dtype_name, dtype_size: one spelling for plugins and the runtime side.
+using ::keel::dtype_name;
+using ::keel::dtype_size;  // 0 for INVALID
 // "f32|f16|bf16": a set of dtypes as error messages name it.
 [[nodiscard]] std::string dtype_list(std::span<const keel_dtype> dtypes);
-[[nodiscard]] std::size_t dtype_size(keel_dtype dtype) noexcept;  // 0 for INVALID
 
 // A buffer argument after validation.
 struct BufferArg {

@@ -6,7 +6,7 @@ packages=(build-essential cmake ninja-build pkg-config ccache
           libspdlog-dev libboost-dev libboost-filesystem-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
           libdlpack-dev libze-dev libze1 clang-14 llvm-spirv-14
-          libgloo-dev redis-server                    # comm/
+          libgloo-dev redis-server iproute2           # comm/ (iproute2: the two-namespace test)
           libtorch-dev python3-torch python3-pytest)  # integrations/torch
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 // starts N of these with RANK, WORLD_SIZE and KEEL_COMM_STORE set and a
 // scenario name; each checks its own results, prints what went wrong, and
 // exits 0 when everything held.
+#include <keel/base/dtype.hpp>
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
 
@@ -30,14 +31,7 @@ int failures = 0;
         }                                                             \
     } while (0)
 
-std::size_t dtype_size(keel_dtype d) {
-    switch (d) {
-        case KEEL_DTYPE_I8: case KEEL_DTYPE_U8: return 1;
-        case KEEL_DTYPE_F16: case KEEL_DTYPE_BF16: return 2;
-        case KEEL_DTYPE_F32: case KEEL_DTYPE_I32: case KEEL_DTYPE_U32: return 4;
-        default: return 8;
-    }
-}
+using keel::dtype_size;
 
 // Encodes a small value exactly representable in `d` (integers, quarters).
 void encode(keel_dtype d, double v, std::byte* out) {
@@ -289,8 +283,14 @@ int p2p() {
 int killed_peer() {
     Ctx c = context();
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(3000)).value();
-    if (c.rank == 1) ::_exit(0);
     keel::Buffer b = upload(c, std::vector<std::byte>(1 << 16));
+    // Met means both sides finished connecting: create may return on one
+    // rank while the other still connects, so one operation completes
+    // first (else rank 0's create, not its operation, meets the dead peer).
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    c.stream.synchronize().value();
+    CHECK(comm.error().ok(), "the first all_reduce failed");
+    if (c.rank == 1) ::_exit(0);
     const auto start = std::chrono::steady_clock::now();
     comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
     (void)c.stream.synchronize();

@@ -13,6 +13,10 @@
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
+# KEEL_GPU_CHECK_ONLY=REGEX runs only the parts whose names match (the others
+# read "skipped: not selected"), for a short device call:
+#   KEEL_GPU_CHECK_ONLY='^(ctest|soak-cuda|comm-.*)$' bash scripts/gpu-check.sh
+#
 # Without a GPU (or without the NVIDIA driver) the GPU parts are skipped,
 # saying so, and their goals read "not measured: no GPU".
 # Outputs: .gpu-check/<part>.log, the table in .gpu-check/goals.md.
@@ -55,9 +59,14 @@ echo "gpu-check: this machine has glibc $(ldd --version 2>/dev/null | head -1 | 
 
 # run_part NAME BUDGET_SECONDS COMMAND...: output in $out/NAME.log, outcome in
 # $out/NAME.status (ok | exit N | timed out after Ns | skipped: why).
+only=${KEEL_GPU_CHECK_ONLY:-}
 run_part() {
   local name=$1 budget=$(( $2 * scale )); shift 2
   local start=$SECONDS
+  if [ -n "$only" ] && ! [[ $name =~ $only ]]; then
+    echo "skipped: not selected" >"$out/$name.status"
+    return 0
+  fi
   echo "=== gpu-check: $name (budget ${budget}s)"
   timeout --kill-after=10 "$budget" "$@" >"$out/$name.log" 2>&1
   local rc=$?
@@ -129,6 +138,31 @@ else
     --iters 5000 --park-us 5000 --idle-ms 300
 fi
 
+# Faults never become wrong data or hangs on the GPU either: the soak with
+# read-backs checked element by element, several threads and a shared stream.
+if [ -n "$gpu_why" ]; then
+  skip_part soak-cuda "$gpu_why"
+else
+  run_part soak-cuda 45 "$B/samples/soak/keel-soak" --device cuda:0 --seconds 30 --threads 4
+fi
+
+# Communication through the generic path: two processes on one GPU (NCCL
+# needs a GPU per rank), and the pipeline of the send/wait paper.
+launch=$B/bin/keel-launch
+if [ -n "$gpu_why" ]; then
+  for p in comm-bench-cuda pipeline-cuda; do skip_part "$p" "$gpu_why"; done
+else
+  run_part comm-bench-cuda 60 "$launch" -n 2 -- "$B/bin/keel-comm-bench" --device cuda:0 -b 1M -e 16M -f 4 -c 1
+  pipeline_modes() {
+    local mode
+    for mode in sync hold; do
+      echo "--- mode $mode"
+      "$launch" -n 2 -- "$B/bin/keel-pipeline" --device cuda:0 --mode "$mode" || return 1
+    done
+  }
+  run_part pipeline-cuda 60 pipeline_modes
+fi
+
 # 4. The CPU device with every core of this host.
 export KEEL_CPU_THREADS=$cores
 run_part memory-bench-cpu 50 "$B/samples/memory_bench/keel-memory-bench" --device cpu:0
@@ -136,6 +170,9 @@ run_part sync-latency-cpu 40 "$B/samples/sync_latency/sync_latency" --device cpu
   --iters 10000 --park-us 5000 --idle-ms 300
 # The plugins' pageable staging with this host's cores against a simulated
 # link of an H100's pinned rate: whether 2-4 blocks reach the host copy rate.
+# The generic communication path on a host with a core per stream (the
+# development machine has two): small messages and bandwidth against raw Gloo.
+run_part comm-bench-cpu 60 "$launch" -n 2 -- "$B/bin/keel-comm-bench" --device cpu:0 -b 8 -e 16M -f 8 -c 1
 run_part staging-bench-host 20 "$B/samples/staging_bench/keel-staging-bench" --link 55
 
 echo

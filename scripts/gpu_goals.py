@@ -316,6 +316,43 @@ def staging_bench(p):
     add("host", goal, figure + p.note(), verdict(all(int(m.group(9)) >= 70 for m in picked)))
 
 
+# ---- soak and communication ---------------------------------------------------
+
+def soak(p, device):
+    goal = "keel-soak: read-backs verified, no hang, no growth (exit 0 in its time bound)"
+    if p.why:
+        return p.missing(device, [goal])
+    last = next((l.strip() for l in reversed(p.log.splitlines()) if l.strip()), "no output")
+    add(device, goal, last[:160] + p.note(), verdict(p.status == "ok"))
+
+
+def comm_bench(p, device):
+    """keel-comm-bench's closing lines, against raw Gloo in the same run."""
+    goals = {"large": "comm busbw >= 0.9x raw Gloo from 1 MiB up (2 ranks)",
+             "small": "comm time <= 1.2x raw Gloo below 64 KiB (2 ranks)"}
+    if p.why:
+        return p.missing(device, goals.values())
+    for key, pattern, ok in (("large", r"from 1 MiB up \(goal >= 0.9x\), smallest: ([\d.]+)x", lambda r: r >= 0.9),
+                             ("small", r"below 64 KiB: largest keel/raw time ratio ([\d.]+)x", lambda r: r <= 1.2)):
+        m = re.search(pattern, p.log)
+        if m:
+            add(device, goals[key], f"{m.group(1)}x" + p.note(), verdict(ok(float(m.group(1))) and p.status == "ok"))
+        elif key == "large":  # the small sizes are optional (-b)
+            add(device, goals[key], "-", f"not measured: no figure in the output ({p.status})")
+
+
+def pipeline(p, device):
+    goal = "pipeline: sync and hold give one checksum; hold blocks the host less"
+    if p.why:
+        return p.missing(device, [goal])
+    sums = re.findall(r"^checksum: (\S+)", p.log, re.M)
+    blocked = [float(x) for x in re.findall(r"^host blocked: ([\d.]+) ms", p.log, re.M)]
+    if len(sums) < 2 or len(blocked) < 2:
+        return p.missing(device, [goal])
+    figure = f"checksums {sums[0]} / {sums[-1]}, host blocked {blocked[0]:.1f} ms (sync) vs {blocked[-1]:.1f} ms (hold)"
+    add(device, goal, figure + p.note(), verdict(sums[0] == sums[-1] and blocked[-1] <= blocked[0] and p.status == "ok"))
+
+
 def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".gpu-check")
     part = lambda name: Part(root, name)  # noqa: E731
@@ -328,6 +365,10 @@ def main():
     memory_bench(part("memory-bench-cpu"), "cpu:0")
     sync_latency(part("sync-latency-cpu"), "cpu:0", with_goals=True)
     staging_bench(part("staging-bench-host"))
+    soak(part("soak-cuda"), "cuda:0")
+    comm_bench(part("comm-bench-cuda"), "cuda:0")
+    pipeline(part("pipeline-cuda"), "cuda:0")
+    comm_bench(part("comm-bench-cpu"), "cpu:0")
 
     info = (root / "keel-info.log").read_text(errors="replace") if (root / "keel-info.log").exists() else ""
     gpu = re.search(r"^\s*cuda:0\s+(.*)$", info, re.M)

@@ -72,6 +72,12 @@ for f in "${elves[@]}"; do
     needed[$name]=$path
   done < <(LD_LIBRARY_PATH="$keel_dirs" ldd "$f" 2>/dev/null | grep '=> /')
 done
+# Libraries the plugins open at run time, which ldd does not list: the Level
+# Zero loader (the Level Zero tests run on the fake driver in the build tree).
+for name in libze_loader.so.1; do
+  path=$(ldconfig -p | awk -v n="$name" '$1 == n && /x86-64/ {print $NF; exit}')
+  [ -n "$path" ] && needed[$name]=$path
+done
 for name in "${!needed[@]}"; do
   dir=lib
   case "$name" in libstdc++*|libgcc_s*) dir=lib-fallback ;; esac

@@ -16,7 +16,6 @@ namespace {
 
 std::vector<std::pair<std::string, ze_result_t>> results_in_header() {
     std::ifstream header(KEEL_ZE_API_HEADER);
-    EXPECT_TRUE(header) << "cannot read " << KEEL_ZE_API_HEADER;
     const std::regex entry(R"(^\s+(ZE_RESULT_[A-Z0-9_]+) = (0x[0-9a-fA-F]+|[0-9]+),)");
     std::vector<std::pair<std::string, ze_result_t>> found;
     std::string line;
@@ -28,6 +27,9 @@ std::vector<std::pair<std::string, ze_result_t>> results_in_header() {
 }
 
 TEST(ZeResult, EveryResultOfTheHeadersHasItsNameAndAStatus) {
+    // A test binary carried to a machine without Level Zero's headers (the
+    // GPU check) has nothing to read; where the plugin is built they exist.
+    if (!std::ifstream(KEEL_ZE_API_HEADER)) GTEST_SKIP() << "no " << KEEL_ZE_API_HEADER << " on this machine";
     const auto results = results_in_header();
     ASSERT_GE(results.size(), 40u) << "the header's result list was not found";
     for (const auto& [name, value] : results) {

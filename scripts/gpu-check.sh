@@ -113,6 +113,14 @@ fi
 # machine has (CI runs it).
 run_part ctest 150 ctest --test-dir "$B" -j "$cores" --output-on-failure --timeout 120 -E "$ctest_exclude"
 
+# keel-cts on the CUDA plugin: the conformance suite's cuda:0 cases are not
+# in ctest (gtest lists them where the bundle was built, without a GPU).
+if [ -n "$gpu_why" ]; then
+  skip_part cts-cuda "$gpu_why"
+else
+  run_part cts-cuda 120 "$B/tests/conformance/keel-cts" "$B/lib/keel/plugins/libkeel_cuda.so"
+fi
+
 # 2. compute-sanitizer memcheck over the CUDA tests (the sticky-error test
 # faults on purpose; the largest lerp shapes are left to part 1).
 if [ -n "$gpu_why" ]; then

@@ -79,6 +79,14 @@ def ctest(p):
     add("all", goal, figure + p.note(), verdict(failed == 0 and p.status == "ok"))
 
 
+def cts(p, device):
+    goal = "keel-cts passes on the plugin"
+    if p.why:
+        return p.missing(device, [goal])
+    summary = next((l.strip() for l in reversed(p.log.splitlines()) if "keel-cts:" in l), "no summary line")
+    add(device, goal, summary[:160] + p.note(), verdict("keel-cts: PASSED" in p.log and p.status == "ok"))
+
+
 def memcheck(p):
     goal = "compute-sanitizer memcheck over the CUDA tests: no error"
     summaries = [int(n) for n in re.findall(r"ERROR SUMMARY: (\d+) error", p.log)]
@@ -359,6 +367,7 @@ def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".gpu-check")
     part = lambda name: Part(root, name)  # noqa: E731
     ctest(part("ctest"))
+    cts(part("cts-cuda"), "cuda:0")
     memcheck(part("memcheck"))
     cuda_bench(part("cuda-bench"))
     lerp(part("lerp-bench-cuda"), part("torch-lerp-bench"))

@@ -75,7 +75,7 @@ done
 # Libraries the plugins open at run time, which ldd does not list: the Level
 # Zero loader (the Level Zero tests run on the fake driver in the build tree).
 for name in libze_loader.so.1; do
-  path=$(ldconfig -p | awk -v n="$name" '$1 == n && /x86-64/ {print $NF; exit}')
+  path=$(ldconfig -p | awk -v n="$name" '!p && $1 == n && /x86-64/ {p = $NF} END {print p}')
   [ -n "$path" ] && needed[$name]=$path
 done
 for name in "${!needed[@]}"; do

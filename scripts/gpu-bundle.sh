@@ -97,6 +97,8 @@ echo "$root" > "$bundle/root"
   echo "root:          $root"
   echo "needs:         ${glibc:-GLIBC_?} or newer, the NVIDIA driver (libcuda.so.1)"
   echo "libstdc++:     ${glibcxx:-GLIBCXX_?}"
+  # Tools the ctest files name by absolute path (gpu-check links them).
+  sed -n 's/^\(CMAKE_COMMAND\|_\{0,1\}Python3_EXECUTABLE\):[A-Z]*=//p' "$work/CMakeCache.txt" | sed 's/^/tool:          /'
   echo "bundled libs:  $(cd "$bundle/lib" && ls | paste -sd' ') (fallback: $(cd "$bundle/lib-fallback" && ls | paste -sd' '))"
 } > "$bundle/manifest"
 

@@ -94,12 +94,15 @@ else
   gpu_why="no GPU"
 fi
 
-# ctest runs many tests through `cmake -E env` at the path CMake had where
-# the bundle was built; a machine whose CMake lives elsewhere gets a link.
-if [ ! -x /usr/bin/cmake ] && command -v cmake >/dev/null; then
-  ln -sf "$(command -v cmake)" /usr/bin/cmake 2>/dev/null ||
-    echo "gpu-check: no /usr/bin/cmake and cannot link it: the tests run through it will not run"
-fi
+# ctest runs tests through the tools at the paths they had where the bundle
+# was built (`cmake -E env`, python3): where this machine has them elsewhere,
+# those paths get a link to this machine's own.
+while read -r tool; do
+  [ -n "$tool" ] && [ ! -x "$tool" ] || continue
+  here=$(command -v "$(basename "$tool")") || { echo "gpu-check: no $(basename "$tool") here: tests run through $tool will not run"; continue; }
+  mkdir -p "$(dirname "$tool")" && ln -sf "$here" "$tool" 2>/dev/null ||
+    echo "gpu-check: cannot link $tool to $here: the tests run through it will not run"
+done < <(sed -n 's/^tool: *//p' "$bundle/manifest")
 # The header layout checks compile keel.h with clang for other targets.
 ctest_exclude='^Kit\.'
 if ! command -v clang >/dev/null; then
@@ -128,16 +131,13 @@ if [ -n "$gpu_why" ]; then
 elif ! command -v compute-sanitizer >/dev/null; then
   skip_part memcheck "compute-sanitizer not found"
 else
-  memcheck() {
-    local rc=0 t
-    for t in "$B/tests/plugin_cuda/keel_plugin_cuda_load_test" "$B/tests/plugin_cuda/keel_plugin_cuda_device_test"; do
+  run_part memcheck 100 bash -c 'rc=0
+    for t in "$0/tests/plugin_cuda/keel_plugin_cuda_load_test" "$0/tests/plugin_cuda/keel_plugin_cuda_device_test"; do
       compute-sanitizer --tool memcheck --error-exitcode 99 "$t" || rc=1
     done
-    compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/kernels_lerp/kernels_lerp_plugin_test" \
-      --gtest_filter='*cuda_plugin*:-*Large*' || rc=1
-    return $rc
-  }
-  run_part memcheck 100 memcheck
+    compute-sanitizer --tool memcheck --error-exitcode 99 "$0/tests/kernels_lerp/kernels_lerp_plugin_test" \
+      --gtest_filter="*cuda_plugin*:-*Large*" || rc=1
+    exit $rc' "$B"
 fi
 
 # 3. Benchmarks on cuda:0.
@@ -154,7 +154,7 @@ else
   else
     skip_part torch-lerp-bench "python3 cannot import torch with CUDA"
   fi
-  run_part memory-bench-cuda 50 "$B/samples/memory_bench/keel-memory-bench" --device cuda:0
+  run_part memory-bench-cuda 90 "$B/samples/memory_bench/keel-memory-bench" --device cuda:0
   run_part sync-latency-cuda 45 "$B/samples/sync_latency/sync_latency" --device cuda:0 \
     --iters 5000 --park-us 5000 --idle-ms 300
 fi

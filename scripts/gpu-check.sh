@@ -5,11 +5,13 @@
 #   2. compute-sanitizer memcheck over the CUDA tests;
 #   3. every benchmark on cuda:0: keel-cuda-bench, lerp_bench beside
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
+#   3b. communication on cuda:0: one rank on NCCL, keel-comm-bench and
+#      keel-pipeline with two processes on the GPU (generic path);
 #   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores,
 #      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
 # the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
-# below, 575 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# below, 660 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
@@ -127,6 +129,36 @@ else
   run_part memory-bench-cuda 50 "$B/samples/memory_bench/keel-memory-bench" --device cuda:0
   run_part sync-latency-cuda 45 "$B/samples/sync_latency/sync_latency" --device cuda:0 \
     --iters 5000 --park-us 5000 --idle-ms 300
+fi
+
+# 3b. Communication on cuda:0 (85 s in all): one rank on NCCL (libnccl.so.2
+# from PyTorch's nvidia-nccl wheel, through KEEL_NCCL_LIBRARY), then two
+# processes on the one GPU, which the generic path serves (NCCL needs a GPU
+# per rank: the CUDA plugin declines and says so).
+find_nccl() {
+  local dir
+  dir=$(LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import nvidia.nccl as m, os
+f = getattr(m, "__file__", None)
+print(os.path.join(os.path.dirname(f) if f else list(m.__path__)[0], "lib"))' 2>/dev/null)
+  if [ -n "$dir" ] && [ -f "$dir/libnccl.so.2" ]; then echo "$dir/libnccl.so.2"; return; fi
+  dir=$(LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+  if [ -n "$dir" ] && [ -f "$dir/libnccl.so.2" ]; then echo "$dir/libnccl.so.2"; return; fi
+  "$ldconfig" -p 2>/dev/null | awk '/libnccl\.so\.2 / {print $NF; exit}'
+}
+if [ -n "$gpu_why" ]; then
+  for p in comm-nccl comm-bench-cuda pipeline-cuda-hold pipeline-cuda-sync; do skip_part "$p" "$gpu_why"; done
+else
+  nccl=$(find_nccl)
+  if [ -n "$nccl" ]; then
+    echo "gpu-check: NCCL at $nccl"
+    run_part comm-nccl 25 env KEEL_NCCL_LIBRARY="$nccl" "$B/tests/comm/keel_comm_native_tests" \
+      --gtest_filter='CommNativeDispatch.AOneRankGroupOnCuda0RunsOnNccl'
+  else
+    skip_part comm-nccl "libnccl.so.2 not found (python3 -c 'import nvidia.nccl' failed, not in torch/lib, not in ldconfig)"
+  fi
+  run_part comm-bench-cuda 30 "$B/bin/keel-launch" -n 2 -- keel-comm-bench --device cuda:0 -b 1M -e 16M -f 4 -c 1
+  run_part pipeline-cuda-hold 15 "$B/bin/keel-launch" -n 2 -- keel-pipeline --device cuda:0 --mode hold
+  run_part pipeline-cuda-sync 15 "$B/bin/keel-launch" -n 2 -- keel-pipeline --device cuda:0 --mode sync
 fi
 
 # 4. The CPU device with every core of this host.

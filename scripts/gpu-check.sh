@@ -5,11 +5,13 @@
 #   2. compute-sanitizer memcheck over the CUDA tests;
 #   3. every benchmark on cuda:0: keel-cuda-bench, lerp_bench beside
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
+#   3b. communication on cuda:0: one rank on NCCL, keel-comm-bench and
+#      keel-pipeline with two processes on the GPU (generic path);
 #   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores,
 #      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
 # the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
-# below, 575 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# below, 660 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
@@ -165,6 +167,29 @@ if [ -n "$gpu_why" ]; then
   skip_part soak-cuda "$gpu_why"
 else
   run_part soak-cuda 45 "$B/samples/soak/keel-soak" --device cuda:0 --seconds 30 --threads 4
+fi
+
+# One rank on NCCL (libnccl.so.2 from PyTorch's nvidia-nccl wheel or the
+# system, through KEEL_NCCL_LIBRARY): NCCL needs a GPU per rank, so two
+# processes on one GPU take the generic path below (the plugin declines).
+find_nccl() {
+  local dir
+  dir=$(LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import nvidia.nccl as m, os
+f = getattr(m, "__file__", None)
+print(os.path.join(os.path.dirname(f) if f else list(m.__path__)[0], "lib"))' 2>/dev/null)
+  if [ -n "$dir" ] && [ -f "$dir/libnccl.so.2" ]; then echo "$dir/libnccl.so.2"; return; fi
+  dir=$(LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+  if [ -n "$dir" ] && [ -f "$dir/libnccl.so.2" ]; then echo "$dir/libnccl.so.2"; return; fi
+  "$ldconfig" -p 2>/dev/null | awk '/libnccl\.so\.2 / {print $NF; exit}'
+}
+if [ -n "$gpu_why" ]; then
+  skip_part comm-nccl "$gpu_why"
+elif nccl=$(find_nccl) && [ -n "$nccl" ]; then
+  echo "gpu-check: NCCL at $nccl"
+  run_part comm-nccl 25 env KEEL_NCCL_LIBRARY="$nccl" "$B/tests/comm/keel_comm_native_tests" \
+    --gtest_filter='CommNativeDispatch.*'
+else
+  skip_part comm-nccl "libnccl.so.2 not found (python3 -c 'import nvidia.nccl' failed, not in torch/lib, not in ldconfig)"
 fi
 
 # Communication through the generic path: two processes on one GPU (NCCL

@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
                     a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, a.rounds);
         std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
                     a.check_sizes ? "yes" : "no");
+        std::printf("# keel's engine: %s\n", comm.engine().c_str());
         std::printf("# raw = Gloo alone on host buffers in this run; ratio = keel busbw / raw busbw\n");
         std::printf("#%11s %12s %6s %6s %10s %10s %10s %7s %10s %10s %7s\n", "size", "count", "type", "redop",
                     "time(us)", "algbw", "busbw", "#wrong", "raw(us)", "raw busbw", "ratio");

@@ -1,6 +1,7 @@
 // Communicator: argument checks, then each operation as staging copies, a
 // gate and the Gloo call the worker runs (engine.hpp says why).
 #include "engine.hpp"
+#include "native_comm.hpp"
 #include "reduce.hpp"
 #include "rendezvous.hpp"
 
@@ -47,8 +48,13 @@ int Communicator::rank() const noexcept { return impl_->rank; }
 int Communicator::size() const noexcept { return impl_->size; }
 const Device& Communicator::device() const noexcept { return impl_->device; }
 const std::string& Communicator::name() const noexcept { return impl_->name; }
-void Communicator::abort() const noexcept { impl_->abort(); }
-Result<void> Communicator::error() const { return impl_->error(); }
+bool Communicator::uses_native_engine() const noexcept { return impl_->native != nullptr; }
+const std::string& Communicator::engine() const noexcept { return impl_->engine; }
+void Communicator::abort() const noexcept {
+    if (impl_->native) return impl_->native->abort();
+    impl_->abort();
+}
+Result<void> Communicator::error() const { return impl_->native ? impl_->native->error() : impl_->error(); }
 
 Result<Communicator> Communicator::create(const Device& device, const Store& store, int rank, int size,
                                           const CommOptions& options) {
@@ -61,8 +67,18 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Communicator::create] the timeout must be positive");
     const std::string name =
         options.key_prefix.empty() ? "keel/comm/" + std::to_string(created.fetch_add(1)) : options.key_prefix;
+    std::string engine;
+    KEEL_TRY_ASSIGN(std::unique_ptr<comm::NativeComm> native,
+                    comm::NativeComm::choose(device, store, rank, size, name, options, engine));
+    if (native) {
+        auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
+        impl->native = std::move(native);
+        impl->engine = std::move(engine);
+        return Communicator(std::move(impl));
+    }
     KEEL_TRY_ASSIGN(auto context, comm::connect(store, name, rank, size, options));
     auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
+    impl->engine = std::move(engine);
     impl->context = std::move(context);
     impl->start_worker();
     return Communicator(std::move(impl));
@@ -131,6 +147,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
     const std::uint64_t n = in.size();
     if (n == 0) return {};
+    if (impl.native) return impl.native->all_reduce(stream, in, out, dtype, reduce);
     KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(n));
     auto op = std::make_shared<Op>();
     op->what = kOp;
@@ -175,6 +192,7 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     }
     const std::uint64_t n = out.size();
     if (n == 0) return {};
+    if (impl.native) return impl.native->broadcast(stream, is_root ? in : out, out, root);
     KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(n));
     auto op = std::make_shared<Op>();
     op->what = kOp;
@@ -211,6 +229,7 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
                                                        ", expected size " + std::to_string(impl.size) + " x in (" +
                                                        bytes_text(n) + ")");
     if (n == 0) return {};
+    if (impl.native) return impl.native->all_gather(stream, in, out);
     KEEL_TRY_ASSIGN(StagingLease lin, impl.staging->acquire(n));
     KEEL_TRY_ASSIGN(StagingLease lout, impl.staging->acquire(out.size()));
     auto op = std::make_shared<Op>();
@@ -246,6 +265,7 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
                                                        bytes_text(k) + ")");
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, k));
     if (k == 0) return {};
+    if (impl.native) return impl.native->reduce_scatter(stream, in, out, dtype, reduce);
     const std::uint64_t total = in.size();
     KEEL_TRY_ASSIGN(StagingLease lin, impl.staging->acquire(total));
     KEEL_TRY_ASSIGN(StagingLease lall, impl.staging->acquire(total));
@@ -300,6 +320,7 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
         if (!detail.empty()) detail += ", ";
         detail += (send ? "send to " : "recv from ") + std::to_string(p.peer) + " " + bytes_text(p.view.size());
     }
+    if (impl.native) return impl.native->send_recv(stream, ops);
     struct Entry {
         bool send;
         int peer;

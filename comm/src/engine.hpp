@@ -50,6 +50,8 @@ namespace keel {
 
 namespace comm {
 
+class NativeComm;
+
 // What the gate and the worker share about one operation.
 struct OpState {
     std::mutex mutex;
@@ -87,6 +89,10 @@ struct Communicator::Impl {
     const std::chrono::milliseconds timeout;
     const bool check_sizes;
     std::shared_ptr<gloo::rendezvous::Context> context;
+    // Set when the plugin's native entries serve this communicator: then
+    // there is no Gloo context and no worker.
+    std::shared_ptr<const comm::NativeComm> native;
+    std::string engine;  // Communicator::engine()
     std::shared_ptr<comm::StagingCache> staging;
 
     // Enqueues one operation: serialised so that the worker's order is the

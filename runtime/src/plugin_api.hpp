@@ -43,6 +43,8 @@ public:
     [[nodiscard]] std::uint32_t abi_major() const noexcept { return table_.abi_major; }
     [[nodiscard]] std::uint32_t abi_minor() const noexcept { return table_.abi_minor; }
     [[nodiscard]] const std::string& label() const noexcept { return label_; }
+    // The table as the runtime reads it (zero beyond the plugin's struct_size).
+    [[nodiscard]] const keel_plugin_api& table() const noexcept { return table_; }
 
     // Required entries.
     [[nodiscard]] Result<void> plugin_info(keel_plugin_info* out) const;

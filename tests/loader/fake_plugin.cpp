@@ -18,6 +18,7 @@
 // the suite itself, run by hand).
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/comm_config.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/kernel_args.hpp>
 #include <keel/plugin/native_handle.hpp>
@@ -51,6 +52,8 @@
 // The minimum a plugin of minor KEEL_FAKE_MINOR implements: that minor's
 // table with every optional entry absent.
 #define KEEL_FAKE_MINIMUM_OF_MINOR 9
+// The good plugin plus one-rank communication entries (fake_comm.hpp).
+#define KEEL_FAKE_COMM 10
 
 #ifndef KEEL_FAKE_VARIANT
 #define KEEL_FAKE_VARIANT KEEL_FAKE_GOOD
@@ -716,6 +719,12 @@ keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
 }
 
 // An entry the runtime must never call (it lies beyond a short table).
+#if KEEL_FAKE_VARIANT == KEEL_FAKE_COMM
+}  // namespace
+#include "fake_comm.hpp"
+namespace {
+#endif
+
 template <class Fn>
 struct NeverCalled;
 template <class R, class... A>
@@ -731,7 +740,8 @@ struct NeverCalled<R (*)(A...)> {
         case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
-        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
     }
 }
 
@@ -798,6 +808,8 @@ struct NeverCalled<R (*)(A...)> {
     const keel_plugin_api required = t;
     t = keel_plugin_api{};
     std::memcpy(&t, &required, KEEL_API_ENTRY_END(memset_d8));
+#elif KEEL_FAKE_VARIANT == KEEL_FAKE_COMM
+    fake_comm::fill(t);
 #elif KEEL_FAKE_VARIANT == KEEL_FAKE_NEWER_MINOR
     // As a plugin built against the next minor: two more entries that this
     // runtime does not know and must never call.

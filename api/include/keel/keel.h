@@ -152,7 +152,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 3u
+#define KEEL_ABI_VERSION_MINOR 4u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -473,6 +473,79 @@ typedef enum keel_range_annotation {
 } keel_range_annotation;
 
 /* ======================================================================== */
+/* Communication (ABI 1.4)                                                  */
+/* ======================================================================== */
+
+/* A communicator: `size` processes (ranks), one device each, that run
+ * collectives and point-to-point transfers over device memory, enqueued on
+ * streams of that device. Owned by the caller from comm_create until
+ * comm_destroy. */
+typedef struct keel_comm_t* keel_comm;
+
+/* The reduction of comm_all_reduce and comm_reduce_scatter. AVG is the sum
+ * divided by the number of ranks (integers round toward zero). */
+typedef enum keel_reduce_op {
+    KEEL_REDUCE_SUM = 0,
+    KEEL_REDUCE_PROD = 1,
+    KEEL_REDUCE_MAX = 2,
+    KEEL_REDUCE_MIN = 3,
+    KEEL_REDUCE_AVG = 4,
+    KEEL_REDUCE_OP_FORCE_UINT32 = 0x7fffffff
+} keel_reduce_op;
+
+/* Called by a store's `get` with the value it found: `value` is valid only
+ * during the call (copy it). */
+typedef void (*keel_comm_store_receive_fn)(void* sink, const void* value, uint64_t size);
+
+/* The key-value store the ranks meet through, provided by the caller as
+ * callbacks (a file store, Redis, a framework's own). The plugin calls them
+ * only during comm_create, from the thread that called it. */
+typedef struct keel_comm_store {
+    size_t struct_size;
+    void* context; /* passed back to both callbacks */
+    /* Sets `key` to the `size` bytes at `value` (copied before return). A
+     * key is set once; setting it again may fail (FAILED_PRECONDITION). */
+    keel_error* (*set)(void* context, const char* key, const void* value, uint64_t size);
+    /* Waits up to `timeout_ms` for `key`; when it is there, calls
+     * receive(sink, value, size) once, then returns NULL. A key not set in
+     * time is an error (UNAVAILABLE) and `receive` is not called. */
+    keel_error* (*get)(void* context, const char* key, uint64_t timeout_ms,
+                       keel_comm_store_receive_fn receive, void* sink);
+} keel_comm_store;
+#define KEEL_COMM_STORE_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_comm_store, get)
+
+/* What comm_create reads (during the call only; nothing is kept). */
+typedef struct keel_comm_config {
+    size_t struct_size;
+    int32_t rank;           /* 0 <= rank < size */
+    int32_t size;           /* >= 1 */
+    /* Bound on every wait: meeting the peers at create, and each operation
+     * once its stream reached it. > 0. */
+    uint64_t timeout_ms;
+    /* Unique per communicator on `store`; every key the plugin sets or gets
+     * starts with it followed by '/'. NUL-terminated, not empty. */
+    const char* key_prefix;
+    const keel_comm_store* store;
+} keel_comm_config;
+#define KEEL_COMM_CONFIG_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_comm_config, store)
+
+typedef enum keel_p2p_kind {
+    KEEL_P2P_SEND = 0,
+    KEEL_P2P_RECV = 1,
+    KEEL_P2P_KIND_FORCE_UINT32 = 0x7fffffff
+} keel_p2p_kind;
+
+/* One send or receive of comm_send_recv. */
+typedef struct keel_p2p_op {
+    size_t struct_size;
+    keel_p2p_kind kind;
+    int32_t peer;            /* another rank of the communicator */
+    keel_device_addr addr;   /* device memory of the communicator's device */
+    uint64_t size;           /* bytes; the matching receive has the same size */
+} keel_p2p_op;
+#define KEEL_P2P_OP_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_p2p_op, size)
+
+/* ======================================================================== */
 /* The plugin table                                                         */
 /* ======================================================================== */
 
@@ -744,15 +817,112 @@ typedef struct keel_plugin_api {
     keel_error* (*stream_annotate_range)(keel_stream stream, keel_range_annotation what,
                                          keel_device_addr addr, uint64_t size);
 
+    /* ---- ABI 1.4: communication ---------------------------------------
+     * [optional, 1.4] A native engine for keel::Communicator (the CUDA
+     * plugin over NCCL). The eight comm_* entries are present as a set or
+     * absent as a set (keel-cts checks it); without them, or for a plugin
+     * declaring an older minor, the runtime communicates through its generic
+     * path (Gloo over pinned staging), which needs nothing from a plugin.
+     *
+     * Ownership: the keel_comm from comm_create is the caller's until
+     * comm_destroy. Addresses are device memory of the communicator's
+     * device; the caller keeps it allocated until the operation completed
+     * on its stream (as for any enqueued work).
+     *
+     * Threads: comm_create blocks its thread (below). Every other comm_*
+     * entry may be called from any thread; enqueue calls on one
+     * communicator are ordered in the order they return, and every rank must
+     * enqueue the same operations in the same order (one order per
+     * communicator, whatever the streams). comm_abort from any thread at any
+     * time, also while another thread is in an enqueue call.
+     *
+     * What blocks: comm_create is collective and blocks until every rank of
+     * `config` called it (at most config->timeout_ms, else UNAVAILABLE). The
+     * operations are enqueue entries: they return without waiting for the
+     * stream, except that the FIRST operation of a communicator involving
+     * a given peer may block the calling thread until that peer enqueues
+     * its matching operation (the engine's connection set-up, as NCCL's
+     * lazy connections do), at most config->timeout_ms. Later operations
+     * never wait for a peer.
+     *
+     * Errors at the call (nothing enqueued): INVALID_ARGUMENT for a null
+     * handle or config, rank outside [0, size), a key prefix that is empty,
+     * a peer or root outside the group, a send to oneself, a dtype or
+     * reduction the engine cannot do, a stream of another device;
+     * FAILED_PRECONDITION once the communicator was aborted or failed.
+     * comm_create returns UNIMPLEMENTED when the engine cannot serve this
+     * group (its library is absent, two ranks share one device, a group
+     * size it does not support): it then returns UNIMPLEMENTED on EVERY rank
+     * of the group (the ranks agree through the store, under the key
+     * prefix), so the runtime can fall back to its generic path with the
+     * same ranks, store and key prefix; the message says why.
+     *
+     * Errors while running: an operation that fails once its stream reached
+     * it (a peer died or timed out past config->timeout_ms, the engine
+     * failed, comm_abort) puts its stream in the sticky error state
+     * (KEEL_STATUS_DEVICE_ERROR, or FAILED_PRECONDITION for an abort) with a
+     * message naming the operation, the communicator's key prefix and rank,
+     * and the peer where known; the communicator fails too (later enqueues
+     * return that error). Never a silent hang: a wait is bounded by the
+     * timeout.
+     */
+
+    /* [optional, 1.4] Creates this rank's communicator on `device`, meeting
+     * the other ranks through config->store (see above: collective, blocks).
+     * Reads `config` and the store only during the call. */
+    keel_error* (*comm_create)(keel_device device, const keel_comm_config* config, keel_comm* out_comm);
+
+    /* [optional, 1.4] Waits for the operations enqueued on the
+     * communicator (each bounded by the timeout), then releases it. Returns
+     * its error, if it failed; released either way. Not concurrent with
+     * enqueues on the same communicator. */
+    keel_error* (*comm_destroy)(keel_comm comm);
+
+    /* [optional, 1.4] Fails the communicator: operations in flight end and
+     * fail their streams (FAILED_PRECONDITION "aborted"), later enqueues
+     * fail. Any thread, never blocks for a peer, idempotent. The caller
+     * still calls comm_destroy. */
+    keel_error* (*comm_abort)(keel_comm comm);
+
+    /* [optional, 1.4] out[i] = op over ranks of in[i], `count` elements of
+     * `dtype` (in == out: in place). */
+    keel_error* (*comm_all_reduce)(keel_comm comm, keel_stream stream, keel_device_addr in,
+                                   keel_device_addr out, uint64_t count, keel_dtype dtype,
+                                   keel_reduce_op op);
+
+    /* [optional, 1.4] out = root's `bytes` at in, on every rank (in is read
+     * on root only; in == out allowed). */
+    keel_error* (*comm_broadcast)(keel_comm comm, keel_stream stream, keel_device_addr in,
+                                  keel_device_addr out, uint64_t bytes, int32_t root);
+
+    /* [optional, 1.4] out = the `bytes_per_rank` at in of ranks 0..size-1,
+     * one after another (out holds size * bytes_per_rank). */
+    keel_error* (*comm_all_gather)(keel_comm comm, keel_stream stream, keel_device_addr in,
+                                   keel_device_addr out, uint64_t bytes_per_rank);
+
+    /* [optional, 1.4] out = part `rank` (count_per_rank elements) of op
+     * over ranks of in (size * count_per_rank elements). */
+    keel_error* (*comm_reduce_scatter)(keel_comm comm, keel_stream stream, keel_device_addr in,
+                                       keel_device_addr out, uint64_t count_per_rank,
+                                       keel_dtype dtype, keel_reduce_op op);
+
+    /* [optional, 1.4] `count` sends and receives (each with its own
+     * struct_size) that progress together, as one NCCL group; per pair of
+     * ranks, messages match in the order they were enqueued. `ops` is read
+     * before return. count == 0 enqueues nothing. */
+    keel_error* (*comm_send_recv)(keel_comm comm, keel_stream stream, const keel_p2p_op* ops,
+                                  uint32_t count);
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -808,8 +978,13 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_1 == 8 + 32 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_2 == 8 + 33 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 34 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_3 == 8 + 34 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 42 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(sizeof(keel_p2p_kind) == 4, "enums are 32-bit");
+KEEL_STATIC_ASSERT(KEEL_COMM_STORE_STRUCT_SIZE == 4 * sizeof(void*), "keel_comm_store layout changed");
 
 /* LP64 (every 64-bit Linux and macOS target): the structs with 64-bit
  * fields, whose padding differs between 32-bit ABIs. Elsewhere they are not
@@ -822,8 +997,10 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 33 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 41 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_COMM_CONFIG_STRUCT_SIZE == 40, "keel_comm_config layout changed");
+KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE == 32, "keel_p2p_op layout changed");
 #endif
 
 #ifdef __cplusplus

@@ -64,6 +64,8 @@ enum class Var : unsigned {
     bench_threads,
     comm_store,
     torch_devices,
+    comm_generic,
+    nccl_library,
 };
 
 struct Variable {
@@ -132,6 +134,10 @@ inline constexpr Variable kVariables[] = {
      "the store of Communicator::create_from_env (keel-launch sets it)"},
     {Var::torch_devices, "KEEL_TORCH_DEVICES", "comma-separated keel device names", "cpu:0",
      "the keel devices behind privateuseone:0, 1, ... (keel_torch)"},
+    {Var::comm_generic, "KEEL_COMM_GENERIC", "1|0|on|off|true|false|yes|no", "0",
+     "Communicator uses the generic (Gloo) path even where the plugin has native entries"},
+    {Var::nccl_library, "KEEL_NCCL_LIBRARY", "a library name or path", "libnccl.so.2",
+     "the NCCL library the CUDA plugin opens for its communication entries"},
 };
 
 // kVariables is indexed by Var.

@@ -92,6 +92,11 @@ struct CommOptions {
     // rank instead of stopping the process inside Gloo. Costs one round
     // trip per collective; off for benchmarks of the bare engine.
     bool check_sizes = true;
+    // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
+    // plugin over NCCL) where it has them and accepts the group; false, or
+    // KEEL_COMM_GENERIC=1 (which overrides), forces the generic path. Must
+    // be the same on every rank.
+    bool native = true;
 };
 
 // One entry of a batched point-to-point call.
@@ -153,6 +158,13 @@ public:
     [[nodiscard]] const Device& device() const noexcept;
     // The key prefix: how messages name this communicator.
     [[nodiscard]] const std::string& name() const noexcept;
+    // True when the plugin's native entries run the operations (errors then
+    // fail the operation's stream, as keel.h 1.4 says); false on the
+    // generic path.
+    [[nodiscard]] bool uses_native_engine() const noexcept;
+    // Which engine runs the operations and, for the generic path, why:
+    // "native (cuda plugin)", "generic (Gloo): the plugin declined: ...".
+    [[nodiscard]] const std::string& engine() const noexcept;
 
     // ---- collectives (sizes in bytes must be a multiple of the dtype's) ----
 

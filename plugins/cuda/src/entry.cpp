@@ -1,4 +1,5 @@
 // The plugin's one exported symbol, version negotiation, and the table.
+#include "comm_entries.hpp"
 #include "entries.hpp"
 #include "plugin_state.hpp"
 
@@ -62,6 +63,14 @@ constexpr keel_plugin_api kApi = {
     .stream_native_handle = &stream_native_handle,
     .device_pageable_staging_stats = &device_pageable_staging_stats,
     .stream_annotate_range = nullptr,  // no checker to tell
+    .comm_create = &comm_create,
+    .comm_destroy = &comm_destroy,
+    .comm_abort = &comm_abort,
+    .comm_all_reduce = &comm_all_reduce,
+    .comm_broadcast = &comm_broadcast,
+    .comm_all_gather = &comm_all_gather,
+    .comm_reduce_scatter = &comm_reduce_scatter,
+    .comm_send_recv = &comm_send_recv,
 };
 
 }  // namespace

@@ -29,6 +29,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
         default: return 0;
     }
 }
@@ -128,6 +129,13 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
              "one of the pair is absent");
     c.expect(KEEL_CTS_HAS(t, kernel_get) == KEEL_CTS_HAS(t, kernel_launch),
              "kernel_get and kernel_launch come together", "one of the pair is absent");
+    // [1.4] The communication entries are present as a set or absent as a set.
+    const int comm_entries = KEEL_CTS_HAS(t, comm_create) + KEEL_CTS_HAS(t, comm_destroy) +
+                             KEEL_CTS_HAS(t, comm_abort) + KEEL_CTS_HAS(t, comm_all_reduce) +
+                             KEEL_CTS_HAS(t, comm_broadcast) + KEEL_CTS_HAS(t, comm_all_gather) +
+                             KEEL_CTS_HAS(t, comm_reduce_scatter) + KEEL_CTS_HAS(t, comm_send_recv);
+    c.expect(comm_entries == 0 || comm_entries == 8, "the comm_* entries come as a set (1.4)",
+             std::to_string(comm_entries) + " of the 8 are present");
 }
 
 // What device `index` reports, checked against the table.

@@ -1,0 +1,144 @@
+#include "native_comm.hpp"
+
+#include "c_store.hpp"
+
+#include <keel/base/dtype.hpp>
+#include <keel/environment.hpp>
+#include <keel/plugin_table.hpp>
+
+#include <vector>
+
+namespace keel::comm {
+namespace {
+
+static_assert(static_cast<int>(ReduceOp::sum) == KEEL_REDUCE_SUM && static_cast<int>(ReduceOp::prod) == KEEL_REDUCE_PROD &&
+              static_cast<int>(ReduceOp::max) == KEEL_REDUCE_MAX && static_cast<int>(ReduceOp::min) == KEEL_REDUCE_MIN &&
+              static_cast<int>(ReduceOp::avg) == KEEL_REDUCE_AVG);
+
+keel_reduce_op c_op(ReduceOp op) noexcept { return static_cast<keel_reduce_op>(op); }
+
+// The comm set is all or nothing (keel.h 1.4), from a plugin declaring 1.4.
+bool has_set(const keel_plugin_api& t) noexcept {
+    if (t.abi_minor < 4) return false;
+    return t.comm_create && t.comm_destroy && t.comm_abort && t.comm_all_reduce && t.comm_broadcast &&
+           t.comm_all_gather && t.comm_reduce_scatter && t.comm_send_recv;
+}
+
+Result<bool> generic_forced(const CommOptions& options) {
+    KEEL_TRY_ASSIGN(const std::optional<bool> forced, env::flag(env::Var::comm_generic));
+    return forced.value_or(!options.native);
+}
+
+}  // namespace
+
+bool NativeComm::offered(const Device& device) noexcept { return has_set(plugin_table(device)); }
+
+Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, const Store& store, int rank,
+                                                       int size, const std::string& name,
+                                                       const CommOptions& options, std::string& engine) {
+    KEEL_TRY_ASSIGN(const bool generic, generic_forced(options));
+    if (generic) {
+        engine = "generic (Gloo): forced by CommOptions::native = false or KEEL_COMM_GENERIC";
+        return std::unique_ptr<NativeComm>();
+    }
+    if (!offered(device)) {
+        engine = "generic (Gloo): " + device.type() + "'s plugin has no communication entries (keel.h 1.4)";
+        return std::unique_ptr<NativeComm>();
+    }
+    const CStore c_store(store);
+    // The plugin's keys live apart from the generic path's (which may follow
+    // under the same name when the plugin declines).
+    const std::string prefix = name + "/native";
+    keel_comm_config config{};
+    config.struct_size = KEEL_COMM_CONFIG_STRUCT_SIZE;
+    config.rank = rank;
+    config.size = size;
+    config.timeout_ms = static_cast<std::uint64_t>(options.timeout.count());
+    config.key_prefix = prefix.c_str();
+    config.store = c_store.table();
+    keel_comm comm = nullptr;
+    Result<void> created = take_plugin_error(plugin_table(device).comm_create(device.native(), &config, &comm));
+    if (!created.ok()) {
+        // Declined on every rank alike (keel.h): the generic path serves the group.
+        if (created.error().code() == KEEL_STATUS_UNIMPLEMENTED) {
+            engine = "generic (Gloo): the plugin declined: " + created.error().message();
+            return std::unique_ptr<NativeComm>();
+        }
+        return created.error();
+    }
+    engine = "native (" + device.type() + " plugin)";
+    std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
+    return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where)));
+}
+
+NativeComm::NativeComm(Device device, keel_comm comm, std::string where)
+    : device_(std::move(device)), api_(plugin_table(device_)), comm_(comm), where_(std::move(where)) {}
+
+NativeComm::~NativeComm() { (void)take_plugin_error(api_.comm_destroy(comm_)); }
+
+Result<void> NativeComm::checked(keel_error* error) const {
+    Result<void> r = take_plugin_error(error);
+    if (!r.ok() && (r.error().code() == KEEL_STATUS_FAILED_PRECONDITION || r.error().code() == KEEL_STATUS_DEVICE_ERROR)) {
+        std::lock_guard lock(mutex_);
+        if (!error_) error_ = r.error();
+    }
+    return r;
+}
+
+Result<void> NativeComm::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                    ReduceOp op) const {
+    const std::uint64_t count = in.size() / dtype_size(dtype);
+    return checked(api_.comm_all_reduce(comm_, stream.native(), in.address(), out.address(), count, dtype, c_op(op)));
+}
+
+Result<void> NativeComm::broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    return checked(api_.comm_broadcast(comm_, stream.native(), in.address(), out.address(), out.size(), root));
+}
+
+Result<void> NativeComm::all_gather(const Stream& stream, DeviceView in, DeviceView out) const {
+    return checked(api_.comm_all_gather(comm_, stream.native(), in.address(), out.address(), in.size()));
+}
+
+Result<void> NativeComm::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                        ReduceOp op) const {
+    const std::uint64_t count = out.size() / dtype_size(dtype);
+    return checked(
+        api_.comm_reduce_scatter(comm_, stream.native(), in.address(), out.address(), count, dtype, c_op(op)));
+}
+
+Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> ops) const {
+    std::vector<keel_p2p_op> c_ops;
+    c_ops.reserve(ops.size());
+    for (const P2P& p : ops) {
+        if (p.view.size() == 0) continue;
+        keel_p2p_op c{};
+        c.struct_size = KEEL_P2P_OP_STRUCT_SIZE;
+        c.kind = p.kind == P2P::Kind::send ? KEEL_P2P_SEND : KEEL_P2P_RECV;
+        c.peer = p.peer;
+        c.addr = p.view.address();
+        c.size = p.view.size();
+        c_ops.push_back(c);
+    }
+    if (c_ops.empty()) return {};
+    return checked(
+        api_.comm_send_recv(comm_, stream.native(), c_ops.data(), static_cast<std::uint32_t>(c_ops.size())));
+}
+
+void NativeComm::abort() const noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        if (!error_) error_ = Error(KEEL_STATUS_FAILED_PRECONDITION, "[Communicator::abort] " + where_ + ": aborted");
+    } catch (...) {
+        // Out of memory for the message: the plugin still aborts, and its
+        // enqueues report the failure.
+    }
+    (void)take_plugin_error(api_.comm_abort(comm_));
+}
+
+Result<void> NativeComm::error() const {
+    std::lock_guard lock(mutex_);
+    if (error_) return *error_;
+    return {};
+}
+
+}  // namespace keel::comm

@@ -1,0 +1,66 @@
+// The native path of Communicator: the communication entries of keel.h 1.4
+// of the device's plugin (the CUDA plugin over NCCL), called directly. The
+// runtime checks the arguments (communicator.cpp) before it gets here; the
+// plugin checks them again, as every entry does.
+#pragma once
+
+#include <keel/comm.hpp>
+#include <keel/keel.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace keel::comm {
+
+// Threads: Send and Sync (the plugin's entries may be called from any
+// thread; error() and abort() lock).
+class NativeComm {
+public:
+    // True when `device`'s plugin declares 1.4 or later and has the whole set.
+    [[nodiscard]] static bool offered(const Device& device) noexcept;
+
+    // The engine for this group: a native communicator, or null when the
+    // generic path serves it (options.native false, KEEL_COMM_GENERIC set,
+    // the plugin has no set, or its comm_create declined on every rank with
+    // UNIMPLEMENTED). Any other failure of comm_create is the error.
+    // `engine` says which and, for the generic path, why.
+    [[nodiscard]] static Result<std::unique_ptr<NativeComm>> choose(const Device& device, const Store& store,
+                                                                    int rank, int size, const std::string& name,
+                                                                    const CommOptions& options, std::string& engine);
+
+    NativeComm(const NativeComm&) = delete;
+    NativeComm& operator=(const NativeComm&) = delete;
+    // comm_destroy: waits for the enqueued operations.
+    ~NativeComm();
+
+    [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                          ReduceOp op) const;
+    [[nodiscard]] Result<void> broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const;
+    [[nodiscard]] Result<void> all_gather(const Stream& stream, DeviceView in, DeviceView out) const;
+    [[nodiscard]] Result<void> reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                              ReduceOp op) const;
+    [[nodiscard]] Result<void> send_recv(const Stream& stream, std::span<const P2P> ops) const;
+
+    void abort() const noexcept;
+    // Abort's error, or the first failure an enqueue reported (the plugin
+    // fails the stream of an operation that failed while running).
+    [[nodiscard]] Result<void> error() const;
+
+private:
+    NativeComm(Device device, keel_comm comm, std::string where);
+    // The entry's result; a failure of the communicator becomes its error.
+    [[nodiscard]] Result<void> checked(keel_error* error) const;
+
+    Device device_;
+    const keel_plugin_api& api_;
+    keel_comm comm_;
+    std::string where_;
+    mutable std::mutex mutex_;
+    mutable std::optional<Error> error_;
+};
+
+}  // namespace keel::comm

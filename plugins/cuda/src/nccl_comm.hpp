@@ -1,0 +1,105 @@
+// One rank's NCCL communicator behind a keel_comm (keel.h 1.4), and the
+// watchdog that bounds its operations by the timeout.
+//
+// NCCL runs on the stream's cudaStream_t; keel records a CUDA event after
+// each operation. A watchdog thread per communicator checks the oldest
+// pending event and ncclCommGetAsyncError: an operation that has not
+// completed within the timeout (counted from when it became the oldest), or
+// an asynchronous NCCL error, fails the communicator with a message naming
+// the operation, the communicator and its peers, and aborts NCCL
+// (ncclCommAbort), which ends its kernels so the stream does not hang.
+#pragma once
+
+#include "handles.hpp"
+#include "nccl_library.hpp"
+
+#include <keel/plugin/comm_config.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace keel::cuda {
+
+// Threads: every member may be called from any thread (keel.h: enqueues in
+// the order they return; abort at any time).
+class NcclCommunicator {
+public:
+    // Collective (blocks until every rank arrived): agrees through the store
+    // whether NCCL serves the group (UNIMPLEMENTED on every rank when NCCL
+    // is missing on any rank or two ranks share a GPU), then rank 0 makes
+    // the unique id, the others read it, and all call ncclCommInitRank.
+    [[nodiscard]] static Result<std::unique_ptr<NcclCommunicator>> create(Device& device,
+                                                                          const plugin::CommConfig& config);
+    NcclCommunicator(const NcclCommunicator&) = delete;
+    NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+    // Stops the watchdog; destroys (or, after a failure, has aborted) NCCL.
+    ~NcclCommunicator();
+
+    [[nodiscard]] Device& device() const noexcept { return device_; }
+    [[nodiscard]] const NcclLibrary& nccl() const noexcept { return nccl_; }
+    [[nodiscard]] const plugin::CommConfig& config() const noexcept { return config_; }
+
+    // Runs `issue(comm, cuda_stream)` (the NCCL calls of one operation) on
+    // `stream`, then records the operation for the watchdog. `what` names
+    // the operation and its peers in messages.
+    template <class Issue>
+    [[nodiscard]] Result<void> enqueue(Stream& stream, const std::string& what, Issue&& issue);
+
+    // Waits until the enqueued operations completed or failed (each bounded
+    // by the timeout); the communicator's error, if any.
+    [[nodiscard]] Result<void> drain();
+    void abort(const std::string& why) noexcept;
+
+private:
+    struct Pending {
+        cudaEvent_t done = nullptr;
+        std::string what;
+        std::chrono::steady_clock::time_point since;  // when it became the oldest
+    };
+
+    NcclCommunicator(Device& device, const NcclLibrary& nccl, plugin::CommConfig config, NcclComm comm);
+    [[nodiscard]] Result<void> prepare(Stream& stream, const std::string& what);
+    [[nodiscard]] Result<void> finish(Stream& stream, const std::string& what, NcclResult issued);
+    [[nodiscard]] Result<void> error() const;
+    void fail(Status code, const std::string& message) noexcept;
+    // ncclCommAbort once; the caller holds enqueue_mutex_ or gave up on it.
+    void abort_nccl() noexcept;
+    void watch();
+
+    Device& device_;
+    const NcclLibrary& nccl_;
+    const plugin::CommConfig config_;
+    NcclComm comm_;
+    // Serialises NCCL calls on the communicator; abort() takes it only for a
+    // while (an enqueue may be blocked in NCCL's connection set-up, which
+    // ncclCommAbort is what ends).
+    std::timed_mutex enqueue_mutex_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<Pending> pending_;
+    std::optional<Error> error_;
+    bool aborted_ = false;  // ncclCommAbort was called: never destroy
+    bool stopping_ = false;
+    std::thread watchdog_;
+};
+
+template <class Issue>
+Result<void> NcclCommunicator::enqueue(Stream& stream, const std::string& what, Issue&& issue) {
+    std::lock_guard order(enqueue_mutex_);
+    KEEL_TRY(prepare(stream, what));
+    NcclResult issued = nccl_.GroupStart();
+    if (issued == kNcclSuccess) {
+        const NcclResult body = issue(comm_, stream.cuda());
+        issued = nccl_.GroupEnd();
+        if (body != kNcclSuccess) issued = body;
+    }
+    return finish(stream, what, issued);
+}
+
+}  // namespace keel::cuda

@@ -1,0 +1,198 @@
+// Communicator's choice of engine, in one process: the fake plugin's
+// one-rank communication entries (tests/loader/fake_comm.hpp) run a group of
+// one natively; the generic path runs when it is forced, when a plugin has
+// no entries (the fake plugin's good variant), and when the plugin declines the group (two ranks, here two
+// threads of this process). On cuda:0, a one-rank group runs on NCCL where
+// the machine has a GPU and NCCL, and skips saying which is missing.
+#include <keel/comm.hpp>
+#include <keel/keel.hpp>
+#include <keel/testing/result.hpp>
+#include <keel/testing/scoped_env.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+namespace keel {
+namespace {
+
+using testing::ScopedEnv;
+
+std::string fresh_directory() {
+    std::string dir = (std::filesystem::temp_directory_path() / "keel-native-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(dir.data()), nullptr);
+    return dir;
+}
+
+Runtime fake_comm_runtime() {
+    RuntimeOptions options;
+    options.plugin_path = {KEEL_FAKE_COMM_PLUGIN_DIR};
+    options.use_env_plugin_path = false;
+    return Runtime::create(options).value();
+}
+
+std::vector<float> iota(std::size_t n, float first) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = first + static_cast<float>(i);
+    return v;
+}
+
+// all_reduce (out of place) of `values` on `comm`; what came back.
+std::vector<float> all_reduce(const Communicator& comm, const Stream& s, const std::vector<float>& values) {
+    const std::uint64_t bytes = values.size() * sizeof(float);
+    Buffer in = Buffer::allocate(s, bytes).value();
+    Buffer out = Buffer::allocate(s, bytes).value();
+    EXPECT_TRUE(s.copy(in.view(), values).ok());
+    Result<void> r = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return s.copy_to_vector<float>(out.view()).value().get().value();
+}
+
+TEST(CommNativeDispatch, AOneRankGroupOnAPluginWithTheSetRunsOnItsEntries) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    const Store store = Store::file(fresh_directory()).value();
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm, Communicator::create(dev, store, 0, 1));
+    EXPECT_TRUE(comm.uses_native_engine()) << comm.engine();
+    EXPECT_EQ(comm.engine(), "native (commfake plugin)");
+    const Stream s = Stream::create(dev).value();
+    const std::vector<float> v = iota(37, 0.5f);
+    EXPECT_EQ(all_reduce(comm, s, v), v);
+    Buffer a = Buffer::allocate(s, 64).value();
+    Buffer b = Buffer::allocate(s, 64).value();
+    KEEL_EXPECT_OK(comm.broadcast(s, a.view(), b.view(), 0));
+    KEEL_EXPECT_OK(comm.all_gather(s, a.view(), b.view()));
+    KEEL_EXPECT_OK(comm.reduce_scatter(s, a.view(), b.view(), KEEL_DTYPE_I32, ReduceOp::max));
+    // The runtime's checks come first, the same on both paths.
+    Result<void> self = comm.send(s, a.view(), 0);
+    ASSERT_FALSE(self.ok());
+    EXPECT_EQ(self.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_OK(s.synchronize());
+    KEEL_EXPECT_OK(comm.error());
+}
+
+TEST(CommNativeDispatch, AnAbortedNativeCommunicatorFailsLaterOperationsNamingIt) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    CommOptions options;
+    options.key_prefix = "abort-me";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine();
+    comm.abort();
+    comm.abort();
+    ASSERT_FALSE(comm.error().ok());
+    EXPECT_EQ(comm.error().error().code(), KEEL_STATUS_FAILED_PRECONDITION);
+    const Stream s = Stream::create(dev).value();
+    Buffer a = Buffer::allocate(s, 64).value();
+    Result<void> after = comm.all_reduce(s, a.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    ASSERT_FALSE(after.ok());
+    EXPECT_EQ(after.error().code(), KEEL_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(after.error().message().find("abort-me"), std::string::npos) << after.error().message();
+}
+
+TEST(CommNativeDispatch, TheGenericPathIsForcedByTheOptionOrTheEnvironment) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    const Stream s = Stream::create(dev).value();
+    const std::vector<float> v = iota(5, 2.0f);
+    {
+        CommOptions options;
+        options.native = false;
+        KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                                  Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+        EXPECT_FALSE(comm.uses_native_engine());
+        EXPECT_NE(comm.engine().find("forced"), std::string::npos) << comm.engine();
+        EXPECT_EQ(all_reduce(comm, s, v), v);
+    }
+    {
+        const ScopedEnv generic("KEEL_COMM_GENERIC", "1");
+        KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                                  Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1));
+        EXPECT_FALSE(comm.uses_native_engine()) << comm.engine();
+    }
+    {
+        const ScopedEnv bad("KEEL_COMM_GENERIC", "maybe");
+        Result<Communicator> refused = Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_NE(refused.error().message().find("KEEL_COMM_GENERIC"), std::string::npos)
+            << refused.error().message();
+    }
+}
+
+TEST(CommNativeDispatch, APluginWithoutTheSetGetsTheGenericPath) {
+    RuntimeOptions options;
+    options.plugin_path = {KEEL_FAKE_PLUGIN_FILE};
+    options.use_env_plugin_path = false;
+    options.use_default_plugin_dirs = false;
+    const Runtime rt = Runtime::create(options).value();
+    const Device dev = rt.device("fake:0").value();
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1));
+    EXPECT_FALSE(comm.uses_native_engine());
+    EXPECT_NE(comm.engine().find("no communication entries"), std::string::npos) << comm.engine();
+}
+
+// Two ranks (threads of this process, one fake device each): the fake
+// engine declines a group of two on both ranks, and both fall back to the
+// generic path under the same store and prefix, which then sums across them.
+TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEveryRank) {
+    const Runtime rt = fake_comm_runtime();
+    const Store store = Store::file(fresh_directory()).value();
+    CommOptions options;
+    options.key_prefix = "declined";
+    options.timeout = std::chrono::milliseconds(20000);
+    std::vector<float> results[2];
+    std::string engines[2];
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+        ranks.emplace_back([&, rank] {
+            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+            Result<Communicator> comm = Communicator::create(dev, store, rank, 2, options);
+            if (!comm.ok()) {
+                engines[rank] = "create failed: " + comm.error().message();
+                return;
+            }
+            engines[rank] = comm->engine();
+            const Stream s = Stream::create(dev).value();
+            results[rank] = all_reduce(*comm, s, iota(4, static_cast<float>(rank * 10)));
+        });
+    }
+    for (std::thread& t : ranks) t.join();
+    const std::vector<float> sum = {10.0f, 12.0f, 14.0f, 16.0f};
+    for (int rank = 0; rank < 2; ++rank) {
+        EXPECT_NE(engines[rank].find("the plugin declined"), std::string::npos) << engines[rank];
+        EXPECT_EQ(results[rank], sum) << "rank " << rank;
+    }
+}
+
+// One rank on cuda:0 through the CUDA plugin's NCCL entries. Skips, saying
+// why, without a GPU, or when the plugin declined (NCCL not found: set
+// KEEL_NCCL_LIBRARY).
+TEST(CommNativeDispatch, AOneRankGroupOnCuda0RunsOnNccl) {
+    const Runtime rt = Runtime::create().value();
+    Result<Device> dev = rt.device("cuda:0");
+    if (!dev.ok()) GTEST_SKIP() << "no cuda:0 here: " << dev.error().message();
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(*dev, Store::file(fresh_directory()).value(), 0, 1));
+    if (!comm.uses_native_engine()) GTEST_SKIP() << "cuda:0 has no NCCL path: " << comm.engine();
+    const Stream s = Stream::create(*dev).value();
+    const std::vector<float> v = iota(1 << 20, 1.0f);
+    EXPECT_EQ(all_reduce(comm, s, v), v);
+    Buffer in = Buffer::allocate(s, 4096).value();
+    Buffer out = Buffer::allocate(s, 4096).value();
+    KEEL_ASSERT_OK(s.copy(in.view(), iota(1024, 3.0f)));
+    KEEL_ASSERT_OK(comm.all_gather(s, in.view(), out.view()));
+    KEEL_ASSERT_OK(comm.reduce_scatter(s, out.view(), in.view(), KEEL_DTYPE_F32, ReduceOp::avg));
+    KEEL_ASSERT_OK(comm.broadcast(s, in.view(), out.view(), 0));
+    EXPECT_EQ(s.copy_to_vector<float>(out.view()).value().get().value(), iota(1024, 3.0f));
+    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_ASSERT_OK(comm.error());
+}
+
+}  // namespace
+}  // namespace keel

@@ -59,17 +59,22 @@ void CompletionTracker::shutdown() noexcept {
     while (!idle()) drain();
 }
 
-std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(keel_stream stream) {
+CompletionTracker::StreamQueue& CompletionTracker::cached_queue(keel_stream stream) {
     QueueCache& cache = t_queue_cache;
     if (cache.tracker_id == id_ && cache.stream == stream) {
-        auto q = std::static_pointer_cast<StreamQueue>(cache.queue);
+        auto* q = static_cast<StreamQueue*>(cache.queue.get());
         // Forgotten: its stream closed, and a new one may use the handle.
         // (Forgotten just now: track() checks again under the queue's lock.)
-        if (!q->forgotten.load(std::memory_order_acquire)) return q;
+        if (!q->forgotten.load(std::memory_order_acquire)) return *q;
     }
     std::shared_ptr<StreamQueue> q = queue_in_map(stream);
     cache = QueueCache{id_, stream, q};
-    return q;
+    return *q;
+}
+
+std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(keel_stream stream) {
+    (void)cached_queue(stream);
+    return std::static_pointer_cast<StreamQueue>(t_queue_cache.queue);
 }
 
 std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_in_map(keel_stream stream) {
@@ -88,7 +93,7 @@ std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_in_map(
 }
 
 std::uint64_t CompletionTracker::next_seq(keel_stream stream) {
-    return queue_for(stream)->next_seq.fetch_add(1, std::memory_order_relaxed);
+    return cached_queue(stream).next_seq.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::vector<std::shared_ptr<CompletionTracker::StreamQueue>> CompletionTracker::all_queues() {

@@ -155,7 +155,9 @@ private:
     };
 
     // The queue of `stream`, from this thread's cache when it was the last
-    // one used here, else from the map (made on first use).
+    // one used here, else from the map (made on first use). The reference
+    // lasts until this thread looks up another stream (the cache holds it).
+    StreamQueue& cached_queue(keel_stream stream);
     std::shared_ptr<StreamQueue> queue_for(keel_stream stream);
     std::shared_ptr<StreamQueue> queue_in_map(keel_stream stream);
     std::vector<std::shared_ptr<StreamQueue>> all_queues();

@@ -524,7 +524,7 @@ int main(int argc, char** argv) {
     if (wanted('3')) bench_copies(device, quick);
     if (wanted('4')) bench_deferred(device, quick);
     if (wanted('5')) bench_checked(device, quick);
-    if (wanted('6')) keel_bench::bench_per_op(device, per_op);
+    if (wanted('6')) keel_bench::bench_per_op(runtime, device, per_op);
     std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
     return 0;
 }

@@ -1,6 +1,7 @@
 #include "per_op.hpp"
 
 #include "bench_util.hpp"
+#include "raw_plugin.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -174,7 +175,7 @@ PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream
 
 }  // namespace
 
-void bench_per_op(const keel::Device& device, const PerOpOptions& options) {
+void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options) {
     std::printf(
         "\n6. One operation with threads (ns per operation). wall = elapsed time / all threads' operations;\n"
         "   cpu = all threads' CPU time / their operations (contention shows here, also when threads\n"
@@ -190,6 +191,7 @@ void bench_per_op(const keel::Device& device, const PerOpOptions& options) {
     const int per_thread = options.quick ? 20'000 : 200'000;
     // Figures the goals are read from: the 2-thread rows.
     double alloc_own_x1 = 0, alloc_one_x1 = 0, alloc_speedup = 0, alloc_par = 0, malloc_x1 = 0, list_x1 = 0;
+    double copy_cpu = 0, launch_cpu = 0;  // 1 thread, own stream
     for (const Op& op : kOps) {
         if (!options.only.empty() && options.only != op.name) continue;
         PerOp first[2];
@@ -198,6 +200,8 @@ void bench_per_op(const keel::Device& device, const PerOpOptions& options) {
             for (int one = 0; one < (op.keel ? 2 : 1); ++one)
                 r[one] = run(device, op, threads, one != 0, per_thread, options.reps);
             if (threads == options.threads.front()) first[0] = r[0], first[1] = r[1];
+            if (threads == 1 && std::string(op.name) == "copy d2d 256B") copy_cpu = r[0].cpu_ns;
+            if (threads == 1 && std::string(op.name) == "launch fill") launch_cpu = r[0].cpu_ns;
             const double x1 = r[0].cpu_ns / first[0].cpu_ns;
             const double speedup = first[0].wall_ns / r[0].wall_ns;
             std::printf("   %-16s %7d %9.1f %9.1f %5.2fx %5.2f %7.2fx", op.name, threads, r[0].wall_ns, r[0].cpu_ns,
@@ -217,8 +221,27 @@ void bench_per_op(const keel::Device& device, const PerOpOptions& options) {
             }
         }
     }
-    if (alloc_own_x1 == 0) return;  // no 1- and 2-thread alloc+free rows
     const auto verdict = [](bool met) { return met ? "met" : "MISSED"; };
+    if (copy_cpu != 0 && launch_cpu != 0) {
+        // The same enqueues through the plugin alone, best of as many runs.
+        RawEnqueue raw = raw_enqueue_cost(runtime, device, per_thread);
+        for (int r = 1; r < options.reps && raw.why_not.empty(); ++r) {
+            const RawEnqueue next = raw_enqueue_cost(runtime, device, per_thread);
+            raw.copy_cpu_ns = std::min(raw.copy_cpu_ns, next.copy_cpu_ns);
+            raw.launch_cpu_ns = std::min(raw.launch_cpu_ns, next.launch_cpu_ns);
+            raw.why_not = next.why_not;
+        }
+        if (!raw.why_not.empty()) {
+            std::printf("   keel's own enqueue time: not measured (the plugin alone: %s)\n", raw.why_not.c_str());
+        } else {
+            const double copy_own = copy_cpu - raw.copy_cpu_ns, launch_own = launch_cpu - raw.launch_cpu_ns;
+            std::printf("   keel's own enqueue time, 1 thread, cpu ns: copy %.1f - plugin alone %.1f = %.1f, launch %.1f -\n"
+                        "   plugin alone %.1f = %.1f (<= 100: %s; the plugin alone: a second instance of it through the C ABI)\n",
+                        copy_cpu, raw.copy_cpu_ns, copy_own, launch_cpu, raw.launch_cpu_ns, launch_own,
+                        verdict(copy_own <= 100 && launch_own <= 100));
+        }
+    }
+    if (alloc_own_x1 == 0) return;  // no 1- and 2-thread alloc+free rows
     std::printf("   goals, 2 threads vs 1, 64 KiB alloc+free: cpu x1 own %.2f (<= 1.2: %s), one %.2f (<= 1.3: %s);\n"
                 "   own speed-up %.2fx at par %.2f (>= 1.8 on a quiet machine: %s);\n"
                 "   the controls' cpu x1: malloc+free %.2f, mutex list %.2f.\n",

@@ -18,6 +18,8 @@ struct PerOpOptions {
     int reps = 3;                     // runs per row; the best is printed
 };
 
-void bench_per_op(const keel::Device& device, const PerOpOptions& options);
+// Also prints keel's own enqueue time: the 1-thread copy and launch rows
+// against the same loop through the plugin alone (raw_plugin.hpp).
+void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options);
 
 }  // namespace keel_bench

@@ -50,6 +50,16 @@ struct Access {
     [[nodiscard]] static bool is_empty_view(const KernelArgs& args, std::size_t i) noexcept {
         return args.args_[i].empty_view;
     }
+    // Argument i as the C ABI wants it (an int array points into `args`).
+    [[nodiscard]] static keel_kernel_arg encoded(const KernelArgs& args, std::size_t i) noexcept {
+        const auto& a = args.args_[i];
+        keel_kernel_arg c = a.c;
+        if (c.kind == KEEL_ARG_INT_ARRAY) {
+            c.value.int_array.data = a.ints.data();
+            c.value.int_array.count = a.ints.size();
+        }
+        return c;
+    }
 
     // ---- memory -------------------------------------------------------------
     [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& core(const DeviceMemory& m) noexcept {

@@ -90,14 +90,7 @@ KernelArgs& KernelArgs::ints(std::span<const std::int64_t> values) & {
 std::vector<keel_kernel_arg> KernelArgs::encode() const& {
     std::vector<keel_kernel_arg> out;
     out.reserve(args_.size());
-    for (const Arg& a : args_) {
-        keel_kernel_arg c = a.c;
-        if (c.kind == KEEL_ARG_INT_ARRAY) {
-            c.value.int_array.data = a.ints.data();
-            c.value.int_array.count = a.ints.size();
-        }
-        out.push_back(c);
-    }
+    for (std::size_t i = 0; i < args_.size(); ++i) out.push_back(detail::Access::encoded(*this, i));
     return out;
 }
 

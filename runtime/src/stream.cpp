@@ -15,8 +15,12 @@
 #include "memory/transfer.hpp"
 #include "plugin.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
+#include <span>
+#include <vector>
 #include <utility>
 
 namespace keel {
@@ -333,7 +337,16 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
                            " is an empty view (a moved-from, freed or empty buffer); use "
                            "KernelArgs::absent() for an absent optional buffer");
     }
-    std::vector<keel_kernel_arg> encoded = args.encode();
+    // Encoded on the stack, up to kInlineArgs: a launch allocates nothing.
+    constexpr std::size_t kInlineArgs = 16;
+    std::array<keel_kernel_arg, kInlineArgs> inline_args;
+    std::vector<keel_kernel_arg> heap_args;
+    std::span<keel_kernel_arg> encoded(inline_args.data(), std::min(args.size(), kInlineArgs));
+    if (args.size() > kInlineArgs) {
+        heap_args.resize(args.size());
+        encoded = heap_args;
+    }
+    for (std::size_t i = 0; i < encoded.size(); ++i) encoded[i] = detail::Access::encoded(args, i);
     if (memory::checked_memory_anywhere()) [[unlikely]] {
         for (std::size_t i = 0; i < encoded.size(); ++i) {
             const keel_kernel_arg& a = encoded[i];

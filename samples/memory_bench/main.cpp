@@ -15,8 +15,11 @@
 //      and a mutex-guarded free list (per_op.cpp)
 //
 // Usage: keel-memory-bench [--device NAME] [--quick] [--sections 123456] [--op NAME]
+//                          [--threads 1,2,4] [--reps N]
 // (--sections: which of the six tables to print, e.g. 5; --op: only that
-// row of table 6, e.g. "alloc+free 64K", to profile one loop).
+// row of table 6, e.g. "alloc+free 64K", to profile one loop; --threads: the
+// thread counts of table 6, ascending, e.g. 1,2,4,8,16 on a many-core host;
+// --reps: runs per row of table 6, the best printed, default 3, 1 with --quick).
 // Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,
 // KEEL_BENCH_AHEAD and KEEL_BENCH_RING override its copy_threads, chunk_bytes,
 // stage_ahead and ring_chunks (for tuning on a new machine).
@@ -467,24 +470,48 @@ void bench_checked(const keel::Device& device, bool quick) {
     }
 }
 
+// "1,2,4,8" into ascending thread counts; false for anything else.
+bool parse_counts(const char* text, std::vector<int>& out) {
+    std::vector<int> counts;
+    for (const char* p = text; *p != '\0';) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 256 || (!counts.empty() && n <= counts.back())) return false;
+        counts.push_back(static_cast<int>(n));
+        if (*end == ',') ++end;
+        else if (*end != '\0') return false;
+        p = end;
+    }
+    if (counts.empty()) return false;
+    out = std::move(counts);
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string name = "cpu:0";
     bool quick = false;
     std::string sections = "123456";
-    std::string only_op;
+    keel_bench::PerOpOptions per_op;
+    int reps = 0;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
         else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--sections") == 0 && i + 1 < argc) sections = argv[++i];
-        else if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) only_op = argv[++i];
-        else {
-            std::fprintf(stderr, "usage: %s [--device NAME] [--quick] [--sections 123456] [--op NAME]\n",
+        else if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) per_op.only = argv[++i];
+        else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc && parse_counts(argv[++i], per_op.threads)) {
+        } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc && (reps = std::atoi(argv[++i])) > 0) {
+        } else {
+            std::fprintf(stderr,
+                         "usage: %s [--device NAME] [--quick] [--sections 123456] [--op NAME] "
+                         "[--threads 1,2,4 (ascending, 1 to 256)] [--reps N]\n",
                          argv[0]);
             return 2;
         }
     }
+    per_op.quick = quick;
+    per_op.reps = reps != 0 ? reps : quick ? 1 : 3;
     const auto wanted = [&](char section) { return sections.find(section) != std::string::npos; };
     auto runtime = check(keel::Runtime::create(), "Runtime::create");
     auto device = check(runtime.device(name), "Runtime::device");
@@ -497,7 +524,7 @@ int main(int argc, char** argv) {
     if (wanted('3')) bench_copies(device, quick);
     if (wanted('4')) bench_deferred(device, quick);
     if (wanted('5')) bench_checked(device, quick);
-    if (wanted('6')) keel_bench::bench_per_op(device, quick, only_op);
+    if (wanted('6')) keel_bench::bench_per_op(runtime, device, per_op);
     std::printf("\nload average %.1f at the end (a shared machine: expect noise in wall times)\n", load_average());
     return 0;
 }

@@ -1,16 +1,25 @@
 // keel-memory-bench section 6: the cost of one operation of the hot path
-// (allocation, copy, launch, hold, record_stream, event, fence) with 1, 2 and
-// 4 threads, each on a stream of its own and all on one stream, beside
-// malloc/free and a mutex-guarded free list on the same loop.
+// (allocation, copy, launch, hold, record_stream, event, fence) with 1, 2, 4
+// (or the given numbers of) threads, each on a stream of its own and all on
+// one stream, beside malloc/free and a mutex-guarded free list on the same loop.
 #pragma once
 
 #include <keel/keel.hpp>
 
 #include <string>
+#include <vector>
 
 namespace keel_bench {
 
-// `only`: run just the operation of that name ("" = all), e.g. under perf.
-void bench_per_op(const keel::Device& device, bool quick, const std::string& only);
+struct PerOpOptions {
+    bool quick = false;
+    std::string only;                 // just the operation of that name ("" = all), e.g. under perf
+    std::vector<int> threads{1, 2, 4};  // ascending; the first is the x1 and speed-up reference
+    int reps = 3;                     // runs per row; the best is printed
+};
+
+// Also prints keel's own enqueue time: the 1-thread copy and launch rows
+// against the same loop through the plugin alone (raw_plugin.hpp).
+void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options);
 
 }  // namespace keel_bench

@@ -114,7 +114,7 @@ struct KEEL_API PageableStagingStats {
 
 struct KEEL_API TrackerStats {
     std::uint64_t outstanding = 0;        // tracked operations not yet swept
-    std::uint64_t peak_outstanding = 0;
+    std::uint64_t peak_outstanding = 0;   // each stream's most at once, summed (>= the total's peak)
     std::uint64_t swept = 0;              // operations released by sweeps
     std::uint64_t queue_waits = 0;        // host waits forced by max_queued_per_stream
     std::uint64_t events_created = 0;     // events the pool ever created

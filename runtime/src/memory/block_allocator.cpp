@@ -7,6 +7,7 @@
 #include "memory/block_pool.hpp"
 #include "memory/event_wait.hpp"
 #include "memory/peak.hpp"
+#include "memory/thread_shard.hpp"
 
 #include <algorithm>
 #include <array>
@@ -28,7 +29,11 @@ std::atomic<std::uint64_t> g_next_allocator_id{1};
 std::atomic<bool> g_checked_anywhere{false};
 
 // The pools of the stream this thread used last, so that the common case of
-// one stream per thread finds them without touching the shared map.
+// one stream per thread finds them without touching the shared map. Small
+// requests of a stream go to the pool of the calling thread's shard
+// (memory/thread_shard.hpp), so that up to shard_count() threads allocating
+// on one stream each have a pool (its own lock, trees and cache lines) to
+// themselves; a block freed by another thread goes back to its own pool.
 struct PoolCache {
     std::uint64_t allocator_id = 0;
     keel_stream stream = nullptr;
@@ -36,37 +41,6 @@ struct PoolCache {
     StreamPool* small = nullptr;  // this thread's shard
 };
 thread_local PoolCache t_pool_cache;
-
-// Small requests of a stream go to the pool of the calling thread's shard.
-// A thread takes the shard fewest live threads hold at its first allocation
-// and gives it back when it exits, so up to `shard_count()` threads
-// allocating on one stream each have a pool (its own lock, trees and cache
-// lines) to themselves; a block freed by another thread goes back to its
-// own pool.
-std::uint32_t shard_count() noexcept {
-    static const std::uint32_t count =
-        std::clamp<std::uint32_t>(std::thread::hardware_concurrency(), 1, kMaxPoolShards);
-    return count;
-}
-std::array<std::atomic<std::uint32_t>, kMaxPoolShards> g_shard_threads{};
-struct ShardLease {
-    ShardLease() noexcept {
-        std::uint32_t fewest = std::numeric_limits<std::uint32_t>::max();
-        for (std::uint32_t i = 0; i < shard_count(); ++i) {
-            const std::uint32_t n = g_shard_threads[i].load(std::memory_order_relaxed);
-            if (n < fewest) fewest = n, shard = i;
-        }
-        g_shard_threads[shard].fetch_add(1, std::memory_order_relaxed);
-    }
-    ShardLease(const ShardLease&) = delete;
-    ShardLease& operator=(const ShardLease&) = delete;
-    ~ShardLease() { g_shard_threads[shard].fetch_sub(1, std::memory_order_relaxed); }
-    std::uint32_t shard = 0;
-};
-std::uint32_t thread_shard() noexcept {
-    thread_local const ShardLease lease;
-    return lease.shard;
-}
 
 // Freed bytes a pool may hold back from the shared allocated counter: its
 // next allocations take them first, so freeing a block and allocating one
@@ -221,7 +195,7 @@ void BlockAllocator::count_allocated(std::uint64_t bytes) noexcept {
 }
 
 void BlockAllocator::maybe_sweep() noexcept {
-    if (tracker_.outstanding() == 0) return;
+    if (tracker_.idle()) return;
     SweepPacing& pace = t_sweep;
     if (pace.skip > 0) {
         --pace.skip;
@@ -436,7 +410,7 @@ void BlockAllocator::record_at_free(std::vector<RecordedUse>& uses) noexcept {
         if (event.ok()) {
             if (ops_.event_record(*event, use.stream).ok()) {
                 use.event = *event;
-                use.seq = tracker_.next_seq();
+                use.seq = tracker_.next_seq(use.stream);
                 return false;
             }
             events_.release(*event);

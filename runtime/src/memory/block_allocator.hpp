@@ -59,7 +59,7 @@ struct RecordedUse {
     keel_stream stream = nullptr;
     StreamGeneration generation = 0;  // which stream of that handle
     keel_event event = nullptr;       // from the EventPool, once freed
-    std::uint64_t seq = 0;            // CompletionTracker::next_seq() at the free
+    std::uint64_t seq = 0;            // CompletionTracker::next_seq(stream) at the free
 };
 
 // Sync: every member may be called from any thread. No lock is held across a
@@ -202,12 +202,14 @@ private:
     std::weak_ptr<void> owner_;  // guarded by pools_mu_, as is:
     bool orphaned_ = false;
 
+    // Read by every allocation, written only by cross-stream frees: a line
+    // of its own, apart from the counters below and the fields above.
+    alignas(64) std::atomic<std::uint64_t> pending_count_{0};
     // Allocated bytes for the peaks: exact but for what pools hold back as
     // credit (block_allocator.cpp). stats() sums the pools' exact counts.
-    std::atomic<std::uint64_t> allocated_bytes_{0};
+    alignas(64) std::atomic<std::uint64_t> allocated_bytes_{0};
     std::atomic<std::uint64_t> reserved_bytes_{0};
     std::atomic<std::uint64_t> pending_bytes_{0};
-    std::atomic<std::uint64_t> pending_count_{0};
     std::atomic<std::uint64_t> peak_allocated_{0};
     std::atomic<std::uint64_t> peak_reserved_{0};
     std::atomic<std::uint64_t> peak_pending_{0};

@@ -6,6 +6,7 @@
 
 #include "memory/block_allocator.hpp"
 #include "memory/stream_registry.hpp"
+#include "memory/thread_shard.hpp"
 #include <keel/memory_stats.hpp>
 
 #include <keel/base/spin_lock.hpp>
@@ -125,7 +126,9 @@ struct PendingFree {
     bool settled = false;  // the block left the pending state (reused or freed)
 };
 
-struct StreamPool {
+// Aligned to a cache line: pools of different streams (or shards) are
+// written by different threads, and must not share a line (false sharing).
+struct alignas(64) StreamPool {
     StreamPool(keel_stream s, std::uint32_t shard_index)
         : stream(s), shard(shard_index), opened_as(stream_generation(s)) {}
     StreamPool(const StreamPool&) = delete;
@@ -189,9 +192,8 @@ struct StreamPool {
 // The pools of one stream, by shard: shard 0 serves large requests and the
 // small requests of the threads mapped to it; shard k > 0 only the small
 // requests of its threads. Pools are created on first use.
-inline constexpr std::uint32_t kMaxPoolShards = 16;
 struct StreamShards {
-    std::array<std::unique_ptr<StreamPool>, kMaxPoolShards> shard{};
+    std::array<std::unique_ptr<StreamPool>, kMaxShards> shard{};
 };
 
 // Splitting policy and sizes derived from the configuration.

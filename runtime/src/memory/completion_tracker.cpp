@@ -14,6 +14,22 @@ namespace {
 // wait for itself.
 thread_local int t_finish_depth = 0;
 
+std::atomic<std::uint64_t> g_next_tracker_id{1};
+
+// The queue this thread used last (one stream per thread is the common
+// case), so that it is found without the map's lock, which every thread
+// would write. Holds a reference: a queue forgotten meanwhile says so.
+struct QueueCache {
+    std::uint64_t tracker_id = 0;
+    keel_stream stream = nullptr;
+    std::shared_ptr<void> queue;
+};
+thread_local QueueCache t_queue_cache;
+
+// Sequence numbers a queue may give out before they would reach the next
+// queue's: 2^40, a million years at a million records per second.
+constexpr unsigned kSeqBits = 40;
+
 }  // namespace
 
 CompletionTracker::CompletionTracker(DeviceOps& ops, EventPool& events,
@@ -22,7 +38,8 @@ CompletionTracker::CompletionTracker(DeviceOps& ops, EventPool& events,
     : ops_(ops),
       events_(events),
       max_queued_per_stream_(max_queued_per_stream),
-      reclaim_interval_(reclaim_interval) {
+      reclaim_interval_(reclaim_interval),
+      id_(g_next_tracker_id.fetch_add(1, std::memory_order_relaxed)) {
     if (reclaim_interval_.count() > 0) reclaimer_ = std::thread([this] { reclaimer_loop(); });
 }
 
@@ -39,10 +56,28 @@ void CompletionTracker::shutdown() noexcept {
     }
     // Tasks may track more work (a held buffer whose free is pending), so
     // drain until nothing is left.
-    while (outstanding() > 0) drain();
+    while (!idle()) drain();
+}
+
+CompletionTracker::StreamQueue& CompletionTracker::cached_queue(keel_stream stream) {
+    QueueCache& cache = t_queue_cache;
+    if (cache.tracker_id == id_ && cache.stream == stream) {
+        auto* q = static_cast<StreamQueue*>(cache.queue.get());
+        // Forgotten: its stream closed, and a new one may use the handle.
+        // (Forgotten just now: track() checks again under the queue's lock.)
+        if (!q->forgotten.load(std::memory_order_acquire)) return *q;
+    }
+    std::shared_ptr<StreamQueue> q = queue_in_map(stream);
+    cache = QueueCache{id_, stream, q};
+    return *q;
 }
 
 std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(keel_stream stream) {
+    (void)cached_queue(stream);
+    return std::static_pointer_cast<StreamQueue>(t_queue_cache.queue);
+}
+
+std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_in_map(keel_stream stream) {
     {
         std::shared_lock lock(queues_mu_);
         auto it = queues_.find(stream);
@@ -50,8 +85,15 @@ std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(kee
     }
     std::unique_lock lock(queues_mu_);
     auto& slot = queues_[stream];
-    if (!slot) slot = std::make_shared<StreamQueue>(stream);
+    if (!slot) {
+        const std::uint64_t base = next_queue_base_.fetch_add(1, std::memory_order_relaxed);
+        slot = std::make_shared<StreamQueue>(stream, base << kSeqBits);
+    }
     return slot;
+}
+
+std::uint64_t CompletionTracker::next_seq(keel_stream stream) {
+    return cached_queue(stream).next_seq.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::vector<std::shared_ptr<CompletionTracker::StreamQueue>> CompletionTracker::all_queues() {
@@ -88,17 +130,25 @@ void CompletionTracker::forget_stream(keel_stream stream) noexcept {
     if (!q->entries.empty() || q->finishing.load(std::memory_order_acquire) != 0 ||
         q->collecting.load(std::memory_order_seq_cst) != 0)
         return;
+    q->forgotten.store(true, std::memory_order_release);
+    update_peak(forgotten_peak_, q->peak);
     queues_.erase(it);
 }
 
 void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event event,
                               bool owns_event, WorkKind kind, HostFunc task) {
-    const std::shared_ptr<StreamQueue> queue = queue_for(stream);
-    StreamQueue& q = *queue;
+    std::shared_ptr<StreamQueue> queue = queue_for(stream);
     std::size_t queued = 0;
     std::uint64_t oldest = 0;
-    {
-        std::lock_guard lock(q.mu);
+    bool turned_busy = false;
+    for (;;) {
+        StreamQueue& q = *queue;
+        std::unique_lock lock(q.mu);
+        if (q.forgotten.load(std::memory_order_relaxed)) [[unlikely]] {
+            lock.unlock();
+            queue = queue_for(stream);  // the map's (the cache sees it forgotten)
+            continue;
+        }
         Entry entry{seq, event, owns_event, kind, std::move(task)};
         // Almost always an append; a pending free's use may be older than
         // the newest entry, and then goes to its place in record order.
@@ -111,18 +161,22 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
         }
         queued = q.entries.size();
         oldest = q.entries.front().seq;
+        ++q.by_kind[static_cast<std::size_t>(kind)];
+        turned_busy = q.count++ == 0;
+        q.peak = std::max(q.peak, q.count);
+        // Under the queue's lock, so that the shared count never misses a
+        // queue that has entries (finish() takes it down under it too).
+        if (turned_busy) busy_queues_.fetch_add(1, std::memory_order_acq_rel);
+        break;
     }
-    by_kind_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_acq_rel);
-    const std::uint64_t now = outstanding_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    update_peak(peak_outstanding_, now);
-    if (now == 1 && reclaimer_.joinable()) {
+    if (turned_busy && reclaimer_.joinable()) {
         { std::lock_guard lock(reclaim_mu_); }
         reclaim_cv_.notify_one();
     }
     if (max_queued_per_stream_ != 0 && queued > max_queued_per_stream_) {
         // The host ran too far ahead of this stream: wait for its oldest work.
         queue_waits_.fetch_add(1, std::memory_order_relaxed);
-        wait_entry(q, oldest);
+        wait_entry(*queue, oldest);
     }
 }
 
@@ -134,7 +188,7 @@ Result<void> CompletionTracker::record_and_track(keel_stream stream, WorkKind ki
         events_.release(event);
         return std::move(recorded).error();
     }
-    track(stream, next_seq(), event, true, kind, std::move(task));
+    track(stream, next_seq(stream), event, true, kind, std::move(task));
     return ok();
 }
 
@@ -186,8 +240,11 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
             detail::log_warn("[CompletionTracker] a deferred release threw");
         }
         if (d.owns_event) events_.release(d.event);
-        by_kind_[static_cast<std::size_t>(d.kind)].fetch_sub(1, std::memory_order_acq_rel);
-        outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+        {
+            std::lock_guard lock(d.queue->mu);
+            --d.queue->by_kind[static_cast<std::size_t>(d.kind)];
+            if (--d.queue->count == 0) busy_queues_.fetch_sub(1, std::memory_order_acq_rel);
+        }
         d.queue->finishing.fetch_sub(1, std::memory_order_acq_rel);
     }
     --t_finish_depth;
@@ -196,7 +253,7 @@ void CompletionTracker::finish(std::vector<Done>& done) noexcept {
 }
 
 std::size_t CompletionTracker::sweep() noexcept {
-    if (outstanding() == 0) return 0;
+    if (idle()) return 0;
     std::vector<Done> done;  // allocates only when something completed
     try {
         // Collected under the shared lock (no copy of the queue list); the
@@ -280,7 +337,7 @@ void CompletionTracker::wait_entry(StreamQueue& q, std::uint64_t seq) noexcept {
 }
 
 bool CompletionTracker::wait_oldest(WorkKind kind, keel_stream preferred) noexcept {
-    if (outstanding(kind) == 0) return false;
+    if (idle()) return false;
     std::shared_ptr<StreamQueue> best;
     std::uint64_t best_seq = 0;
     try {
@@ -335,10 +392,40 @@ void CompletionTracker::drain() noexcept {
     }
 }
 
+std::uint64_t CompletionTracker::outstanding() const noexcept {
+    std::uint64_t n = 0;
+    std::shared_lock lock(queues_mu_);
+    for (const auto& [stream, q] : queues_) {
+        std::lock_guard entries(q->mu);
+        n += q->count;
+    }
+    return n;
+}
+
+std::uint64_t CompletionTracker::outstanding(WorkKind kind) const noexcept {
+    std::uint64_t n = 0;
+    std::shared_lock lock(queues_mu_);
+    for (const auto& [stream, q] : queues_) {
+        std::lock_guard entries(q->mu);
+        n += q->by_kind[static_cast<std::size_t>(kind)];
+    }
+    return n;
+}
+
 TrackerStats CompletionTracker::stats() const {
     TrackerStats s;
-    s.outstanding = outstanding();
-    s.peak_outstanding = peak_outstanding_.load(std::memory_order_relaxed);
+    std::uint64_t peaks = 0;
+    {
+        std::shared_lock lock(queues_mu_);
+        for (const auto& [stream, q] : queues_) {
+            std::lock_guard entries(q->mu);
+            s.outstanding += q->count;
+            peaks += q->peak;
+        }
+    }
+    // Each stream's own peak, summed: exact for one stream, otherwise at
+    // least the peak of the total (no shared counter is written per entry).
+    s.peak_outstanding = std::max(peaks, forgotten_peak_.load(std::memory_order_relaxed));
     s.swept = swept_.load(std::memory_order_relaxed);
     s.queue_waits = queue_waits_.load(std::memory_order_relaxed);
     s.events_created = events_.created();
@@ -360,7 +447,7 @@ void CompletionTracker::wait_unanswered() noexcept {
 void CompletionTracker::reclaimer_loop() {
     std::unique_lock lock(reclaim_mu_);
     while (!stop_) {
-        reclaim_cv_.wait(lock, [this] { return stop_ || outstanding() > 0; });
+        reclaim_cv_.wait(lock, [this] { return stop_ || !idle(); });
         if (stop_) break;
         lock.unlock();
         sweep();

@@ -9,6 +9,11 @@
 // cost O(streams + completed), and one stuck stream never holds back the
 // entries of another (no head-of-line blocking across streams).
 //
+// What one operation writes is its stream's: the queue (found through a
+// per-thread cache, not the shared map), its sequence numbers, its counts.
+// Counts shared by all streams change only when a stream's queue turns
+// busy or idle.
+//
 // Releases happen on the host, batched: on later calls into the memory
 // machinery, on an explicit sweep()/drain(), and in a background reclaimer
 // thread while anything is outstanding. Host callbacks are never used: they
@@ -62,10 +67,10 @@ public:
     // tracker) right now.
     [[nodiscard]] static bool in_release() noexcept;
 
-    // Orders records: take one right after each event_record.
-    [[nodiscard]] std::uint64_t next_seq() noexcept {
-        return next_seq_.fetch_add(1, std::memory_order_relaxed);
-    }
+    // Orders the records on `stream`: take one right after each
+    // event_record there. Numbers of one stream ascend; those of a queue made
+    // later (a new stream on a reused handle) are above every earlier one's.
+    [[nodiscard]] std::uint64_t next_seq(keel_stream stream);
 
     // Tracks `event`, recorded on `stream` when sequence `seq` was taken;
     // runs `task` once the event is seen complete. With `owns_event` the
@@ -100,12 +105,11 @@ public:
     // later close of that handle or with the tracker.
     void forget_stream(keel_stream stream) noexcept;
 
-    [[nodiscard]] std::uint64_t outstanding() const noexcept {
-        return outstanding_.load(std::memory_order_acquire);
-    }
-    [[nodiscard]] std::uint64_t outstanding(WorkKind kind) const noexcept {
-        return by_kind_[static_cast<std::size_t>(kind)].load(std::memory_order_acquire);
-    }
+    // Whether nothing is tracked (one shared read: for fast paths).
+    [[nodiscard]] bool idle() const noexcept { return busy_queues_.load(std::memory_order_acquire) == 0; }
+    // Tracked entries not yet released (of `kind`): a sum over the streams.
+    [[nodiscard]] std::uint64_t outstanding() const noexcept;
+    [[nodiscard]] std::uint64_t outstanding(WorkKind kind) const noexcept;
     [[nodiscard]] TrackerStats stats() const;
 
 private:
@@ -117,11 +121,20 @@ private:
         HostFunc task;
     };
     struct StreamQueue {
-        explicit StreamQueue(keel_stream s) : stream(s) {}
+        StreamQueue(keel_stream s, std::uint64_t first_seq) : stream(s), next_seq(first_seq) {}
         keel_stream stream;
+        std::atomic<std::uint64_t> next_seq;
         std::mutex sweep_mu;  // one sweeper or waiter per stream at a time
-        std::mutex mu;        // guards entries
+        std::mutex mu;        // guards entries and the counts below
         std::deque<Entry> entries;  // ascending seq
+        // Tracked and not yet released (in `entries` or being released), by
+        // kind, and the most at once.
+        std::uint64_t count = 0;
+        std::array<std::uint64_t, kWorkKinds> by_kind{};
+        std::uint64_t peak = 0;
+        // Taken out of the map (forget_stream; set under mu): callers that
+        // still hold it look the stream up again.
+        std::atomic<bool> forgotten{false};
         // Entries taken out of `entries` whose tasks have not finished yet,
         // so that drain() can wait for releases running on other threads.
         std::atomic<int> finishing{0};
@@ -141,7 +154,12 @@ private:
         HostFunc task;
     };
 
+    // The queue of `stream`, from this thread's cache when it was the last
+    // one used here, else from the map (made on first use). The reference
+    // lasts until this thread looks up another stream (the cache holds it).
+    StreamQueue& cached_queue(keel_stream stream);
     std::shared_ptr<StreamQueue> queue_for(keel_stream stream);
+    std::shared_ptr<StreamQueue> queue_in_map(keel_stream stream);
     std::vector<std::shared_ptr<StreamQueue>> all_queues();
     // With q.sweep_mu held: moves the completed prefix of q into `done`
     // (`known_complete` is a seq the caller saw complete, or 0).
@@ -158,12 +176,14 @@ private:
     const std::uint32_t max_queued_per_stream_;
     const std::chrono::microseconds reclaim_interval_;
 
-    std::atomic<std::uint64_t> next_seq_{1};
-    std::atomic<std::uint64_t> outstanding_{0};
-    std::array<std::atomic<std::uint64_t>, kWorkKinds> by_kind_{};
-    std::atomic<std::uint64_t> peak_outstanding_{0};
+    const std::uint64_t id_;  // tells trackers apart in the per-thread queue cache
+    // Queues with something tracked: written when a queue turns busy or idle.
+    alignas(64) std::atomic<std::uint64_t> busy_queues_{0};
+    // Each queue's sequence numbers start at a new multiple of 2^40.
+    alignas(64) std::atomic<std::uint64_t> next_queue_base_{1};
     std::atomic<std::uint64_t> swept_{0};
     std::atomic<std::uint64_t> queue_waits_{0};
+    std::atomic<std::uint64_t> forgotten_peak_{0};  // the largest peak of a forgotten queue
 
     // Queues are created on first use and forgotten when their stream
     // closes empty (forget_stream). Whoever uses one without holding

@@ -1,10 +1,15 @@
-// Reusable events, so that steady-state operation creates none. The pool's
-// own lock only guards a vector: event_create runs outside it, and no caller
-// ever holds the allocator's lock while using the pool.
+// Reusable events, so that steady-state operation creates none. Free events
+// are kept per thread shard (memory/thread_shard.hpp), so that threads
+// recording on their own streams do not share a lock or a cache line; a
+// thread whose shard is empty takes half of another's before it creates one.
+// The locks only guard vectors: event_create runs outside them, and no
+// caller ever holds the allocator's lock while using the pool.
 #pragma once
 
 #include "memory/device_ops.hpp"
+#include "memory/thread_shard.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -23,11 +28,12 @@ public:
     // Destroys every pooled event. Events still out are the caller's bug.
     ~EventPool();
 
-    // A pooled event, or a new one when the pool is empty.
+    // A pooled event (of the calling thread's shard, else of another's), or
+    // a new one when the pool is empty.
     [[nodiscard]] Result<keel_event> acquire();
-    // Gives back an event whose last record has completed or that is no
-    // longer waited on by the host (device-side waits already enqueued on it
-    // stay valid, per the ABI).
+    // Gives back, to the calling thread's shard, an event whose last record
+    // has completed or that is no longer waited on by the host (device-side
+    // waits already enqueued on it stay valid, per the ABI).
     void release(keel_event event) noexcept;
 
     [[nodiscard]] std::uint64_t created() const noexcept {
@@ -35,10 +41,17 @@ public:
     }
 
 private:
+    struct alignas(64) Shard {
+        std::mutex mu;
+        std::vector<keel_event> free;  // guarded by mu
+    };
+    // Moves up to half of another shard's events (at least one) into `own`;
+    // false when every other shard is empty.
+    bool refill(Shard& own, std::uint32_t own_index);
+
     DeviceOps& ops_;
-    std::mutex mu_;
-    std::vector<keel_event> free_;
-    std::atomic<std::uint64_t> created_{0};
+    std::array<Shard, kMaxShards> shards_;
+    alignas(64) std::atomic<std::uint64_t> created_{0};
 };
 
 }  // namespace keel::memory

@@ -23,7 +23,7 @@ Result<Fence> record_fence(const std::shared_ptr<MemoryCore>& core, keel_stream 
     detail::Access::device(fence) = core->device();
     detail::Access::from(fence) = from;
     detail::Access::event(fence) = *event;
-    detail::Access::seq(fence) = core->tracker().next_seq();
+    detail::Access::seq(fence) = core->tracker().next_seq(from);
     return fence;
 }
 

@@ -16,7 +16,7 @@ Result<void> hold_task(MemoryCore& core, keel_stream stream, HostFunc release) {
     Result<void> recorded = event.ok() ? core.ops().event_record(*event, stream)
                                        : Result<void>(std::move(event).error());
     if (recorded.ok()) {
-        core.tracker().track(stream, core.tracker().next_seq(), *event, /*owns_event=*/true,
+        core.tracker().track(stream, core.tracker().next_seq(stream), *event, /*owns_event=*/true,
                              WorkKind::hold, std::move(release));
         return ok();
     }

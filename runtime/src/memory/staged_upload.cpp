@@ -85,7 +85,7 @@ Result<void> StagedUpload::enqueue_oldest() {
         core_.staging().release(chunk.block);
         return std::move(recorded).error().context("Stream::copy");
     }
-    chunk.seq = core_.tracker().next_seq();
+    chunk.seq = core_.tracker().next_seq(stream_);
     in_flight_.push_back(chunk);
     return ok();
 }

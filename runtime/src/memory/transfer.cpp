@@ -92,7 +92,7 @@ Result<HostCopy> copy_from_device(const std::shared_ptr<MemoryCore>& core_ptr, k
     detail::Access::memory(copy) = core_ptr;
     detail::Access::stream(copy) = stream;
     detail::Access::event(copy) = *event;
-    detail::Access::seq(copy) = core.tracker().next_seq();
+    detail::Access::seq(copy) = core.tracker().next_seq(stream);
     return copy;
 }
 

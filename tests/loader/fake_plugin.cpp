@@ -731,7 +731,8 @@ struct NeverCalled<R (*)(A...)> {
         case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
-        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
     }
 }
 

@@ -29,6 +29,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
+        case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
         default: return 0;
     }
 }

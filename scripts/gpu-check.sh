@@ -11,7 +11,7 @@
 #      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
 # the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
-# below, 660 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# below, 635 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
@@ -211,10 +211,12 @@ run_part sync-latency-cpu 40 "$B/samples/sync_latency/sync_latency" --device cpu
   --iters 10000 --park-us 5000 --idle-ms 300
 # The plugins' pageable staging with this host's cores against a simulated
 # link of an H100's pinned rate: whether 2-4 blocks reach the host copy rate.
-# The generic communication path on a host with a core per stream (the
-# development machine has two): small messages and bandwidth against raw Gloo.
-run_part comm-bench-cpu 60 "$launch" -n 2 -- "$B/bin/keel-comm-bench" --device cpu:0 -b 8 -e 16M -f 8 -c 1
 run_part staging-bench-host 20 "$B/samples/staging_bench/keel-staging-bench" --link 55
+# keel::comm's generic path (Gloo) on cpu:0, 2 ranks, against raw Gloo in the
+# same run: time below 64 KiB (goal <= 1.2x) and busbw from 1 MiB (>= 0.9x),
+# which a loaded 2-core VM cannot judge; CPU time per operation beside them.
+run_part comm-bench-cpu 60 bash -c "'$B/bin/keel-launch' -n 2 -- keel-comm-bench --device cpu:0 -b 8 -e 64K -f 4 \
+  -n 200 -r 5 && '$B/bin/keel-launch' -n 2 -- keel-comm-bench --device cpu:0 -b 1M -e 16M -f 4 -c 1 -r 3"
 
 echo
 python3 scripts/gpu_goals.py "$out" | tee "$out/goals.md"

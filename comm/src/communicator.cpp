@@ -1,7 +1,8 @@
 // Communicator: argument checks, then each operation as staging copies, a
-// gate and the Gloo call the worker runs (engine.hpp says why).
+// gate that runs the Gloo call (engine.hpp says why).
 #include "engine.hpp"
 #include "native_comm.hpp"
+#include "p2p.hpp"
 #include "reduce.hpp"
 #include "rendezvous.hpp"
 
@@ -11,7 +12,6 @@
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
-#include <gloo/transport/unbound_buffer.h>
 
 #include <atomic>
 #include <cstring>
@@ -76,11 +76,11 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
         impl->engine = std::move(engine);
         return Communicator(std::move(impl));
     }
-    KEEL_TRY_ASSIGN(auto context, comm::connect(store, name, rank, size, options));
+    KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
     auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
     impl->engine = std::move(engine);
-    impl->context = std::move(context);
-    impl->start_worker();
+    impl->context = std::move(connected.context);
+    impl->sockets = std::move(connected.sockets);
     return Communicator(std::move(impl));
 }
 
@@ -321,53 +321,31 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
         detail += (send ? "send to " : "recv from ") + std::to_string(p.peer) + " " + bytes_text(p.view.size());
     }
     if (impl.native) return impl.native->send_recv(stream, ops);
-    struct Entry {
-        bool send;
-        int peer;
-        std::uint64_t slot;
-        std::byte* data;
-        std::uint64_t size;
-    };
+    const bool check = impl.check_sizes;
     auto op = std::make_shared<Op>();
     op->what = kOp;
     op->detail = detail;
     op->collective = false;
-    auto entries = std::make_shared<std::vector<Entry>>();
+    auto entries = std::make_shared<std::vector<comm::Transfer>>();
     std::vector<std::pair<PinnedBuffer*, DeviceView>> sends, recvs;
     for (const P2P& p : ops) {
-        if (p.view.size() == 0) continue;
-        KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(p.view.size()));
+        // Checked, an empty message still meets its peer's: its size is compared.
+        if (p.view.size() == 0 && !check) continue;
         const bool send = p.kind == P2P::Kind::send;
-        entries->push_back({send, p.peer, 0, lease.data(), p.view.size()});
-        op->staging.push_back(std::move(lease));
-        (send ? sends : recvs).emplace_back(&op->staging.back().buffer(), p.view);
+        std::byte* data = nullptr;
+        if (p.view.size() > 0) {
+            KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(p.view.size()));
+            data = lease.data();
+            op->staging.push_back(std::move(lease));
+            (send ? sends : recvs).emplace_back(&op->staging.back().buffer(), p.view);
+        }
+        entries->push_back({send, p.peer, 0, data, p.view.size()});
     }
     if (entries->empty()) return {};
-    Impl* engine = impl_.get();  // the worker that runs `run` is owned by *engine
-    op->run = [engine, entries] {
-        std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
-        struct Untrack {
-            Impl* engine;
-            std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& buffers;
-            ~Untrack() {
-                for (auto& b : buffers) engine->track(b.get(), false);
-            }
-        } untrack{engine, buffers};
-        for (const Entry& e : *entries) {
-            buffers.push_back(engine->context->createUnboundBuffer(e.data, e.size));
-            engine->track(buffers.back().get(), true);
-            if (e.send)
-                buffers.back()->send(e.peer, e.slot);
-            else
-                buffers.back()->recv(e.peer, e.slot);
-        }
-        for (std::size_t i = 0; i < entries->size(); ++i) {
-            const Entry& e = (*entries)[i];
-            const bool done = e.send ? buffers[i]->waitSend(engine->timeout) : buffers[i]->waitRecv(engine->timeout);
-            if (!done)
-                throw std::runtime_error(std::string(e.send ? "send to" : "recv from") + " peer " +
-                                         std::to_string(e.peer) + " aborted");
-        }
+    Impl* engine = impl_.get();  // outlives the gate that runs `run` (~Impl waits for it)
+    op->run = [engine, entries, check] {
+        if (check) comm::compare_sizes(*engine, *entries);
+        comm::transfer(*engine, *entries);
     };
     // Slots are taken in the enqueue order (stage_in runs under it), so the
     // k-th message between two ranks matches on both sides.
@@ -375,7 +353,8 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
         stream, op,
         [&]() -> Result<void> {
             for (auto& [pinned, view] : sends) KEEL_TRY(stream.copy(*pinned, view));
-            for (Entry& e : *entries) e.slot = e.send ? engine->next_send_slot(e.peer) : engine->next_recv_slot(e.peer);
+            for (comm::Transfer& e : *entries)
+                e.slot = e.send ? engine->next_send_slot(e.peer) : engine->next_recv_slot(e.peer);
             return {};
         },
         [&]() -> Result<void> {

@@ -1,28 +1,31 @@
-// The generic engine behind Communicator: a Gloo context over tcp, and one
-// worker thread that runs the communicator's operations on pinned staging
-// in enqueue order.
+// The generic engine behind Communicator: a Gloo context over tcp, and the
+// communicator's operations run on pinned staging in enqueue order.
 //
 // Why this design: an operation must run in stream order (after the work
 // enqueued before it, before the work enqueued after it) without the
 // enqueueing thread waiting, on any device, with only keel's ABI. So each
 // operation is enqueued as
 //   d2h copies of its inputs into pinned staging   (the stream's own copies)
-//   a gate: a host function that marks the staged inputs ready and waits
-//           until the worker ran the Gloo operation on them
+//   a gate: a host function that waits until every operation enqueued on
+//           the communicator before it ran (on whatever stream), then runs
+//           the Gloo operation on the staging itself; a failed operation's
+//           error is the gate's, which fails the stream (sticky) where the
+//           plugin lets host functions fail it (keel.h 1.4)
 //   h2d copies of the outputs from staging          (the stream's own copies)
 //   a hold of the staging until the stream passed the copies.
 // The gate keeps the stream from running ahead while the operation runs, as
-// an NCCL kernel occupies its stream; the CPU plugin runs every stream on
-// its own thread, so this blocks nothing else. Gloo itself runs on the
-// worker, not on the plugin's thread: its calls block on the network for up
-// to the timeout, and the worker serialises the operations in the order all
-// ranks enqueued them, which must be one order per communicator across
-// streams (a gate that ran the operation itself would follow the order the
-// streams happen to reach their gates). The gate's wait is bounded by the
-// operation's timeout: the worker finishes every operation, failing it on a
-// timeout, a dead peer or abort().
+// an NCCL kernel occupies its stream. Running Gloo on the gate (rather than
+// on a worker thread the gate hands the operation to) saves two thread
+// hand-offs per operation, which at small sizes cost more than Gloo's own
+// round trip; the queue keeps one order per communicator across streams
+// (the order all ranks enqueued), so a gate whose turn has not come waits
+// for the gates before it. Every Gloo call is bounded by the timeout;
+// abort() wakes every wait. Gloo blocks the plugin thread that runs the
+// gate: the CPU plugin runs every stream on its own thread, so that blocks
+// nothing else (see README for CUDA's shared callback thread).
 #pragma once
 
+#include "socket_set.hpp"
 #include "staging_cache.hpp"
 
 #include <keel/comm.hpp>
@@ -39,7 +42,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace gloo::transport {
@@ -52,32 +54,26 @@ namespace comm {
 
 class NativeComm;
 
-// What the gate and the worker share about one operation.
-struct OpState {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool inputs_ready = false;  // set by the gate: the staged inputs are there
-    bool finished = false;      // set by the worker
-};
-
-// One operation as the worker runs it. `run` works on the staging only and
-// throws Gloo's exceptions, which the worker turns into the error.
+// One operation, as its gate runs it. `run` works on the staging only and
+// throws Gloo's exceptions, which the gate turns into the error.
 struct Op {
     std::string what;    // the operation: "all_reduce"
     std::string detail;  // its arguments: "f32 sum, 4096 bytes", "send to 1"
-    std::shared_ptr<OpState> state = std::make_shared<OpState>();
     std::function<void()> run;
     // What every rank must agree on before a collective runs (kind, bytes,
     // dtype, root): Gloo stops the process when counts differ.
     bool collective = true;
     std::array<std::uint64_t, 4> signature{};
-    std::deque<StagingLease> staging;  // a deque: references to its leases stay valid
+    std::uint64_t collective_index = 0;  // among the communicator's collectives
+    std::deque<StagingLease> staging;    // a deque: references to its leases stay valid
 };
 
 }  // namespace comm
 
 struct Communicator::Impl {
     Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes);
+    // Waits until every enqueued operation ran (each bounded by the timeout
+    // once its stream reaches it).
     ~Impl();
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
@@ -90,13 +86,14 @@ struct Communicator::Impl {
     const bool check_sizes;
     std::shared_ptr<gloo::rendezvous::Context> context;
     // Set when the plugin's native entries serve this communicator: then
-    // there is no Gloo context and no worker.
+    // there is no Gloo context.
     std::shared_ptr<const comm::NativeComm> native;
     std::string engine;  // Communicator::engine()
     std::shared_ptr<comm::StagingCache> staging;
+    comm::SocketSet sockets;  // shut down by abort(): wakes a collective inside Gloo
 
-    // Enqueues one operation: serialised so that the worker's order is the
-    // order the calls return. `stage_in` enqueues the input copies,
+    // Enqueues one operation: serialised so that the communicator's order
+    // is the order the calls return. `stage_in` enqueues the input copies,
     // `stage_out` the output copies; both on `stream`.
     Result<void> enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
                          const std::function<Result<void>()>& stage_in,
@@ -116,25 +113,32 @@ struct Communicator::Impl {
     // Unbound buffers in flight (point to point), so abort() can wake their waits.
     void track(gloo::transport::UnboundBuffer* buffer, bool add);
 
-    void start_worker();
-
 private:
-    void worker_loop();
+    // The gate of `op`: waits for its turn, runs it, returns its error.
+    Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
+    void run_op(comm::Op& op);
     // Throws when the ranks enqueued different collectives at this point.
+    // Compares the signatures of the next kSignatureWindow collectives each
+    // rank knows of in one all-gather; those found equal everywhere need no
+    // check of their own.
     void check_signatures(const comm::Op& op);
     void fail(const Error& error);
+    // " [peer ranks of this collective: 1, 2]": what a failure message names.
+    std::string peers_text() const;
+
+    static constexpr std::size_t kSignatureWindow = 16;
 
     std::mutex enqueue_mutex_;
     mutable std::mutex mutex_;
-    std::condition_variable cv_;
-    std::deque<std::shared_ptr<comm::Op>> queue_;
-    bool stopping_ = false;
+    std::condition_variable cv_;  // the head of queue_ changed, or abort()
+    std::deque<std::shared_ptr<comm::Op>> queue_;  // enqueued, not yet run; guarded by mutex_
+    std::uint64_t collectives_ = 0;  // enqueued so far; guarded by enqueue_mutex_
+    std::uint64_t verified_ = 0;     // collectives before this index were compared; guarded by mutex_
     bool aborted_ = false;
     std::optional<Error> error_;
     std::map<int, std::uint64_t> send_slots_;
     std::map<int, std::uint64_t> recv_slots_;
     std::vector<gloo::transport::UnboundBuffer*> in_flight_;
-    std::thread worker_;
 };
 
 }  // namespace keel

@@ -54,8 +54,8 @@ std::string where(const std::string& name, int rank, int size) {
 
 }  // namespace
 
-Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, const std::string& name, int rank,
-                                                           int size, const CommOptions& options) {
+Result<Connected> connect(const Store& store, const std::string& name, int rank, int size,
+                          const CommOptions& options) {
     const std::string here = where(name, rank, size);
     // Checked here, before any key is written: Gloo's own lookup of an
     // unknown interface throws without freeing its interface list.
@@ -105,12 +105,14 @@ Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, c
         ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
     } restore{previous};
     try {
+        const SocketSet::Snapshot before = SocketSet::snapshot();
         auto device = gloo::transport::tcp::CreateDevice(attr);
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
         context->setTimeout(options.timeout);
         GlooStore gloo_store(store, name + "/gloo/", options.timeout);
         context->connectFullMesh(gloo_store, device);
-        return context;
+        SocketSet sockets = SocketSet::opened_between(before, SocketSet::snapshot());
+        return Connected{std::move(context), std::move(sockets)};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());
     }

@@ -2,6 +2,8 @@
 // mesh over tcp with the store as Gloo's rendezvous store.
 #pragma once
 
+#include "socket_set.hpp"
+
 #include <keel/comm.hpp>
 
 #include <gloo/rendezvous/context.h>
@@ -11,10 +13,14 @@
 
 namespace keel::comm {
 
+struct Connected {
+    std::shared_ptr<gloo::rendezvous::Context> context;
+    SocketSet sockets;  // its pairs' sockets (socket_set.hpp)
+};
+
 // Claims `rank` under `name` and waits until all `size` ranks claimed
 // theirs; then connects every pair. Blocks up to options.timeout per step.
-[[nodiscard]] Result<std::shared_ptr<gloo::rendezvous::Context>> connect(const Store& store, const std::string& name,
-                                                                         int rank, int size,
-                                                                         const CommOptions& options);
+[[nodiscard]] Result<Connected> connect(const Store& store, const std::string& name, int rank, int size,
+                                        const CommOptions& options);
 
 }  // namespace keel::comm

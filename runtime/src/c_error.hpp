@@ -11,4 +11,9 @@ namespace keel::detail {
 // message) becomes INTERNAL rather than being trusted.
 [[nodiscard]] Result<void> take_error(keel_error* error) noexcept;
 
+// The other way: an error the runtime hands to a plugin (a fallible host
+// function's), owned by whoever receives it and released by its destroy.
+// Null only when even that cannot be allocated.
+[[nodiscard]] keel_error* make_c_error(const Error& error) noexcept;
+
 }  // namespace keel::detail

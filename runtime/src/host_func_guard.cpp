@@ -1,5 +1,6 @@
 #include "host_func_guard.hpp"
 
+#include "c_error.hpp"
 #include "logging.hpp"
 
 #include <keel/host_func.hpp>
@@ -30,12 +31,33 @@ void host_func_trampoline(void* user_data, keel_status status) noexcept {
     std::unique_ptr<HostFuncBase> fn(static_cast<HostFuncBase*>(user_data));
     if (!fn) return;
     try {
-        fn->invoke(status);
+        Result<void> r = fn->invoke(status);
+        if (!r.ok())
+            logger()->error("[Stream::enqueue_host_func] a host function failed where its stream cannot be failed "
+                            "(the plugin has no stream_enqueue_fallible_host_func): {}",
+                            r.error().message());
     } catch (const std::exception& e) {
         logger()->error("[Stream::enqueue_host_func] host function threw: {}", e.what());
     } catch (...) {
         logger()->error("[Stream::enqueue_host_func] host function threw a non-standard exception");
     }
+}
+
+keel_error* fallible_host_func_trampoline(void* user_data, keel_status status) noexcept {
+    HostFuncScope scope;
+    std::unique_ptr<HostFuncBase> fn(static_cast<HostFuncBase*>(user_data));
+    if (!fn) return nullptr;
+    try {
+        Result<void> r = fn->invoke(status);
+        fn.reset();  // user code too: destroyed inside the scope
+        if (r.ok()) return nullptr;
+        return make_c_error(r.error());
+    } catch (const std::exception& e) {
+        logger()->error("[Stream::enqueue_host_func] host function threw: {}", e.what());
+    } catch (...) {
+        logger()->error("[Stream::enqueue_host_func] host function threw a non-standard exception");
+    }
+    return nullptr;
 }
 
 }  // namespace keel::detail

@@ -14,5 +14,8 @@ namespace keel::detail {
 // The keel_host_fn given to stream_enqueue_host_func; `user_data` is a
 // released std::unique_ptr<HostFuncBase>, which this owns and destroys.
 void host_func_trampoline(void* user_data, keel_status status) noexcept;
+// The same for stream_enqueue_fallible_host_func: the callable's error
+// becomes the returned keel_error (the plugin takes it over).
+keel_error* fallible_host_func_trampoline(void* user_data, keel_status status) noexcept;
 
 }  // namespace keel::detail

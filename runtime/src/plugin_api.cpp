@@ -129,6 +129,10 @@ Result<void> PluginApi::stream_enqueue_host_func(keel_stream s, keel_host_fn fn,
                                                  void* user_data) const {
     return call(table_.stream_enqueue_host_func, "stream_enqueue_host_func", s, fn, user_data);
 }
+Result<void> PluginApi::stream_enqueue_fallible_host_func(keel_stream s, keel_fallible_host_fn fn,
+                                                          void* user_data) const {
+    return call(table_.stream_enqueue_fallible_host_func, "stream_enqueue_fallible_host_func", s, fn, user_data);
+}
 Result<void> PluginApi::event_create(keel_device d, std::uint32_t flags, keel_event* out) const {
     return call(table_.event_create, "event_create", d, flags, out);
 }

@@ -101,6 +101,12 @@ public:
     [[nodiscard]] bool has_stream_annotate_range() const noexcept {
         return table_.stream_annotate_range != nullptr;
     }
+    // [1.4] Only a plugin declaring 1.4 or later is taken at its word.
+    [[nodiscard]] bool has_fallible_host_func() const noexcept {
+        return table_.abi_minor >= 4 && table_.stream_enqueue_fallible_host_func != nullptr;
+    }
+    [[nodiscard]] Result<void> stream_enqueue_fallible_host_func(keel_stream s, keel_fallible_host_fn fn,
+                                                                 void* user_data) const;
     [[nodiscard]] Result<void> stream_annotate_range(keel_stream s, keel_range_annotation what,
                                                      keel_device_addr addr, std::uint64_t size) const;
 

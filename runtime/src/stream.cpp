@@ -379,14 +379,22 @@ Result<void> Stream::hold_func(HostFunc release) const {
     return memory::hold_task(***core, handle_, std::move(release));
 }
 
+bool Stream::host_funcs_can_fail() const noexcept {
+    return !empty() && detail::Access::slot(device_).api().has_fallible_host_func();
+}
+
 Result<void> Stream::enqueue_host_func(HostFunc fn) const {
     KEEL_TRY(check_stream(*this, "Stream::enqueue_host_func"));
     std::unique_ptr<detail::HostFuncBase> callable = detail::Access::take(std::move(fn));
     if (!callable)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Stream::enqueue_host_func] the host function is empty (moved-from)");
-    KEEL_TRY(detail::Access::slot(device_).api().stream_enqueue_host_func(
-        handle_, &detail::host_func_trampoline, callable.get()));
+    const detail::PluginApi& api = detail::Access::slot(device_).api();
+    if (callable->fallible() && api.has_fallible_host_func())
+        KEEL_TRY(api.stream_enqueue_fallible_host_func(handle_, &detail::fallible_host_func_trampoline,
+                                                       callable.get()));
+    else
+        KEEL_TRY(api.stream_enqueue_host_func(handle_, &detail::host_func_trampoline, callable.get()));
     // Enqueued: the trampoline owns it now. On error it is destroyed here.
     (void)callable.release();
     return ok();

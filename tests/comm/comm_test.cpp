@@ -40,7 +40,7 @@ TEST(CommMultiProcess, BadInputGetsClearErrorsAndEnqueuesNothing) {
     expect_all_zero(run_ranks("bad_input", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
 
-TEST(CommMultiProcess, CountsThatDifferBetweenRanksFailOnEveryRankNotHang) {
+TEST(CommMultiProcess, CountsThatDifferBetweenRanksAndARecvSmallerThanItsSendFailNotHang) {
     expect_all_zero(run_ranks("mismatched_counts", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
 

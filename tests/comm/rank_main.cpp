@@ -292,16 +292,29 @@ int killed_peer() {
     CHECK(comm.error().ok(), "the first all_reduce failed");
     if (c.rank == 1) ::_exit(0);
     const auto start = std::chrono::steady_clock::now();
+    keel::Event before = keel::Event::create(c.device).value();
+    before.record(c.stream).value();
     comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
-    (void)c.stream.synchronize();
+    keel::Event after = keel::Event::create(c.device).value();
+    after.record(c.stream).value();
+    keel::Result<void> synced = c.stream.synchronize();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     keel::Result<void> err = comm.error();
     CHECK(!err.ok(), "the operation with a dead peer succeeded");
-    if (!err.ok()) {
-        std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
-        CHECK(err.error().message().find("all_reduce") != std::string::npos &&
-                  err.error().message().find(comm.name()) != std::string::npos,
-              "message lacks op or communicator: %s", err.error().message().c_str());
+    // The failure is the stream's sticky error, where the plugin allows it.
+    if (c.stream.host_funcs_can_fail()) {
+        CHECK(!synced.ok(), "the stream reported success after its all_reduce met a dead peer");
+        CHECK(!after.synchronize().ok(), "an event recorded after the failed all_reduce reports success");
+        CHECK(before.synchronize().ok(), "an event recorded before the all_reduce reports an error");
+        CHECK(!c.stream.memset(b, 0).ok(), "the failed stream accepted more work");
+    }
+    for (const keel::Result<void>* r : {&err, &synced}) {
+        if (r->ok()) continue;
+        const std::string& m = r->error().message();
+        std::fprintf(stderr, "error: %s\n", m.c_str());
+        CHECK(m.find("all_reduce") != std::string::npos && m.find(comm.name()) != std::string::npos &&
+                  m.find("peer") != std::string::npos,
+              "message lacks the op, the communicator or the peer: %s", m.c_str());
     }
     CHECK(s < 6.0, "took %.1f s with a 3 s timeout", s);
     // Later operations fail at enqueue with the sticky error.
@@ -333,8 +346,10 @@ int abort_unblocks() {
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(30000)).value();
     keel::Store store = keel::Store::from_env().value();
     if (c.rank == 1) {
-        // Stay connected until rank 0 is done.
+        // Stay connected until rank 0 is done, twice.
         (void)store.get("test/abort-done", std::chrono::milliseconds(20000));
+        keel::Communicator coll = keel::Communicator::create_from_env(c.device, options(30000)).value();
+        (void)store.get("test/abort-collective-done", std::chrono::milliseconds(20000));
         return 0;
     }
     keel::Buffer b = upload(c, std::vector<std::byte>(1024));
@@ -344,12 +359,40 @@ int abort_unblocks() {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         comm.abort();
     });
-    (void)c.stream.synchronize();
+    keel::Result<void> synced = c.stream.synchronize();
     aborter.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     CHECK(s < 5.0, "abort took %.1f s to end the wait", s);
     CHECK(!comm.error().ok() && comm.error().error().message().find("abort") != std::string::npos, "no abort error");
+    if (c.stream.host_funcs_can_fail())
+        CHECK(!synced.ok() && synced.error().message().find("abort") != std::string::npos &&
+                  synced.error().message().find("recv from 1") != std::string::npos,
+              "the stream does not report the aborted recv: %s",
+              synced.ok() ? "ok" : synced.error().message().c_str());
     (void)store.set("test/abort-done", std::as_bytes(std::span("1", 1)));
+
+    // A collective already inside Gloo (rank 1 never joins it): abort() ends
+    // it long before its 30 s timeout.
+    keel::Communicator coll = keel::Communicator::create_from_env(c.device, options(30000)).value();
+    keel::Stream stream = keel::Stream::create(c.device).value();
+    keel::Buffer data = keel::Buffer::allocate(stream, 4096).value();
+    stream.memset(data, 0).value();
+    const auto started = std::chrono::steady_clock::now();
+    coll.all_reduce(stream, data, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    std::thread collective_aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        coll.abort();
+    });
+    keel::Result<void> coll_synced = stream.synchronize();
+    collective_aborter.join();
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    CHECK(waited < 5.0, "abort took %.1f s to end a collective inside Gloo", waited);
+    CHECK(!coll.error().ok(), "the aborted collective succeeded");
+    if (stream.host_funcs_can_fail())
+        CHECK(!coll_synced.ok() && coll_synced.error().message().find("all_reduce") != std::string::npos,
+              "the stream does not report the aborted all_reduce: %s",
+              coll_synced.ok() ? "ok" : coll_synced.error().message().c_str());
+    (void)store.set("test/abort-collective-done", std::as_bytes(std::span("1", 1)));
     return failures;
 }
 
@@ -415,6 +458,28 @@ int mismatched_counts() {
     (void)c.stream.synchronize();
     CHECK(!comm.error().ok(), "mismatched all_reduce succeeded");
     if (!comm.error().ok()) std::fprintf(stderr, "error: %s\n", comm.error().error().message().c_str());
+
+    // A receive smaller than its send: an error on both sides, not a process
+    // stopped inside Gloo. A fresh communicator and stream (the first failed).
+    keel::Communicator p2p = keel::Communicator::create_from_env(c.device, options(2000)).value();
+    keel::Stream stream = keel::Stream::create(c.device).value();
+    keel::Buffer m = keel::Buffer::allocate(stream, c.rank == 0 ? 4096 : 1024).value();
+    stream.memset(m, 1).value();
+    if (c.rank == 0)
+        p2p.send(stream, m, 1).value();
+    else
+        p2p.recv(stream, m, 0).value();
+    keel::Result<void> synced = stream.synchronize();
+    const keel::Result<void> err = p2p.error();
+    CHECK(!err.ok(), "a recv smaller than its send succeeded");
+    if (!err.ok()) {
+        std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
+        CHECK(err.error().message().find("4096") != std::string::npos &&
+                  err.error().message().find("1024") != std::string::npos &&
+                  err.error().message().find("peer") != std::string::npos,
+              "the message names neither both sizes nor the peer: %s", err.error().message().c_str());
+    }
+    if (stream.host_funcs_can_fail()) CHECK(!synced.ok(), "the stream of the mismatched send/recv reports success");
     return failures;
 }
 

@@ -57,6 +57,43 @@ TEST(HostFunc, TheThreadIsMarkedWhileTheCallableRunsAndIsDestroyed) {
     EXPECT_FALSE(in_host_func());
 }
 
+TEST(HostFunc, AFailingCallableBecomesTheErrorTheFallibleTrampolineHandsTheStream) {
+    auto token = std::make_shared<int>(0);
+    HostFunc fn([token](Status) -> Result<void> { return Error(KEEL_STATUS_UNAVAILABLE, "peer 3 went away"); });
+    EXPECT_TRUE(fn.fallible());
+    keel_error* e = fallible_host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_OK);
+    ASSERT_NE(e, nullptr) << "the error was lost";
+    EXPECT_EQ(e->code, KEEL_STATUS_UNAVAILABLE);
+    EXPECT_STREQ(e->message, "peer 3 went away");
+    keel_error_destroy(e);
+    EXPECT_EQ(token.use_count(), 1) << "destroyed after running";
+}
+
+TEST(HostFunc, ASucceedingOrPlainCallableGivesTheFallibleTrampolineNoError) {
+    int ran = 0;
+    HostFunc ok_fn([&ran]() -> Result<void> {
+        ++ran;
+        return {};
+    });
+    HostFunc plain([&ran] { ++ran; });
+    EXPECT_FALSE(plain.fallible());
+    EXPECT_EQ(fallible_host_func_trampoline(Access::take(std::move(ok_fn)).release(), KEEL_STATUS_OK), nullptr);
+    EXPECT_EQ(fallible_host_func_trampoline(Access::take(std::move(plain)).release(), KEEL_STATUS_OK), nullptr);
+    EXPECT_EQ(ran, 2);
+}
+
+TEST(HostFunc, AFailingCallableRunByThePlainTrampolineIsLoggedNotLost) {
+    // A plugin without the 1.4 entry: the callable still runs, its error
+    // goes to the log (the stream cannot take it).
+    int ran = 0;
+    HostFunc fn([&ran]() -> Result<void> {
+        ++ran;
+        return Error(KEEL_STATUS_UNAVAILABLE, "nobody can take this");
+    });
+    host_func_trampoline(Access::take(std::move(fn)).release(), KEEL_STATUS_OK);
+    EXPECT_EQ(ran, 1);
+}
+
 TEST(HostFunc, AMovedFromHostFuncIsEmpty) {
     HostFunc fn([] {});
     HostFunc other = std::move(fn);

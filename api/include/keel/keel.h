@@ -404,6 +404,18 @@ typedef enum keel_event_flags {
  * call any entry of the plugin table (it may deadlock, as in CUDA). */
 typedef void (*keel_host_fn)(void* user_data, keel_status status);
 
+/* ---- ABI 1.4: host functions that fail their stream ---- */
+/* A host function that may fail its stream
+ * (stream_enqueue_fallible_host_func). It runs as a keel_host_fn does (same
+ * thread, same `status`, same rules) and returns NULL to let the stream go
+ * on, or an error object, which the plugin takes over and destroys (with
+ * keel_error_destroy, after copying its code and message): the stream then
+ * fails at this point. When `status` is not KEEL_STATUS_OK the stream has
+ * failed already and keeps its first error: a returned error is destroyed
+ * and ignored. */
+typedef keel_error* (*keel_fallible_host_fn)(void* user_data, keel_status status);
+/* ---- end of ABI 1.4: host functions that fail their stream ---- */
+
 /* ======================================================================== */
 /* Native handles (ABI 1.1)                                                 */
 /* ======================================================================== */
@@ -913,16 +925,43 @@ typedef struct keel_plugin_api {
     keel_error* (*comm_send_recv)(keel_comm comm, keel_stream stream, const keel_p2p_op* ops,
                                   uint32_t count);
 
+    /* ---- ABI 1.4: host functions that fail their stream ---- */
+
+    /* [optional, 1.4] Enqueues `fn(user_data, status)` (see
+     * keel_fallible_host_fn) with the rules of stream_enqueue_host_func: it
+     * never waits, fn runs exactly once on a plugin thread and must not call
+     * this table, and a stream already known to be in error returns that
+     * error and enqueues nothing. When fn returns an error, the stream fails
+     * at that point as if an operation of the stream had failed there, with
+     * the error's code and its message (which the plugin may prefix with
+     * where it comes from):
+     *   - the rules of "Asynchronous errors" and 1.3's error propagation hold
+     *     from that point: stream_synchronize, stream_query, events recorded
+     *     after the host function (their query and synchronize, and streams
+     *     that wait on them) and later enqueues report the error; work
+     *     accepted before it, and events recorded before it, are untouched;
+     *   - the stream's later operations are skipped (host functions still
+     *     run, with the error as their status). A plugin whose device cannot
+     *     skip work it already submitted behind the host function lets that
+     *     work run over unspecified data; it reports the error at every
+     *     point above all the same, so no synchronisation, query or event
+     *     after the failure ever reports success.
+     * Absent: a host function cannot fail its stream (the runtime says so
+     * to its caller, see Stream::host_funcs_can_fail). */
+    keel_error* (*stream_enqueue_fallible_host_func)(keel_stream stream, keel_fallible_host_fn fn,
+                                                     void* user_data);
+    /* ---- end of ABI 1.4: host functions that fail their stream ---- */
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
-#define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -980,7 +1019,7 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_2 == 8 + 33 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_3 == 8 + 34 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 42 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 43 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_p2p_kind) == 4, "enums are 32-bit");
@@ -997,7 +1036,7 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 41 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 42 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_COMM_CONFIG_STRUCT_SIZE == 40, "keel_comm_config layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE == 32, "keel_p2p_op layout changed");

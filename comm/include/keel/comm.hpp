@@ -88,9 +88,11 @@ struct CommOptions {
     std::string interface;
     std::string hostname;
     // Before each collective the ranks compare what they enqueued (one
-    // small all-gather): counts that differ fail the operation on every
-    // rank instead of stopping the process inside Gloo. Costs one round
-    // trip per collective; off for benchmarks of the bare engine.
+    // small all-gather), and the two sides of each send and its receive
+    // tell each other their sizes (8 bytes each way): counts that differ
+    // fail the operation on every rank involved instead of stopping the
+    // process inside Gloo (a receive smaller than its send). Costs one
+    // round trip per operation; off, such a mismatch stops the process.
     bool check_sizes = true;
     // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
     // plugin over NCCL) where it has them and accepts the group; false, or
@@ -123,11 +125,15 @@ struct P2P {
 // Errors: bad input (ranks out of range, sizes that do not match, memory of
 // another device, an empty stream) comes back from the call, which then
 // enqueued nothing. An operation that fails while it runs (timeout, a dead
-// peer, abort()) makes the communicator's sticky error, with a message
-// naming the operation, the communicator and the peer where known: every
-// later operation fails with it at enqueue, and error() returns it. Its
-// stream goes on (the operation's output is unspecified); see
-// comm/README.md for why the generic path cannot fail the stream itself.
+// peer, abort()) fails its stream at that point, sticky, where the plugin
+// lets a host function fail its stream (Stream::host_funcs_can_fail, keel.h
+// 1.4): synchronize, query, events recorded after it and later enqueues
+// report the error, whose message names the operation, the communicator and
+// the peer(s). Operations the communicator did not run after such a failure
+// fail their streams the same way. It is also the communicator's sticky
+// error: every later operation fails with it at enqueue, and error()
+// returns it. On a plugin without that entry the stream goes on (the
+// operation's output is unspecified): check error() after synchronising.
 //
 // Move-only. Threads: send; enqueue members are const and may be called
 // from several threads (their order is the order the calls return);
@@ -202,7 +208,7 @@ public:
     // ---- failure ---------------------------------------------------------
 
     // Fails the operations in flight and every later one (FAILED_PRECONDITION
-    // "aborted"); their streams go on. Any thread, any time; idempotent.
+    // "aborted"), and their streams as above. Any thread, any time; idempotent.
     void abort() const noexcept;
     // The sticky error, if an operation failed (or abort() was called).
     [[nodiscard]] Result<void> error() const;

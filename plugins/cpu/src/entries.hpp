@@ -19,6 +19,7 @@ keel_error* stream_synchronize(keel_stream stream);
 keel_error* stream_query(keel_stream stream, int32_t* out_done);
 keel_error* stream_wait_event(keel_stream stream, keel_event event);
 keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data);
+keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data);
 
 keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_event);
 keel_error* event_destroy(keel_event event);

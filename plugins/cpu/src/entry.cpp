@@ -61,6 +61,7 @@ constexpr keel_plugin_api kApi = [] {
     api.stream_query = &entries::stream_query;
     api.stream_wait_event = &entries::stream_wait_event;
     api.stream_enqueue_host_func = &entries::stream_enqueue_host_func;
+    api.stream_enqueue_fallible_host_func = &entries::stream_enqueue_fallible_host_func;
     api.event_create = &entries::event_create;
     api.event_destroy = &entries::event_destroy;
     api.event_record = &entries::event_record;

@@ -59,6 +59,7 @@ struct Op {
     const void* src_host = nullptr;
     void* dst_host = nullptr;
     keel_host_fn fn = nullptr;
+    keel_fallible_host_fn fallible_fn = nullptr;  // kind == host_func, instead of fn
     void* user_data = nullptr;
     TimelinePoint wait_for;              // kind == wait
     std::shared_ptr<TimingSlot> timing;  // kind == timestamp

@@ -7,6 +7,7 @@
 #include "checker/checker.hpp"
 #include "checker/guarded_pages.hpp"
 
+#include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
 
 #include <chrono>
@@ -55,6 +56,7 @@ void Op::take(Op& from) noexcept {
     src_host = from.src_host;
     dst_host = from.dst_host;
     fn = from.fn;
+    fallible_fn = from.fallible_fn;
     user_data = from.user_data;
     wait_for = std::move(from.wait_for);
     timing = std::move(from.timing);
@@ -177,8 +179,12 @@ void Stream::process(Op& op) noexcept {
             timeline_->fail(op.position, Error(r.error().code(), std::move(message)));
         }
     } else if (op.kind == OpKind::host_func) {
-        // Runs even after a failure, so what it releases is never leaked.
-        op.fn(op.user_data, timeline_->error().code());
+        // Runs even after a failure, so what it releases is never leaked;
+        // the stream keeps its first error.
+        if (op.fallible_fn)
+            keel_error_destroy(op.fallible_fn(op.user_data, timeline_->error().code()));
+        else
+            op.fn(op.user_data, timeline_->error().code());
     } else if (op.kind == OpKind::wait) {
         // Kept after a failure too: what is ordered after this point (a
         // hold's release, a free) must still come after the other stream.
@@ -200,7 +206,10 @@ Result<void> Stream::execute(Op& op) {
         case OpKind::memset_d8:
         case OpKind::copy_h2d_inline: return execute_copy(device_, op);
         case OpKind::kernel: return execute_kernel(device_, op);
-        case OpKind::host_func: op.fn(op.user_data, KEEL_STATUS_OK); return ok();
+        case OpKind::host_func:
+            if (op.fallible_fn) return plugin::take_c_error(op.fallible_fn(op.user_data, KEEL_STATUS_OK));
+            op.fn(op.user_data, KEEL_STATUS_OK);
+            return ok();
         case OpKind::timestamp:
             op.timing->steady_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::steady_clock::now().time_since_epoch())

@@ -42,17 +42,32 @@ keel_error* stream_query(keel_stream stream, int32_t* out_done) {
     });
 }
 
+namespace {
+// A host function (`fallible` null) or one whose error fails the stream at
+// its point, as a failed copy would (Stream::process makes it the stream's
+// sticky error).
+Result<void> enqueue_host_function(keel_stream stream, keel_host_fn fn, keel_fallible_host_fn fallible,
+                                   void* user_data) {
+    KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
+    if (fn == nullptr && fallible == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+    KEEL_TRY(s->enqueue([&](Op& op) {
+        op.kind = OpKind::host_func;
+        op.fn = fn;
+        op.fallible_fn = fallible;
+        op.user_data = user_data;
+    }));
+    return ok();
+}
+}  // namespace
+
 keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) {
-    return plugin::entry("cpu stream_enqueue_host_func", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
-        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
-        KEEL_TRY(s->enqueue([&](Op& op) {
-            op.kind = OpKind::host_func;
-            op.fn = fn;
-            op.user_data = user_data;
-        }));
-        return ok();
-    });
+    return plugin::entry("cpu stream_enqueue_host_func",
+                         [&] { return enqueue_host_function(stream, fn, nullptr, user_data); });
+}
+
+keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data) {
+    return plugin::entry("cpu stream_enqueue_fallible_host_func",
+                         [&] { return enqueue_host_function(stream, nullptr, fn, user_data); });
 }
 
 }  // namespace keel::cpu::entries

@@ -24,7 +24,7 @@ void* device_ptr(keel_device_addr addr) noexcept {
 
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_h2d", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(src, "source"));
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
@@ -39,7 +39,7 @@ keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src
 
 keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_d2h", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(dst, "destination"));
         KEEL_TRY(s->device().allocations().check(src, size, "source"));
@@ -54,7 +54,7 @@ keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint
 
 keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_addr src, uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_d2d", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (size == 0) return ok();
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
         KEEL_TRY(s->device().allocations().check(src, size, "source"));
@@ -67,7 +67,7 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
 
 keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, uint64_t size) noexcept {
     return plugin::entry("cuda memset_d8", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (size == 0) return ok();
         KEEL_TRY(s->device().allocations().check(dst, size, "destination"));
         KEEL_TRY(s->device().make_current());
@@ -78,7 +78,7 @@ keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, u
 keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_h2d_inline", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         KEEL_TRY(plugin::check_inline_copy_size(size));
         if (size == 0) return ok();
         KEEL_TRY(plugin::require_non_null(src, "source"));

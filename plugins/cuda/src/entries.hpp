@@ -22,6 +22,7 @@ keel_error* stream_synchronize(keel_stream stream) noexcept;
 keel_error* stream_query(keel_stream stream, int32_t* out_done) noexcept;
 keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept;
 keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept;
+keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data) noexcept;
 keel_error* stream_native_handle(keel_stream stream, keel_native_handle* out) noexcept;
 
 // event.cpp

@@ -71,6 +71,7 @@ constexpr keel_plugin_api kApi = {
     .comm_all_gather = &comm_all_gather,
     .comm_reduce_scatter = &comm_reduce_scatter,
     .comm_send_recv = &comm_send_recv,
+    .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
 };
 
 }  // namespace

@@ -62,13 +62,17 @@ keel_error* event_destroy(keel_event handle) noexcept {
 keel_error* event_record(keel_event event, keel_stream stream) noexcept {
     return plugin::entry("cuda event_record", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " recorded on a stream of " +
                                                            s->device().label());
         KEEL_TRY(s->device().ensure_context());
-        KEEL_TRY(check_cuda(cudaEventRecord(e->cuda(), s->cuda())));
+        {
+            auto numbering = s->host_failure().enqueue_lock();
+            KEEL_TRY(check_cuda(cudaEventRecord(e->cuda(), s->cuda())));
+            e->capture(s->host_failure_ptr(), s->host_failure().next_point());
+        }
         e->mark_recorded();
         return ok();
     });
@@ -79,7 +83,9 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
         KEEL_TRY(e->device().ensure_context());
-        KEEL_TRY_ASSIGN(*out_done, completion(cudaEventQuery(e->cuda())));
+        KEEL_TRY_ASSIGN(const int32_t done, completion(cudaEventQuery(e->cuda())));
+        if (done) KEEL_TRY(e->host_failure());
+        *out_done = done;
         return ok();
     });
 }
@@ -88,7 +94,8 @@ keel_error* event_synchronize(keel_event event) noexcept {
     return plugin::entry("cuda event_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         KEEL_TRY(e->device().ensure_context());
-        return check_cuda(cudaEventSynchronize(e->cuda()));
+        KEEL_TRY(check_cuda(cudaEventSynchronize(e->cuda())));
+        return e->host_failure();
     });
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device.hpp"
+#include "host_failure.hpp"
 #include "kernel_scratch.hpp"
 
 #include <keel/keel.h>
@@ -13,6 +14,9 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <string>
 
 namespace keel::cuda {
@@ -33,11 +37,15 @@ public:
     [[nodiscard]] cudaStream_t cuda() const noexcept { return stream_; }
     // Memory this stream's kernels reuse between launches (released by stream_destroy).
     [[nodiscard]] KernelScratch& scratch() noexcept { return scratch_; }
+    // A failing host function's error (host_failure.hpp).
+    [[nodiscard]] HostFailure& host_failure() const noexcept { return *failure_; }
+    [[nodiscard]] const std::shared_ptr<HostFailure>& host_failure_ptr() const noexcept { return failure_; }
 
 private:
     Device& device_;
     const cudaStream_t stream_;
     KernelScratch scratch_;
+    const std::shared_ptr<HostFailure> failure_ = std::make_shared<HostFailure>();
 };
 
 // A keel event: a CUDA event created with cudaEventDisableTiming unless
@@ -60,11 +68,31 @@ public:
     [[nodiscard]] bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire); }
     void mark_recorded() noexcept { recorded_.store(true, std::memory_order_release); }
 
+    // The stream's host failure and the point of the latest record: a
+    // failure before that point is the event's error.
+    void capture(std::shared_ptr<const HostFailure> failure, std::uint64_t point) {
+        std::lock_guard lock(mutex_);
+        failure_ = std::move(failure);
+        point_ = point;
+    }
+    [[nodiscard]] std::pair<std::shared_ptr<const HostFailure>, std::uint64_t> captured() const {
+        std::lock_guard lock(mutex_);
+        return {failure_, point_};
+    }
+    // ok(), or the error of a host function that failed before the latest record.
+    [[nodiscard]] Result<void> host_failure() const {
+        auto [failure, point] = captured();
+        return failure ? failure->check_before(point) : ok();
+    }
+
 private:
     Device& device_;
     const cudaEvent_t event_;
     const bool timing_;
     std::atomic<bool> recorded_{false};
+    mutable std::mutex mutex_;
+    std::shared_ptr<const HostFailure> failure_;  // guarded by mutex_
+    std::uint64_t point_ = 0;                     // guarded by mutex_
 };
 
 [[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return reinterpret_cast<keel_device>(d); }
@@ -79,6 +107,13 @@ private:
 [[nodiscard]] inline Result<Stream*> stream_from(keel_stream h, const char* role = "stream") {
     if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
     return reinterpret_cast<Stream*>(h);
+}
+// The same for an entry that enqueues: a stream a host function failed
+// refuses more work with that error.
+[[nodiscard]] inline Result<Stream*> enqueue_stream_from(keel_stream h) {
+    KEEL_TRY_ASSIGN(Stream * s, stream_from(h));
+    KEEL_TRY(s->host_failure().check());
+    return s;
 }
 [[nodiscard]] inline Result<Event*> event_from(keel_event h, const char* role = "event") {
     if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");

@@ -52,7 +52,7 @@ keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_ke
 
 keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_launch_args* launch) noexcept {
     return plugin::entry("cuda kernel_launch", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (kernel == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "kernel is null");
         const auto* k = reinterpret_cast<const DeviceKernel*>(kernel);
         const KernelDef* def = k->def;

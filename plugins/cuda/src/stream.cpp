@@ -12,10 +12,15 @@ namespace keel::cuda::api {
 
 namespace {
 
-// A keel_host_fn and its argument, carried through CUDA's callback.
+// A keel_host_fn (or keel_fallible_host_fn) and its argument, carried
+// through CUDA's callback, with the stream's host failure and the call's
+// point in it.
 struct HostCall {
-    keel_host_fn fn;
-    void* user_data;
+    keel_host_fn fn = nullptr;
+    keel_fallible_host_fn fallible = nullptr;
+    void* user_data = nullptr;
+    std::shared_ptr<HostFailure> failure;
+    std::uint64_t point = 0;
 };
 
 // Runs on a CUDA driver thread. cudaStreamAddCallback calls it exactly
@@ -24,7 +29,42 @@ struct HostCall {
 // whatever the function was meant to release).
 void CUDART_CB run_host_call(cudaStream_t, cudaError_t status, void* data) {
     std::unique_ptr<HostCall> call(static_cast<HostCall*>(data));
-    call->fn(call->user_data, status_from_cuda(status));
+    Status keel_status = status_from_cuda(status);
+    if (keel_status == KEEL_STATUS_OK) keel_status = call->failure->status();
+    if (call->fn) {
+        call->fn(call->user_data, keel_status);
+        return;
+    }
+    Result<void> r = plugin::take_c_error(call->fallible(call->user_data, keel_status));
+    if (!r.ok() && keel_status == KEEL_STATUS_OK)
+        call->failure->fail(Error(r.error().code(), "[cuda host function] " + r.error().message()), call->point);
+}
+
+// Enqueues `call` at the stream's next point.
+Result<void> add_host_call(Stream& s, std::unique_ptr<HostCall> call) {
+    KEEL_TRY(s.device().make_current());
+    call->failure = s.host_failure_ptr();
+    auto numbering = s.host_failure().enqueue_lock();
+    call->point = s.host_failure().next_point();
+    // Ownership passes to run_host_call only if CUDA accepted the callback.
+    KEEL_TRY(check_cuda(cudaStreamAddCallback(s.cuda(), &run_host_call, call.get(), 0)));
+    (void)call.release();
+    return ok();
+}
+
+// After a wait on an event recorded behind a host function that may fail:
+// the waiting stream takes over that failure when it gets there (keel.h
+// 1.3, errors travel with the work that depends on them).
+struct WaitedFailure {
+    std::shared_ptr<const HostFailure> waited;
+    std::uint64_t point;
+};
+keel_error* take_waited_failure(void* data, keel_status) {
+    std::unique_ptr<WaitedFailure> w(static_cast<WaitedFailure*>(data));
+    Result<void> r = w->waited->check_before(w->point);
+    if (r.ok()) return nullptr;
+    return plugin::make_c_error(r.error().code(),
+                                "waited for an event recorded after a failure: " + r.error().message());
 }
 
 }  // namespace
@@ -63,7 +103,8 @@ keel_error* stream_destroy(keel_stream handle) noexcept {
         if (drained != cudaSuccess || !device.idle_streams().give(stream->cuda())) {
             if (device.make_current().ok()) (void)cudaStreamDestroy(stream->cuda());
         }
-        return check_cuda(drained);
+        KEEL_TRY(check_cuda(drained));
+        return stream->host_failure().check();
     });
 }
 
@@ -71,7 +112,8 @@ keel_error* stream_synchronize(keel_stream handle) noexcept {
     return plugin::entry("cuda stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(handle));
         KEEL_TRY(s->device().ensure_context());
-        return check_cuda(cudaStreamSynchronize(s->cuda()));
+        KEEL_TRY(check_cuda(cudaStreamSynchronize(s->cuda())));
+        return s->host_failure().check();
     });
 }
 
@@ -96,6 +138,7 @@ keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
             return ok();
         }
         KEEL_TRY(check_cuda(state));
+        KEEL_TRY(s->host_failure().check());
         *out_done = 1;
         return ok();
     });
@@ -103,7 +146,7 @@ keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
 
 keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
     return plugin::entry("cuda stream_wait_event", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
@@ -111,20 +154,40 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
                                                            s->device().label());
         KEEL_TRY(s->device().ensure_context());
         // An event never recorded is complete in CUDA too: the wait is a no-op.
-        return check_cuda(cudaStreamWaitEvent(s->cuda(), e->cuda(), cudaEventWaitDefault));
+        KEEL_TRY(check_cuda(cudaStreamWaitEvent(s->cuda(), e->cuda(), cudaEventWaitDefault)));
+        auto [waited, point] = e->captured();
+        if (!waited || !waited->armed()) return ok();
+        s->host_failure().arm();
+        auto failed_wait = std::make_unique<WaitedFailure>(WaitedFailure{std::move(waited), point});
+        auto call = std::make_unique<HostCall>();
+        call->fallible = &take_waited_failure;
+        call->user_data = failed_wait.get();
+        KEEL_TRY(add_host_call(*s, std::move(call)));
+        (void)failed_wait.release();  // take_waited_failure owns it now
+        return ok();
     });
 }
 
 keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept {
     return plugin::entry("cuda stream_enqueue_host_func", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
         if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
-        KEEL_TRY(s->device().make_current());
-        auto call = std::make_unique<HostCall>(HostCall{fn, user_data});
-        // Ownership passes to run_host_call only if CUDA accepted the callback.
-        KEEL_TRY(check_cuda(cudaStreamAddCallback(s->cuda(), &run_host_call, call.get(), 0)));
-        (void)call.release();
-        return ok();
+        auto call = std::make_unique<HostCall>();
+        call->fn = fn;
+        call->user_data = user_data;
+        return add_host_call(*s, std::move(call));
+    });
+}
+
+keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data) noexcept {
+    return plugin::entry("cuda stream_enqueue_fallible_host_func", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
+        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+        s->host_failure().arm();
+        auto call = std::make_unique<HostCall>();
+        call->fallible = fn;
+        call->user_data = user_data;
+        return add_host_call(*s, std::move(call));
     });
 }
 

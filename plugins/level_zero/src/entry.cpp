@@ -65,6 +65,7 @@ constexpr keel_plugin_api kApi = {
     .stream_native_handle = &stream_native_handle,
     .device_pageable_staging_stats = &device_pageable_staging_stats,
     .stream_annotate_range = nullptr,  // no checker to tell
+    .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
 };
 
 }  // namespace

@@ -68,7 +68,9 @@ void HostWorker::execute(Item& item) noexcept {
         if (waited.error) health_.fail(std::move(*waited.error), item.op);
     }
     try {
-        item.task(health_.status_of(item.op));
+        const Status status = health_.status_of(item.op);
+        Result<void> r = item.task(status);
+        if (!r.ok() && status == KEEL_STATUS_OK) health_.fail(std::move(r).error(), item.op);
     } catch (...) {
         // A task must not throw (keel_host_fn is a C function); nothing to
         // report it to, and the stream must go on.

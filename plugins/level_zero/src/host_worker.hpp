@@ -3,7 +3,8 @@
 //
 //   1. the task's `after` slot is the stream's last operation before it;
 //      the worker waits for it on the host (zeEventHostSynchronize),
-//   2. runs the task with the stream's status (OK, or its sticky error),
+//   2. runs the task with the stream's status (OK, or its sticky error);
+//      a task's error fails the stream from this point on,
 //   3. signals the task's own slot from the host (zeEventHostSignal); the
 //      stream's next operation waits for that slot on the device.
 //
@@ -31,7 +32,8 @@ namespace keel::level_zero {
 // at a time, in push order.
 class HostWorker {
 public:
-    using Task = std::function<void(Status)>;
+    // A task's error fails the stream from the task's own operation on.
+    using Task = std::function<Result<void>(Status)>;
 
     explicit HostWorker(StreamHealth& health);
     HostWorker(const HostWorker&) = delete;

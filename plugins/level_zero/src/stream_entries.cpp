@@ -78,13 +78,34 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
     });
 }
 
-keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept {
-    return plugin::entry("level_zero stream_enqueue_host_func", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
-        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
-        // Runs exactly once, with the stream's error if it failed earlier.
-        return s->enqueue_host([fn, user_data](Status status) { fn(user_data, status); });
+namespace {
+// Runs exactly once on the stream's host worker, with the stream's error if
+// it failed earlier. A fallible function's error fails the stream from this
+// task on (the host worker keeps the first error).
+Result<void> enqueue_host_function(keel_stream stream, keel_host_fn fn, keel_fallible_host_fn fallible,
+                                   void* user_data) {
+    KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+    if (fn == nullptr && fallible == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+    return s->enqueue_host([fn, fallible, user_data](Status status) -> Result<void> {
+        if (fn != nullptr) {
+            fn(user_data, status);
+            return ok();
+        }
+        Result<void> r = plugin::take_c_error(fallible(user_data, status));
+        if (r.ok()) return r;
+        return Error(r.error().code(), "[level_zero host function] " + r.error().message());
     });
+}
+}  // namespace
+
+keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* user_data) noexcept {
+    return plugin::entry("level_zero stream_enqueue_host_func",
+                         [&] { return enqueue_host_function(stream, fn, nullptr, user_data); });
+}
+
+keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data) noexcept {
+    return plugin::entry("level_zero stream_enqueue_fallible_host_func",
+                         [&] { return enqueue_host_function(stream, nullptr, fn, user_data); });
 }
 
 }  // namespace keel::level_zero::api

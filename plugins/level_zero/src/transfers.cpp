@@ -53,7 +53,10 @@ public:
         : stream_(stream), device_(device), to_device_(to_device) {}
 
     Result<void> enqueue_host_step(Step step) override {
-        return stream_.enqueue_host([step = std::move(step)](Status status) { step(status == KEEL_STATUS_OK); });
+        return stream_.enqueue_host([step = std::move(step)](Status status) -> Result<void> {
+            step(status == KEEL_STATUS_OK);
+            return ok();
+        });
     }
     Result<void> enqueue_device_copy(std::uint64_t offset, void* block, std::size_t bytes) override {
         void* device = device_pointer(device_ + offset);

@@ -24,18 +24,30 @@ struct HostFuncBase {
     HostFuncBase(HostFuncBase&&) = delete;
     HostFuncBase& operator=(HostFuncBase&&) = delete;
     virtual ~HostFuncBase() = default;
-    virtual void invoke(Status status) = 0;
+    // The callable's result: ok() for one returning nothing.
+    virtual Result<void> invoke(Status status) = 0;
+    [[nodiscard]] virtual bool fallible() const noexcept = 0;
 };
 
 template <class F>
 struct HostFuncImpl final : HostFuncBase {
     template <class G>
     explicit HostFuncImpl(G&& g) : fn(std::forward<G>(g)) {}
-    void invoke(Status status) override {
+    Result<void> invoke(Status status) override {
+        if constexpr (std::invocable<F&, Status>) {
+            if constexpr (std::is_same_v<std::invoke_result_t<F&, Status>, Result<void>>) return fn(status);
+            else fn(status);
+        } else {
+            if constexpr (std::is_same_v<std::invoke_result_t<F&>, Result<void>>) return fn();
+            else fn();
+        }
+        return {};
+    }
+    [[nodiscard]] bool fallible() const noexcept override {
         if constexpr (std::invocable<F&, Status>)
-            fn(status);
+            return std::is_same_v<std::invoke_result_t<F&, Status>, Result<void>>;
         else
-            fn();
+            return std::is_same_v<std::invoke_result_t<F&>, Result<void>>;
     }
     F fn;
 };
@@ -43,7 +55,9 @@ struct HostFuncImpl final : HostFuncBase {
 
 // A callable taking the stream's status (KEEL_STATUS_OK, or the stream's
 // error if it failed earlier: the function runs either way, so that what it
-// releases is never leaked), or taking nothing.
+// releases is never leaked), or taking nothing. It returns nothing, or a
+// Result<void>: an error then fails the stream at that point where the
+// plugin allows it (Stream::enqueue_host_func), and is logged elsewhere.
 template <class F>
 concept HostCallable = std::move_constructible<std::decay_t<F>> &&
                        (std::invocable<std::decay_t<F>&, Status> ||
@@ -67,13 +81,16 @@ public:
     ~HostFunc() = default;
 
     [[nodiscard]] explicit operator bool() const noexcept { return impl_ != nullptr; }
+    // Whether the callable returns Result<void>.
+    [[nodiscard]] bool fallible() const noexcept { return impl_ && impl_->fallible(); }
 
     // Runs the callable once, then destroys it (and what it captured); the
-    // HostFunc is empty afterwards. Does nothing when empty.
+    // HostFunc is empty afterwards. Does nothing when empty. A failing
+    // callable's error is dropped here: only a stream can take it.
     void run(Status status = KEEL_STATUS_OK) {
         if (!impl_) return;
         std::unique_ptr<detail::HostFuncBase> impl = std::move(impl_);
-        impl->invoke(status);
+        (void)impl->invoke(status);
     }
 
 private:

@@ -196,7 +196,16 @@ public:
     // into the plugin, and keel answers such calls with FAILED_PRECONDITION
     // (destructors log the error and leak). So `fn` must not own the last
     // reference to a keel object either; hand such objects to hold().
+    // A callable returning Result<void> fails the stream with its error
+    // when host_funcs_can_fail(): as a failed operation at that point,
+    // sticky (synchronize, query, events recorded after it and later
+    // enqueues report it; later work is skipped). Where the plugin cannot
+    // (ABI before 1.4, or without the entry) the error is logged and the
+    // stream goes on.
     [[nodiscard]] Result<void> enqueue_host_func(HostFunc fn) const;
+    // Whether a host function's error can fail this stream (false for an
+    // empty stream).
+    [[nodiscard]] bool host_funcs_can_fail() const noexcept;
 
     // Waits, releases the stream and returns its sticky error, if any. The
     // stream is empty afterwards either way.

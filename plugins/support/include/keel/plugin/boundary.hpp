@@ -16,6 +16,17 @@ namespace keel::plugin {
     return make_c_error(error.code(), std::move(error).message());
 }
 
+// The other way, for an error a caller handed over (a fallible host
+// function's): ok() for NULL, else its code and message; destroys it.
+[[nodiscard]] inline Result<void> take_c_error(keel_error* error) {
+    if (error == nullptr) return ok();
+    struct Destroy {
+        keel_error* e;
+        ~Destroy() { keel_error_destroy(e); }
+    } destroy{error};
+    return Error(error->code, error->message ? error->message : "(no message)");
+}
+
 // Runs `body` (returning Result<void>) at an ABI entry point named `where`.
 // Errors become a keel_error* whose message starts with "[where] ";
 // exceptions (std::bad_alloc, bugs) are caught and reported, never propagated.

@@ -1,0 +1,34 @@
+// Point-to-point transfers of a send_recv batch over Gloo's unbound buffers,
+// run by the gate of their operation.
+#pragma once
+
+#include "engine.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace keel::comm {
+
+// One send or receive of a batch, on pinned staging (`data` null when
+// `size` is 0). `slot` matches the peer's transfer the other way.
+struct Transfer {
+    bool send;
+    int peer;
+    std::uint64_t slot;
+    std::byte* data;
+    std::uint64_t size;
+};
+
+// Posts every transfer with bytes, then waits for each (the communicator's
+// timeout; abort() wakes the waits). Throws, naming the peer, when one
+// fails.
+void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch);
+
+// Both sides of each matching send and receive tell each other their sizes
+// (8 bytes each way, all in one round trip) and throw, naming the peer and
+// both sizes, when they differ: a receive smaller than its send would make
+// Gloo stop the process on its own thread.
+void compare_sizes(Communicator::Impl& engine, const std::vector<Transfer>& batch);
+
+}  // namespace keel::comm

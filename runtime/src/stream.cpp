@@ -9,6 +9,7 @@
 #include "logging.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
+#include "memory/pinned_uses.hpp"
 #include "memory/stream_closed.hpp"
 #include "memory/stream_registry.hpp"
 #include "memory/shared_memory.hpp"
@@ -264,6 +265,17 @@ Result<void> Stream::check_elements(const DeviceView& src, std::size_t element_s
     return ok();
 }
 
+namespace {
+
+// The buffer's memory goes only once this copy stopped running.
+Result<void> note_pinned_use(const PinnedBuffer& buffer, const std::shared_ptr<memory::MemoryCore>& core,
+                             keel_stream stream) {
+    memory::PinnedUses* uses = detail::Access::uses(buffer);
+    return uses != nullptr ? uses->note(core, stream) : ok();
+}
+
+}  // namespace
+
 Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const {
     KEEL_TRY(check_stream(*this, kCopy));
     KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
@@ -272,7 +284,9 @@ Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const {
     if (src.size() > dst.size())
         return out_of_range(kCopy, "the source pinned buffer", src.size(), "the destination", dst.size());
     KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
-    return detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), src.data(), src.size());
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    KEEL_TRY(detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), src.data(), src.size()));
+    return note_pinned_use(src, *core, handle_);
 }
 
 Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const {
@@ -285,7 +299,9 @@ Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const {
         return out_of_range(kCopy, "the source", src.size(), "the destination pinned buffer", dst.size());
     if (src.size() == 0) return ok();
     KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
-    return detail::Access::slot(device_).api().memcpy_d2h(handle_, dst.data(), src.address(), src.size());
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    KEEL_TRY(detail::Access::slot(device_).api().memcpy_d2h(handle_, dst.data(), src.address(), src.size()));
+    return note_pinned_use(dst, *core, handle_);
 }
 
 Result<void> Stream::copy(DeviceView dst, DeviceView src) const {

@@ -4,8 +4,8 @@
 // a queued copy still reads or writes. On level_zero:0 the fake driver
 // aborts on such a free ("zeMemFree of memory a pending command still
 // uses"); on cpu:0 the drop would return before the copy ran. Every device
-// that loads is tried; the stream is held by a gate, so the copies are
-// still queued when the buffers go.
+// that loads is tried (cuda:0 where a GPU is); the stream is held by a gate,
+// so the copies are still queued when the buffers go.
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -99,7 +99,28 @@ TEST_P(PinnedLifetime, APinnedBufferReusedByStreamsThatComeAndGoKeepsFewPoints) 
         << "the points of streams long gone are still kept";
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, PinnedLifetime, ::testing::Values("cpu:0", "level_zero:0"),
+TEST_P(PinnedLifetime, PartsOfAPinnedBufferCopyInAndOutLikeSlotsOfAStagingRing) {
+    constexpr std::size_t kSlot = 1024, kSlots = 4;
+    KEEL_ASSERT_OK_AND_ASSIGN(keel::Stream stream, keel::Stream::create(*device_));
+    KEEL_ASSERT_OK_AND_ASSIGN(keel::PinnedBuffer ring, keel::PinnedBuffer::allocate(*device_, kSlot * kSlots * 4));
+    const std::vector<std::uint32_t> want = pattern(kSlot * kSlots);
+    std::memcpy(ring.data(), want.data(), ring.size());
+    KEEL_ASSERT_OK_AND_ASSIGN(keel::Buffer buf, keel::Buffer::allocate(stream, kSlot * 4));
+    // Slot 2 in, then back out into slot 0.
+    KEEL_ASSERT_OK(stream.copy(buf, ring, 2 * kSlot * 4));
+    KEEL_ASSERT_OK(stream.copy(ring, 0, buf));
+    KEEL_ASSERT_OK(stream.synchronize());
+    const auto* got = static_cast<const std::uint32_t*>(ring.data());
+    for (std::size_t i = 0; i < kSlot; ++i) ASSERT_EQ(got[i], want[2 * kSlot + i]) << "element " << i;
+    for (std::size_t i = kSlot; i < kSlot * kSlots; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i << " moved";
+    // Past the end, either way: refused, nothing enqueued.
+    KEEL_EXPECT_ERROR(stream.copy(buf, ring, 3 * kSlot * 4 + 4), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(stream.copy(ring, 3 * kSlot * 4 + 4, buf), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_ERROR(stream.copy(buf, ring, ~std::uint64_t{0}), KEEL_STATUS_OUT_OF_RANGE);
+    KEEL_EXPECT_OK(stream.synchronize());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PinnedLifetime, ::testing::Values("cpu:0", "level_zero:0", "cuda:0"),
                          [](const auto& info) {
                              std::string name = info.param;
                              for (char& c : name)

@@ -12,18 +12,18 @@
 namespace keel::level_zero_test {
 namespace {
 
-constexpr std::size_t kBytes = 4096;
+constexpr std::size_t kProducedBytes = 4096;
 
 // A producer stream whose work after a gate fails once the gate opens,
 // with an event recorded after the failing point.
 struct FailingProducer {
     FailingProducer(const keel_plugin_api& api, keel_device device) : api_(api), device_(device) {
         KEEL_EXPECT_OK(api.stream_create(device, 0, &stream));
-        KEEL_EXPECT_OK(api.device_alloc(device, kBytes, &buf));
+        KEEL_EXPECT_OK(api.device_alloc(device, kProducedBytes, &buf));
         KEEL_EXPECT_OK(api.event_create(device, 0, &after));
         KEEL_EXPECT_OK(gate.hold(api, stream));
         fake_ze_fail_calls("zeEventHostSignal", ZE_RESULT_ERROR_DEVICE_LOST, 0, 1);  // the gate's slot
-        KEEL_EXPECT_OK(api.memset_d8(stream, buf, 1, kBytes));
+        KEEL_EXPECT_OK(api.memset_d8(stream, buf, 1, kProducedBytes));
         KEEL_EXPECT_OK(api.event_record(after, stream));
     }
     ~FailingProducer() {
@@ -49,10 +49,10 @@ protected:
     // (refused once the consumer is known to have failed), an event after.
     void consume(keel_stream consumer, keel_device_addr out, keel_event before, keel_event after_wait,
                  keel_event producer_event) {
-        KEEL_ASSERT_OK(api().memset_d8(consumer, out, 3, kBytes));
+        KEEL_ASSERT_OK(api().memset_d8(consumer, out, 3, kProducedBytes));
         KEEL_ASSERT_OK(api().event_record(before, consumer));
         KEEL_ASSERT_OK(api().stream_wait_event(consumer, producer_event));
-        (void)take(api().memset_d8(consumer, out, 2, kBytes));
+        (void)take(api().memset_d8(consumer, out, 2, kProducedBytes));
         recorded_after_wait_ = outcome(api().event_record(after_wait, consumer));
     }
     void expect_failed_with_the_producers_error(keel_stream consumer, keel_event before, keel_event after_wait) {
@@ -74,7 +74,7 @@ protected:
 TEST_F(ErrorPropagation, AWaitEnqueuedBeforeTheProducerFailsFailsTheWaitingStream) {
     FailingProducer producer(api(), device());
     const keel_stream consumer = new_stream();
-    const keel_device_addr out = new_buffer(kBytes);
+    const keel_device_addr out = new_buffer(kProducedBytes);
     keel_event before = nullptr, after_wait = nullptr;
     KEEL_ASSERT_OK(api().event_create(device(), 0, &before));
     KEEL_ASSERT_OK(api().event_create(device(), 0, &after_wait));
@@ -93,13 +93,13 @@ TEST_F(ErrorPropagation, AWaitEnqueuedAfterTheProducerFailedFailsTheWaitingStrea
     producer.gate.open();
     EXPECT_EQ(outcome(api().stream_synchronize(producer.stream)).code, KEEL_STATUS_DEVICE_ERROR);
     const keel_stream consumer = new_stream();
-    const keel_device_addr out = new_buffer(kBytes);
+    const keel_device_addr out = new_buffer(kProducedBytes);
     keel_event before = nullptr, after_wait = nullptr;
     KEEL_ASSERT_OK(api().event_create(device(), 0, &before));
     KEEL_ASSERT_OK(api().event_create(device(), 0, &after_wait));
     consume(consumer, out, before, after_wait, producer.after);
     expect_failed_with_the_producers_error(consumer, before, after_wait);
-    const CError refused = outcome(api().memset_d8(consumer, out, 4, kBytes));
+    const CError refused = outcome(api().memset_d8(consumer, out, 4, kProducedBytes));
     EXPECT_EQ(refused.code, KEEL_STATUS_DEVICE_ERROR) << "a failed stream refuses work: " << refused.message;
     (void)take(api().stream_destroy(consumer));
     KEEL_EXPECT_OK(api().event_destroy(before));
@@ -109,15 +109,15 @@ TEST_F(ErrorPropagation, AWaitEnqueuedAfterTheProducerFailedFailsTheWaitingStrea
 
 TEST_F(ErrorPropagation, AWaitOnAnEventRecordedBeforeTheFailureLeavesTheWaitingStreamHealthy) {
     const keel_stream producer = new_stream();
-    const keel_device_addr buf = new_buffer(kBytes);
+    const keel_device_addr buf = new_buffer(kProducedBytes);
     keel_event early = nullptr;
     KEEL_ASSERT_OK(api().event_create(device(), 0, &early));
     Gate gate;
-    KEEL_ASSERT_OK(api().memset_d8(producer, buf, 1, kBytes));
+    KEEL_ASSERT_OK(api().memset_d8(producer, buf, 1, kProducedBytes));
     KEEL_ASSERT_OK(api().event_record(early, producer));  // before the failing point
     KEEL_ASSERT_OK(gate.hold(api(), producer));
     fake_ze_fail_calls("zeEventHostSignal", ZE_RESULT_ERROR_DEVICE_LOST, 0, 1);
-    KEEL_ASSERT_OK(api().memset_d8(producer, buf, 2, kBytes));
+    KEEL_ASSERT_OK(api().memset_d8(producer, buf, 2, kProducedBytes));
     const keel_stream consumer = new_stream();
     KEEL_ASSERT_OK(api().stream_wait_event(consumer, early));
     gate.open();

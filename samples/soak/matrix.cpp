@@ -24,14 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double rss_mib() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return n == 2 ? static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20) : 0;
-}
+double rss_mib() { return static_cast<double>(rss_bytes()) / (1 << 20); }
 
 // One row of the table: a fault, over every step kind and position.
 struct Row {

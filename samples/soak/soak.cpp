@@ -37,15 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::uint64_t rss_bytes() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return n == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
 // glibc's heap: bytes handed out to the program, and bytes it keeps free
 // (arenas and their fragments), to tell growth of live data from memory
 // the allocator holds on to.
@@ -105,7 +96,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_until(start + (until - start) * q / 4);
         const Heap h = heap();
         std::printf("| %d | %llu | %.1f | %.1f | %.1f |\n", q, static_cast<unsigned long long>(counters.steps.load()),
-                    static_cast<double>(rss_bytes()) / (1 << 20), h.in_use_mib, h.free_mib);
+                    static_cast<double>(soak::rss_bytes()) / (1 << 20), h.in_use_mib, h.free_mib);
         std::fflush(stdout);
     }
     for (std::thread& t : pool) t.join();

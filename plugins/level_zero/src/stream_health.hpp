@@ -20,6 +20,7 @@
 
 #include <keel/result.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -47,12 +48,14 @@ public:
     void depend(std::shared_ptr<const StreamHealth> upstream, std::uint64_t upstream_ops, std::uint64_t from) {
         std::lock_guard lock(mutex_);
         links_.push_back(Link{std::move(upstream), upstream_ops, from});
+        linked_.store(true, std::memory_order_release);
     }
     // The operations up to `op` completed: their waits passed their points.
     void settle(std::uint64_t op) const {
         resolve(op + 1);
         std::lock_guard lock(mutex_);
         std::erase_if(links_, [op](const Link& l) { return l.from <= op; });
+        linked_.store(!links_.empty(), std::memory_order_release);
     }
     // ok(), or the first error as "the stream failed earlier: <error>".
     [[nodiscard]] Result<void> check() const {
@@ -90,6 +93,7 @@ private:
     void fail_locked(Error error, std::uint64_t from) const {
         if (!error_) error_.emplace(std::move(error));
         if (from < from_) from_ = from;
+        failed_.store(true, std::memory_order_release);
     }
     // Takes on the failures of the points that the first `ops` operations
     // wait for. The other streams are asked without this mutex held.
@@ -98,8 +102,14 @@ private:
         {
             std::lock_guard lock(mutex_);
             if (links_.empty()) return;
+            // Only streams that failed, or wait on others themselves, can
+            // answer with an error (read without their locks: a failure
+            // recorded later is found by a later question).
             for (const Link& l : links_)
-                if (l.from < ops) asked.push_back(l);
+                if (l.from < ops && (l.upstream->failed_.load(std::memory_order_acquire) ||
+                                     l.upstream->linked_.load(std::memory_order_acquire)))
+                    asked.push_back(l);
+            if (asked.empty()) return;
         }
         for (const Link& l : asked)
             if (std::optional<Error> there = l.upstream->error_for(l.upstream_ops))
@@ -123,6 +133,8 @@ private:
     mutable std::optional<Error> error_;
     mutable std::uint64_t from_ = std::numeric_limits<std::uint64_t>::max();
     mutable std::vector<Link> links_;  // waits not yet known to have passed
+    mutable std::atomic<bool> failed_{false};  // error_ is set
+    mutable std::atomic<bool> linked_{false};  // links_ is not empty
 };
 
 }  // namespace keel::level_zero

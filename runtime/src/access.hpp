@@ -11,6 +11,7 @@
 #include <keel/host_copy.hpp>
 #include <keel/host_func.hpp>
 #include <keel/kernel.hpp>
+#include <keel/pinned_buffer.hpp>
 #include <keel/stream.hpp>
 
 #include <cstddef>
@@ -73,6 +74,9 @@ struct Access {
     [[nodiscard]] static Result<const std::shared_ptr<memory::MemoryCore>*> core(const Stream& stream);
     // What the stream registry gave `stream` when it was created.
     [[nodiscard]] static std::uint64_t generation(const Stream& stream) noexcept;
+
+    // The copies a pinned buffer waits for before its memory goes.
+    [[nodiscard]] static memory::PinnedUses* uses(const PinnedBuffer& b) noexcept { return b.uses_.get(); }
 
     [[nodiscard]] static memory::MemoryCore*& memory(Buffer& b) noexcept { return b.memory_; }
     [[nodiscard]] static memory::Block*& block(Buffer& b) noexcept { return b.block_; }

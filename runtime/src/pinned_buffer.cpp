@@ -4,6 +4,7 @@
 
 #include "access.hpp"
 #include "logging.hpp"
+#include "memory/pinned_uses.hpp"
 #include "plugin.hpp"
 
 #include <cstdlib>
@@ -26,6 +27,10 @@ std::uint64_t host_memory_bytes() noexcept {
 }
 }  // namespace
 
+PinnedBuffer::PinnedBuffer(Device device, void* data, std::uint64_t size, bool pinned,
+                           std::unique_ptr<memory::PinnedUses> uses) noexcept
+    : device_(std::move(device)), data_(data), size_(size), pinned_(pinned), uses_(std::move(uses)) {}
+
 Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t size) {
     if (size == 0)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
@@ -37,6 +42,7 @@ Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t 
                                                     std::to_string(size) + " bytes) for " + device.name() +
                                                     " is more than the host's memory (" +
                                                     format_bytes(host) + ")");
+    auto uses = std::make_unique<memory::PinnedUses>();
     const detail::PluginApi& api = detail::Access::slot(device).api();
     if (api.has_host_alloc()) {
         void* p = nullptr;
@@ -44,7 +50,7 @@ Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t 
         if (p == nullptr)
             return Error(KEEL_STATUS_INTERNAL, "[PinnedBuffer::allocate] " + device.name() +
                                                    " host_alloc succeeded but returned null");
-        return PinnedBuffer(device, p, size, true);
+        return PinnedBuffer(device, p, size, true, std::move(uses));
     }
     // No host_alloc: ordinary, page-aligned host memory.
     const std::uint64_t rounded = (size + kFallbackAlignment - 1) / kFallbackAlignment * kFallbackAlignment;
@@ -57,14 +63,15 @@ Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t 
                                                     format_bytes(size) + " failed");
     detail::logger()->debug("[PinnedBuffer::allocate] {} has no host_alloc; using pageable memory",
                             device.name());
-    return PinnedBuffer(device, p, size, false);
+    return PinnedBuffer(device, p, size, false, std::move(uses));
 }
 
 PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
     : device_(other.device_),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      pinned_(std::exchange(other.pinned_, false)) {}
+      pinned_(std::exchange(other.pinned_, false)),
+      uses_(std::move(other.uses_)) {}
 
 PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
     if (this != &other) {
@@ -73,6 +80,7 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
         data_ = std::exchange(other.data_, nullptr);
         size_ = std::exchange(other.size_, 0);
         pinned_ = std::exchange(other.pinned_, false);
+        uses_ = std::move(other.uses_);
     }
     return *this;
 }
@@ -81,6 +89,8 @@ PinnedBuffer::~PinnedBuffer() { reset(); }
 
 void PinnedBuffer::reset() noexcept {
     if (data_ == nullptr) return;
+    // Copies enqueued with it run first, also after a failed call.
+    if (uses_) uses_->wait();
     void* p = std::exchange(data_, nullptr);
     size_ = 0;
     if (!std::exchange(pinned_, false)) {

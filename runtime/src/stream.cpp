@@ -9,6 +9,7 @@
 #include "logging.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
+#include "memory/pinned_uses.hpp"
 #include "memory/stream_closed.hpp"
 #include "memory/stream_registry.hpp"
 #include "memory/shared_memory.hpp"
@@ -268,28 +269,68 @@ Result<void> Stream::check_elements(const DeviceView& src, std::size_t element_s
     return ok();
 }
 
-Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const {
+namespace {
+
+// The buffer's memory goes only once this copy stopped running.
+Result<void> note_pinned_use(const PinnedBuffer& buffer, const std::shared_ptr<memory::MemoryCore>& core,
+                             keel_stream stream) {
+    memory::PinnedUses* uses = detail::Access::uses(buffer);
+    return uses != nullptr ? uses->note(core, stream) : ok();
+}
+
+}  // namespace
+
+Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src) const { return copy_pinned_in(dst, src, {}); }
+
+Result<void> Stream::copy(DeviceView dst, const PinnedBuffer& src, std::uint64_t offset) const {
+    return copy_pinned_in(dst, src, offset);
+}
+
+Result<void> Stream::copy_pinned_in(DeviceView dst, const PinnedBuffer& src,
+                                    std::optional<std::uint64_t> offset) const {
     KEEL_TRY(check_stream(*this, kCopy));
     KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
     if (src.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] the source pinned buffer is empty (moved-from)");
-    if (src.size() > dst.size())
+    // The whole buffer into the start of `dst`, or all of `dst` from the
+    // buffer at `offset`.
+    const std::uint64_t bytes = offset ? dst.size() : src.size();
+    if (!offset && src.size() > dst.size())
         return out_of_range(kCopy, "the source pinned buffer", src.size(), "the destination", dst.size());
-    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
-    return detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), src.data(), src.size());
+    if (offset && (*offset > src.size() || dst.size() > src.size() - *offset))
+        return out_of_range(kCopy, "the destination", dst.size(),
+                            ("the source pinned buffer from byte " + std::to_string(*offset)).c_str(), src.size());
+    if (bytes == 0) return ok();
+    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), bytes));
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    const auto* from = static_cast<const std::byte*>(src.data()) + offset.value_or(0);
+    KEEL_TRY(detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), from, bytes));
+    return note_pinned_use(src, *core, handle_);
 }
 
-Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const {
+Result<void> Stream::copy(PinnedBuffer& dst, DeviceView src) const { return copy_pinned_out(dst, 0, src); }
+
+Result<void> Stream::copy(PinnedBuffer& dst, std::uint64_t offset, DeviceView src) const {
+    return copy_pinned_out(dst, offset, src);
+}
+
+Result<void> Stream::copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, DeviceView src) const {
     KEEL_TRY(check_stream(*this, kCopy));
     KEEL_TRY(check_view(*this, kCopy, "the source", src));
     if (dst.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Stream::copy] the destination pinned buffer is empty (moved-from)");
-    if (src.size() > dst.size())
-        return out_of_range(kCopy, "the source", src.size(), "the destination pinned buffer", dst.size());
+    if (offset > dst.size() || src.size() > dst.size() - offset)
+        return out_of_range(kCopy, "the source", src.size(),
+                            offset == 0 ? "the destination pinned buffer"
+                                        : ("the destination pinned buffer from byte " + std::to_string(offset)).c_str(),
+                            dst.size());
     if (src.size() == 0) return ok();
     KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
-    return detail::Access::slot(device_).api().memcpy_d2h(handle_, dst.data(), src.address(), src.size());
+    KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    auto* to = static_cast<std::byte*>(dst.data()) + offset;
+    KEEL_TRY(detail::Access::slot(device_).api().memcpy_d2h(handle_, to, src.address(), src.size()));
+    return note_pinned_use(dst, *core, handle_);
 }
 
 Result<void> Stream::copy(DeviceView dst, DeviceView src) const {

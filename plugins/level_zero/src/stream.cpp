@@ -53,6 +53,7 @@ Result<SlotRef> Stream::commit_locked(PendingOp op, const ZeCall& call, Keep kee
 }
 
 void Stream::reap_locked() {
+    std::optional<std::uint64_t> completed;
     while (!in_flight_.empty()) {
         const ze_result_t state = ze().zeEventQueryStatus(in_flight_.front().done->event);
         if (state == ZE_RESULT_NOT_READY) break;
@@ -61,8 +62,10 @@ void Stream::reap_locked() {
                 health_->fail(ZeCall{"zeEventQueryStatus", state}.error(), in_flight_.front().op);
             break;
         }
+        completed = in_flight_.front().op;
         in_flight_.pop_front();
     }
+    if (completed) health_->settle(*completed);  // their waits passed their points
     if (in_flight_.empty()) tail_.reset();  // complete: nothing to wait for
 }
 
@@ -124,6 +127,32 @@ Result<StreamPoint> Stream::point() {
     reap_locked();
     KEEL_TRY(health_->check());
     return StreamPoint{tail_, health_, ops_};
+}
+
+Result<void> Stream::wait(const StreamPoint& point) {
+    const bool passed = !point.slot || ze().zeEventQueryStatus(point.slot->event) == ZE_RESULT_SUCCESS;
+    std::lock_guard lock(mutex_);
+    if (!passed) {
+        // A barrier that waits for the chain and the point: later work of
+        // the stream, events recorded after it included, is ordered behind it.
+        KEEL_TRY_ASSIGN(PendingOp op, begin_locked({point.slot}, device_.slots()));
+        const std::uint64_t at = ops_;
+        const ZeCall call = KEEL_ZE(zeCommandListAppendBarrier, list_, op.signal->event,
+                                    static_cast<uint32_t>(op.waits.size()), op.waits.data());
+        KEEL_TRY(commit_locked(std::move(op), call, {}));
+        if (point.health) health_->depend(point.health, point.ops, at);
+        return ok();
+    }
+    if (list_ == nullptr) return Error(KEEL_STATUS_INTERNAL, "the stream was closed");
+    // Passed already: nothing to wait for on the device, but a failure
+    // before it still travels (a position of its own, so that events
+    // recorded from now on report it and earlier ones do not).
+    if (point.health) {
+        const std::uint64_t at = ops_++;
+        health_->depend(point.health, point.ops, at);
+        health_->settle(at);
+    }
+    return ok();
 }
 
 SlotWait Stream::wait_for(const SlotRef& slot, std::uint64_t op) {
@@ -191,6 +220,7 @@ Result<void> Stream::close() {
     reap_locked();
     in_flight_.clear();
     tail_.reset();
+    if (ops_ > 0) health_->settle(ops_ - 1);
     for (const auto& entry : kernels_) (void)ze().zeKernelDestroy(entry.second);
     kernels_.clear();
     const ZeCall destroyed = KEEL_ZE(zeCommandListDestroy, list_);

@@ -124,6 +124,11 @@ public:
     // The point an event recorded now captures.
     [[nodiscard]] Result<StreamPoint> point();
 
+    // Later work waits for `point` (an event's, maybe of another stream):
+    // a barrier when it has not passed yet. A failure of that stream which
+    // taints the point becomes this stream's from here on.
+    [[nodiscard]] Result<void> wait(const StreamPoint& point);
+
     [[nodiscard]] Result<void> synchronize();
     [[nodiscard]] Result<bool> query();
 

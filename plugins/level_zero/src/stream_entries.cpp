@@ -64,17 +64,8 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " waited on by a stream of " + s->device().label());
-        const SlotRef point = e->point().slot;
-        // Never recorded, or its point already passed: nothing to wait for.
-        if (!point || ze().zeEventQueryStatus(point->event) == ZE_RESULT_SUCCESS) return ok();
-        // A barrier that waits for the chain and the event: later work of
-        // the stream, events recorded after it included, is ordered behind it.
-        KEEL_TRY(s->enqueue(
-            [](ze_command_list_handle_t list, const EventSlot& signal, uint32_t count, ze_event_handle_t* waits) {
-                return KEEL_ZE(zeCommandListAppendBarrier, list, signal.event, count, waits);
-            },
-            {point}));
-        return ok();
+        // Errors travel along the wait (keel.h 1.3): see StreamHealth.
+        return s->wait(e->point());
     });
 }
 

@@ -8,9 +8,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace keel {
+
+namespace detail {
+struct Access;
+}  // namespace detail
+namespace memory {
+class PinnedUses;
+}  // namespace memory
 
 // Owns host memory for fast asynchronous copies with one device: pinned
 // (page-locked) memory from the plugin's host_alloc when it has one,
@@ -18,12 +26,16 @@ namespace keel {
 // says false; copies still work, possibly slower).
 //
 // A copy from or into it reads or writes it when the copy runs, not at the
-// call: the caller keeps it alive and unchanged until then (synchronize, or
-// wait on an event recorded after the copy). That is the price of skipping
-// staging; Stream::copy from any other host range stages and has no such rule.
+// call: the caller keeps it unchanged until then (synchronize, or wait on
+// an event recorded after the copy), and reads what a copy wrote only after
+// that. That is the price of skipping staging; Stream::copy from any other
+// host range stages and has no such rule.
 //
 // Move-only. A moved-from buffer is empty (data() null, size 0). The
-// destructor frees the memory.
+// destructor frees the memory once the copies enqueued with it stopped
+// running (it blocks for them, as cudaFreeHost does), so dropping it on an
+// error path that skipped its synchronisation never frees memory a queued
+// copy still reads or writes.
 //
 // Threads: may be sent to another thread; the bytes are plain host memory
 // (synchronise access to them as you would for any buffer).
@@ -63,14 +75,16 @@ public:
     }
 
 private:
-    PinnedBuffer(Device device, void* data, std::uint64_t size, bool pinned) noexcept
-        : device_(std::move(device)), data_(data), size_(size), pinned_(pinned) {}
+    PinnedBuffer(Device device, void* data, std::uint64_t size, bool pinned,
+                 std::unique_ptr<memory::PinnedUses> uses) noexcept;
     KEEL_LOCAL void reset() noexcept;
+    friend struct detail::Access;
 
     Device device_;
     void* data_ = nullptr;
     std::uint64_t size_ = 0;
     bool pinned_ = false;
+    std::unique_ptr<memory::PinnedUses> uses_;  // the copies that may still use it
 };
 
 }  // namespace keel

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <type_traits>
@@ -141,6 +142,11 @@ public:
     // Device -> pinned memory, directly (DMA). `dst` is written when the
     // copy runs: read it after synchronizing (or an event).
     [[nodiscard]] Result<void> copy(PinnedBuffer& dst, DeviceView src) const;
+    // The same with a part of a pinned buffer (a staging ring's slot): all
+    // of `dst` from `src` at byte `offset`, or all of `src` into `dst` at
+    // `offset`; a range past the buffer's end is OUT_OF_RANGE.
+    [[nodiscard]] Result<void> copy(DeviceView dst, const PinnedBuffer& src, std::uint64_t offset) const;
+    [[nodiscard]] Result<void> copy(PinnedBuffer& dst, std::uint64_t offset, DeviceView src) const;
     // Device -> host range: the device writes `dst` when the copy executes
     // (no staging in the runtime). Keep `dst` valid and untouched until
     // HostCopy::wait() returned; dropping the HostCopy waits for the copy.
@@ -232,6 +238,11 @@ private:
     [[nodiscard]] Result<void> copy_in(DeviceView dst, std::span<const std::byte> src,
                                        HostFunc keep_alive) const;
     [[nodiscard]] Result<HostCopy> copy_out(std::span<std::byte> dst, DeviceView src) const;
+    // Pinned memory into or out of the device (`offset` none: the whole
+    // source buffer).
+    [[nodiscard]] Result<void> copy_pinned_in(DeviceView dst, const PinnedBuffer& src,
+                                              std::optional<std::uint64_t> offset) const;
+    [[nodiscard]] Result<void> copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, DeviceView src) const;
     [[nodiscard]] Result<void> hold_func(HostFunc release) const;
     [[nodiscard]] Result<void> check_elements(const DeviceView& src, std::size_t element_size) const;
 

@@ -48,6 +48,13 @@ struct Context {
     std::uint64_t objects = 0;  // lists, pools, modules made in it and alive
 };
 
+// Frees an allocation's storage: mmap'ed (`mapped` bytes), or else
+// std::aligned_alloc'ed.
+struct StorageFree {
+    std::size_t mapped = 0;
+    void operator()(std::byte* p) const noexcept;
+};
+
 // Device memory lives in `storage` and is named by an address the host
 // cannot dereference (non-canonical on x86-64); host memory is its own address.
 struct Allocation {
@@ -56,10 +63,8 @@ struct Allocation {
     Device* device = nullptr;  // null for host memory
     std::uint64_t base = 0;
     std::size_t size = 0;
-    struct Free {
-        void operator()(std::byte* p) const noexcept;
-    };
-    std::unique_ptr<std::byte[], Free> storage;  // std::aligned_alloc'ed
+    using Free = StorageFree;
+    std::unique_ptr<std::byte[], Free> storage;
     int users = 0;  // pending commands that use it
 };
 

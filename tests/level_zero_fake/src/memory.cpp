@@ -6,10 +6,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace fake_ze {
 
-void Allocation::Free::operator()(std::byte* p) const noexcept { std::free(p); }
+void StorageFree::operator()(std::byte* p) const noexcept {
+    if (mapped != 0)
+        ::munmap(p, mapped);
+    else
+        std::free(p);
+}
 
 namespace api {
 
@@ -17,9 +26,23 @@ namespace {
 
 bool power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-std::byte* allocate(std::size_t size, std::size_t alignment) {
-    if (size > std::numeric_limits<std::size_t>::max() - (alignment - 1)) return nullptr;  // rounding would wrap
-    return static_cast<std::byte*>(std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment));
+// Large storage is mapped, and unmapped at free, as a driver's memory comes
+// and goes: through malloc, freed multi-MiB blocks raise glibc's mmap
+// threshold and later ones stay in its arenas, which a soak whose streams
+// come and go reads as growth of the process.
+constexpr std::size_t kMapFrom = 64 * 1024;
+
+std::unique_ptr<std::byte[], Allocation::Free> allocate(std::size_t size, std::size_t alignment) {
+    if (size > std::numeric_limits<std::size_t>::max() - (alignment - 1)) return {};  // rounding would wrap
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (size >= kMapFrom && alignment <= page && size <= std::numeric_limits<std::size_t>::max() - page) {
+        const std::size_t length = (size + page - 1) / page * page;
+        void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return {};
+        return {static_cast<std::byte*>(p), Allocation::Free{length}};
+    }
+    return {static_cast<std::byte*>(std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)),
+            Allocation::Free{}};
 }
 
 }  // namespace
@@ -38,7 +61,7 @@ ze_result_t ZE_APICALL zeMemAllocDevice(ze_context_handle_t context, const ze_de
     if (size > device->memory) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     if (size > device->memory - device->used) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     auto a = std::make_unique<Allocation>();
-    a->storage.reset(allocate(size, 64));
+    a->storage = allocate(size, 64);
     if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     const std::uint64_t align = alignment > 256 ? alignment : 256;
     const std::uint64_t base = (driver.next_device_address + align - 1) & ~(align - 1);
@@ -65,7 +88,7 @@ ze_result_t ZE_APICALL zeMemAllocHost(ze_context_handle_t context, const ze_host
     const std::size_t align = alignment > 64 ? alignment : 64;
     auto a = std::make_unique<Allocation>();
     // The storage is the memory itself: host memory is host-addressable.
-    a->storage.reset(allocate(size, align));
+    a->storage = allocate(size, align);
     if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     a->context = from_handle<Context>(context);
     a->type = ZE_MEMORY_TYPE_HOST;

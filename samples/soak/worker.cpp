@@ -1,0 +1,171 @@
+#include "worker.hpp"
+
+#include "faults.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include <unistd.h>
+
+namespace soak {
+
+namespace {
+
+// Values a step writes: a function of a seed, so a read-back can be checked.
+std::vector<std::uint32_t> pattern(std::uint32_t seed, std::size_t n) {
+    std::vector<std::uint32_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = seed * 2654435761u + static_cast<std::uint32_t>(i);
+    return v;
+}
+
+}  // namespace
+
+std::uint64_t rss_bytes() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return 0;
+    unsigned long long pages = 0, resident = 0;
+    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
+    std::fclose(f);
+    return n == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+const char* step_name(Step step) {
+    switch (step) {
+        case Step::upload: return "upload + read-back";
+        case Step::hand_off: return "hand-off to the shared stream";
+        case Step::pinned_round_trip: return "pinned round trip";
+        case Step::memset: return "memset + read-back";
+        case Step::hold_and_move_in: return "moved-in upload + hold";
+    }
+    return "?";
+}
+
+void Worker::run(std::chrono::steady_clock::time_point until) {
+    while (std::chrono::steady_clock::now() < until) {
+        if (faults_) maybe_inject(rng_);
+        (void)step(static_cast<Step>(rng_() % kSteps));
+    }
+    stream_.reset();
+}
+
+bool Worker::step(Step step) {
+    if (!stream_) {
+        auto s = keel::Stream::create(device_);
+        if (!ok(s)) {
+            fail();
+            counters_.steps.fetch_add(1, std::memory_order_relaxed);
+            return false;
+        }
+        stream_.emplace(std::move(*s));
+    }
+    bool done = false;
+    switch (step) {
+        case Step::upload: done = upload_and_read_back(); break;
+        case Step::hand_off: done = hand_off(); break;
+        case Step::pinned_round_trip: done = pinned_round_trip(); break;
+        case Step::memset: done = memset_and_read_back(); break;
+        case Step::hold_and_move_in: done = hold_and_move_in(); break;
+    }
+    if (!done) {
+        fail();
+        stream_.reset();  // a failed stream is dropped and replaced
+        counters_.streams_replaced.fetch_add(1, std::memory_order_relaxed);
+    }
+    counters_.steps.fetch_add(1, std::memory_order_relaxed);
+    return done;
+}
+
+void Worker::check(const std::vector<std::uint32_t>& got, const std::vector<std::uint32_t>& want) {
+    if (got.size() != want.size()) {
+        counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    for (std::size_t i = 0; i < got.size(); ++i)
+        if (got[i] != want[i]) {
+            counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
+            std::fprintf(stderr, "mismatch at %zu of %zu: %u, wanted %u\n", i, got.size(), got[i], want[i]);
+            return;
+        }
+}
+
+// Reads `buf` back into a vector (pageable, unstaged) and checks it.
+bool Worker::read_back(const keel::Stream& s, const keel::Buffer& buf, const std::vector<std::uint32_t>& want) {
+    auto view = buf.view(0, want.size() * 4);
+    if (!ok(view)) return false;
+    auto future = s.copy_to_vector<std::uint32_t>(*view);
+    if (!ok(future)) return false;
+    auto got = std::move(*future).get();
+    if (!ok(got)) return false;
+    check(*got, want);
+    return true;
+}
+
+bool Worker::upload_and_read_back() {
+    const std::vector<std::uint32_t> want = pattern(static_cast<std::uint32_t>(rng_()), elements());
+    auto buf = keel::Buffer::allocate(*stream_, want.size() * 4);
+    if (!ok(buf) || !ok(stream_->copy(*buf, want))) return false;  // staged from a container
+    return read_back(*stream_, *buf, want);
+}
+
+bool Worker::memset_and_read_back() {
+    const std::size_t n = elements();
+    auto buf = keel::Buffer::allocate(*stream_, n * 4);
+    if (!ok(buf) || !ok(stream_->memset(*buf, 0x5a))) return false;
+    return read_back(*stream_, *buf, std::vector<std::uint32_t>(n, 0x5a5a5a5au));
+}
+
+// Produced on this thread's stream, consumed on the shared one after an
+// event: the consumer's copy and read-back must see the producer's data.
+bool Worker::hand_off() {
+    const std::vector<std::uint32_t> want = pattern(static_cast<std::uint32_t>(rng_()), elements());
+    auto src = keel::Buffer::allocate(*stream_, want.size() * 4);
+    if (!ok(src) || !ok(stream_->copy(*src, want))) return false;
+    auto event = keel::Event::create(device_);
+    if (!ok(event) || !ok(event->record(*stream_))) return false;
+    std::lock_guard lock(shared_mu_);
+    if (!shared_) {
+        auto s = keel::Stream::create(device_);
+        if (!ok(s)) return false;
+        shared_.emplace(std::move(*s));
+    }
+    const keel::Stream& shared = *shared_;
+    auto dst = keel::Buffer::allocate(shared, want.size() * 4);
+    const bool done = ok(dst) && ok(shared.wait(*event)) && ok(src->record_stream(shared)) &&
+                      ok(shared.copy(*dst, *src)) && read_back(shared, *dst, want);
+    if (!done) {
+        // The shared stream may be the one that failed: replace it too.
+        shared_.reset();
+    }
+    return done;
+}
+
+bool Worker::pinned_round_trip() {
+    const std::vector<std::uint32_t> want = pattern(static_cast<std::uint32_t>(rng_()), elements());
+    const std::uint64_t bytes = want.size() * 4;
+    auto in = keel::PinnedBuffer::allocate(device_, bytes);
+    auto out = keel::PinnedBuffer::allocate(device_, bytes);
+    if (!ok(in) || !ok(out)) return false;
+    std::memcpy(in->data(), want.data(), bytes);
+    auto buf = keel::Buffer::allocate(*stream_, bytes);
+    if (!ok(buf) || !ok(stream_->copy(*buf, *in)) || !ok(stream_->copy(*out, *buf))) return false;
+    // The pinned buffers stay alive until the stream is done with them.
+    if (!ok(stream_->synchronize())) return false;
+    std::vector<std::uint32_t> got(want.size());
+    std::memcpy(got.data(), out->data(), bytes);
+    check(got, want);
+    return true;
+}
+
+// A vector moved in, the buffer handed to a hold, a later read of a copy.
+bool Worker::hold_and_move_in() {
+    std::vector<std::uint32_t> want = pattern(static_cast<std::uint32_t>(rng_()), elements());
+    std::vector<std::uint32_t> moved = want;
+    auto a = keel::Buffer::allocate(*stream_, want.size() * 4);
+    auto b = keel::Buffer::allocate(*stream_, want.size() * 4);
+    if (!ok(a) || !ok(b)) return false;
+    if (!ok(stream_->copy(*a, std::move(moved))) || !ok(stream_->copy(*b, *a))) return false;
+    if (!ok(stream_->hold(std::move(*a)))) return false;
+    return read_back(*stream_, *b, want);
+}
+
+}  // namespace soak

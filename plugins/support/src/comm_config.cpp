@@ -1,5 +1,7 @@
 #include <keel/plugin/comm_config.hpp>
 
+#include <keel/plugin/boundary.hpp>
+
 #include <keel/base/dtype.hpp>
 
 namespace keel::plugin {
@@ -47,19 +49,6 @@ Result<CommConfig> read_comm_config(const keel_comm_config* config) {
     c.key_prefix = config->key_prefix;
     c.store = store;
     return c;
-}
-
-Result<void> take_c_error(keel_error* error) noexcept {
-    if (error == nullptr) return {};
-    try {
-        const Status code = error->code == KEEL_STATUS_OK ? KEEL_STATUS_INTERNAL : error->code;
-        Error e(code, error->message != nullptr ? error->message : "(no message)");
-        error->destroy(error);
-        return e;
-    } catch (...) {
-        error->destroy(error);
-        return Error(KEEL_STATUS_OUT_OF_MEMORY, "out of memory while reading an error");
-    }
 }
 
 Result<std::uint64_t> reduction_element_size(keel_dtype dtype, keel_reduce_op op) {

@@ -18,13 +18,19 @@ namespace keel::plugin {
 
 // The other way, for an error a caller handed over (a fallible host
 // function's): ok() for NULL, else its code and message; destroys it.
-[[nodiscard]] inline Result<void> take_c_error(keel_error* error) {
+[[nodiscard]] inline Result<void> take_c_error(keel_error* error) noexcept {
     if (error == nullptr) return ok();
     struct Destroy {
         keel_error* e;
         ~Destroy() { keel_error_destroy(e); }
     } destroy{error};
-    return Error(error->code, error->message ? error->message : "(no message)");
+    // An error whose code says OK is still an error: the caller returned one.
+    const Status code = error->code == KEEL_STATUS_OK ? KEEL_STATUS_INTERNAL : error->code;
+    try {
+        return Error(code, error->message != nullptr ? error->message : "(no message)");
+    } catch (...) {
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "out of memory while reading an error");
+    }
 }
 
 // Runs `body` (returning Result<void>) at an ABI entry point named `where`.

@@ -30,9 +30,6 @@ struct CommConfig {
 // rank outside [0, size), an empty key prefix or a zero timeout.
 [[nodiscard]] Result<CommConfig> read_comm_config(const keel_comm_config* config);
 
-// The keel_error of a callback the plugin called, as an Error (destroyed).
-[[nodiscard]] Result<void> take_c_error(keel_error* error) noexcept;
-
 // Bytes per element of a dtype a reduction takes, or INVALID_ARGUMENT naming
 // the dtype or the reduction.
 [[nodiscard]] Result<std::uint64_t> reduction_element_size(keel_dtype dtype, keel_reduce_op op);

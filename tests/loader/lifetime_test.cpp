@@ -179,10 +179,11 @@ TEST(Lifetime, TwoRuntimesAliveAtOnceShareOneLoadOfAPlugin) {
     std::optional<Runtime> second(Runtime::create(only({fake_file("good", "fake")})).value());
     EXPECT_EQ(trace.lines(), (Lines{"init fake"})) << "keel_plugin_init runs once per load";
     // One plugin device behind both: memory taken through one runtime is gone in the other's.
-    const MemoryInfo before = second->devices()[0].memory_info().value();
-    RawBuffer taken = RawBuffer::allocate(first->devices()[0], 1 << 20).value();
-    EXPECT_EQ(second->devices()[0].memory_info().value().free_bytes, before.free_bytes - (1 << 20));
-    EXPECT_TRUE(taken.free().ok());
+    {
+        const MemoryInfo before = second->devices()[0].memory_info().value();
+        RawBuffer taken = RawBuffer::allocate(first->devices()[0], 1 << 20).value();
+        EXPECT_EQ(second->devices()[0].memory_info().value().free_bytes, before.free_bytes - (1 << 20));
+    }  // the buffer, which keeps the plugin loaded too, is gone
     first.reset();
     EXPECT_EQ(trace.lines(), (Lines{"init fake"}));
     second.reset();

@@ -57,7 +57,7 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     config.key_prefix = prefix.c_str();
     config.store = c_store.table();
     keel_comm comm = nullptr;
-    Result<void> created = take_plugin_error(plugin_table(device).comm_create(device.native(), &config, &comm));
+    Result<void> created = take_plugin_error(plugin_table(device).comm_create(plugin_handle(device), &config, &comm));
     if (!created.ok()) {
         // Declined on every rank alike (keel.h): the generic path serves the group.
         if (created.error().code() == KEEL_STATUS_UNIMPLEMENTED) {
@@ -88,22 +88,22 @@ Result<void> NativeComm::checked(keel_error* error) const {
 Result<void> NativeComm::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                     ReduceOp op) const {
     const std::uint64_t count = in.size() / dtype_size(dtype);
-    return checked(api_.comm_all_reduce(comm_, stream.native(), in.address(), out.address(), count, dtype, c_op(op)));
+    return checked(api_.comm_all_reduce(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
 }
 
 Result<void> NativeComm::broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const {
-    return checked(api_.comm_broadcast(comm_, stream.native(), in.address(), out.address(), out.size(), root));
+    return checked(api_.comm_broadcast(comm_, plugin_handle(stream), in.address(), out.address(), out.size(), root));
 }
 
 Result<void> NativeComm::all_gather(const Stream& stream, DeviceView in, DeviceView out) const {
-    return checked(api_.comm_all_gather(comm_, stream.native(), in.address(), out.address(), in.size()));
+    return checked(api_.comm_all_gather(comm_, plugin_handle(stream), in.address(), out.address(), in.size()));
 }
 
 Result<void> NativeComm::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                         ReduceOp op) const {
     const std::uint64_t count = out.size() / dtype_size(dtype);
     return checked(
-        api_.comm_reduce_scatter(comm_, stream.native(), in.address(), out.address(), count, dtype, c_op(op)));
+        api_.comm_reduce_scatter(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
 }
 
 Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> ops) const {
@@ -121,7 +121,7 @@ Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> op
     }
     if (c_ops.empty()) return {};
     return checked(
-        api_.comm_send_recv(comm_, stream.native(), c_ops.data(), static_cast<std::uint32_t>(c_ops.size())));
+        api_.comm_send_recv(comm_, plugin_handle(stream), c_ops.data(), static_cast<std::uint32_t>(c_ops.size())));
 }
 
 void NativeComm::abort() const noexcept {

@@ -7,6 +7,7 @@
 #include <keel/buffer.hpp>
 #include <keel/device.hpp>
 #include <keel/device_memory.hpp>
+#include <keel/event.hpp>
 #include <keel/fence.hpp>
 #include <keel/host_copy.hpp>
 #include <keel/host_func.hpp>
@@ -40,6 +41,12 @@ struct Access {
         v.size_ = size;
         return v;
     }
+
+    // ---- the plugin's handles behind the public types -------------------------
+    [[nodiscard]] static keel_device handle(const Device& device) noexcept;  // device.cpp
+    [[nodiscard]] static keel_stream handle(const Stream& stream) noexcept { return stream.handle_; }
+    [[nodiscard]] static keel_event handle(const Event& event) noexcept { return event.handle_; }
+    [[nodiscard]] static keel_kernel handle(const Kernel& kernel) noexcept { return kernel.handle_; }
 
     // ---- host functions and kernel arguments -------------------------------
     [[nodiscard]] static std::unique_ptr<HostFuncBase> take(HostFunc&& fn) noexcept {

@@ -1,5 +1,6 @@
 #include <keel/device.hpp>
 
+#include "access.hpp"
 #include "plugin.hpp"
 
 namespace keel {
@@ -8,7 +9,8 @@ const std::string& Device::name() const noexcept { return slot_->name; }
 const std::string& Device::type() const noexcept { return slot_->plugin->type(); }
 std::uint32_t Device::index() const noexcept { return slot_->index; }
 const DeviceProperties& Device::properties() const noexcept { return slot_->properties; }
-keel_device Device::native() const noexcept { return slot_->handle; }
+
+keel_device detail::Access::handle(const Device& device) noexcept { return device.slot_->handle; }
 
 Result<NativeHandle> Device::native_handle() const {
     keel_native_handle handle{};

@@ -13,7 +13,7 @@ namespace keel {
 Result<Event> Event::create(const Device& device, EventTiming timing) {
     keel_event handle = nullptr;
     const std::uint32_t flags = timing == EventTiming::on ? KEEL_EVENT_TIMING : KEEL_EVENT_DEFAULT;
-    KEEL_TRY(detail::Access::slot(device).api().event_create(device.native(), flags, &handle));
+    KEEL_TRY(detail::Access::slot(device).api().event_create(detail::Access::handle(device), flags, &handle));
     return Event(device, handle, timing);
 }
 
@@ -57,7 +57,7 @@ Result<void> Event::record(const Stream& stream) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Event::record] the event is of " +
                                                        device_.name() + " but the stream of " +
                                                        stream.device().name());
-    return detail::Access::slot(device_).api().event_record(handle_, stream.native());
+    return detail::Access::slot(device_).api().event_record(handle_, detail::Access::handle(stream));
 }
 
 Result<bool> Event::query() const {
@@ -83,7 +83,7 @@ Result<float> Event::elapsed_ms(const Event& start, const Event& end) {
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
                      "[Event::elapsed_ms] both events must be created with EventTiming::on");
     float ms = 0.0f;
-    KEEL_TRY(detail::Access::slot(start.device()).api().event_elapsed_time(start.native(), end.native(), &ms));
+    KEEL_TRY(detail::Access::slot(start.device()).api().event_elapsed_time(start.handle_, end.handle_, &ms));
     return ms;
 }
 

@@ -8,7 +8,7 @@ namespace keel {
 Result<Kernel> Kernel::find(const Device& device, std::string_view name) {
     std::string n(name);
     keel_kernel handle = nullptr;
-    KEEL_TRY(detail::Access::slot(device).api().kernel_get(device.native(), n.c_str(), &handle));
+    KEEL_TRY(detail::Access::slot(device).api().kernel_get(detail::Access::handle(device), n.c_str(), &handle));
     if (handle == nullptr)
         return Error(KEEL_STATUS_INTERNAL, "[Kernel::find] " + device.name() +
                                                " kernel_get succeeded but returned no kernel '" +

@@ -46,7 +46,7 @@ Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t 
     const detail::PluginApi& api = detail::Access::slot(device).api();
     if (api.has_host_alloc()) {
         void* p = nullptr;
-        KEEL_TRY(api.host_alloc(device.native(), size, &p));
+        KEEL_TRY(api.host_alloc(detail::Access::handle(device), size, &p));
         if (p == nullptr)
             return Error(KEEL_STATUS_INTERNAL, "[PinnedBuffer::allocate] " + device.name() +
                                                    " host_alloc succeeded but returned null");
@@ -97,7 +97,7 @@ void PinnedBuffer::reset() noexcept {
         std::free(p);
         return;
     }
-    if (auto r = detail::Access::slot(device_).api().host_free(device_.native(), p); !r)
+    if (auto r = detail::Access::slot(device_).api().host_free(detail::Access::handle(device_), p); !r)
         detail::logger()->error("[PinnedBuffer::~PinnedBuffer] {}", r.error().message());
 }
 

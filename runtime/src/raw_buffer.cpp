@@ -22,7 +22,7 @@ Result<RawBuffer> RawBuffer::allocate(const Device& device, std::uint64_t size) 
                          " is larger than the largest allocation of " + device.name() + " (" +
                          format_bytes(largest) + ")");
     keel_device_addr address = 0;
-    KEEL_TRY(detail::Access::slot(device).api().device_alloc(device.native(), size, &address));
+    KEEL_TRY(detail::Access::slot(device).api().device_alloc(detail::Access::handle(device), size, &address));
     if (address == 0) {
         // 0 marks an empty buffer here; it cannot be a live allocation.
         return Error(KEEL_STATUS_INTERNAL, "[RawBuffer::allocate] " + device.name() +
@@ -73,7 +73,7 @@ Result<void> RawBuffer::free() {
     if (empty()) return ok();
     keel_device_addr address = std::exchange(address_, 0);
     size_ = 0;
-    return detail::Access::slot(device_).api().device_free(device_.native(), address);
+    return detail::Access::slot(device_).api().device_free(detail::Access::handle(device_), address);
 }
 
 keel_device_addr RawBuffer::release() noexcept {

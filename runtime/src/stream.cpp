@@ -71,7 +71,7 @@ Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const St
 Result<Stream> Stream::create(const Device& device) {
     keel_stream handle = nullptr;
     auto memory = std::make_unique<Memory>();
-    KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
     memory->generation = memory::register_stream(handle);
     return Stream(device, handle, std::move(memory));
 }
@@ -82,7 +82,7 @@ Result<Stream> Stream::create(const DeviceMemory& memory) {
     bound->bound.store(true, std::memory_order_relaxed);
     keel_stream handle = nullptr;
     const Device& device = memory.device();
-    KEEL_TRY(detail::Access::slot(device).api().stream_create(device.native(), 0, &handle));
+    KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
     bound->generation = memory::register_stream(handle);
     return Stream(device, handle, std::move(bound));
 }
@@ -216,7 +216,7 @@ Result<void> Stream::wait(const Event& event) const {
     if (event.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::wait] the event is empty (moved-from)");
     if (event.device() != device_) return cross_device("Stream::wait", "the event", event.device(), device_);
-    return detail::Access::slot(device_).api().stream_wait_event(handle_, event.native());
+    return detail::Access::slot(device_).api().stream_wait_event(handle_, detail::Access::handle(event));
 }
 
 Result<void> Stream::order_after(const Stream& from) const {
@@ -363,7 +363,7 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     auto invalid = [&](const std::string& what) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::launch " + kernel.name() + "] " + what);
     };
-    if (kernel.native() == nullptr) return invalid("the kernel is empty");
+    if (detail::Access::handle(kernel) == nullptr) return invalid("the kernel is empty");
     if (kernel.device() != device_)
         return invalid("the kernel is of " + kernel.device().name() + ", but the stream is on " +
                        device_.name());
@@ -401,7 +401,7 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     launch.args = encoded.data();
     launch.arg_count = encoded.size();
     launch.arg_struct_size = sizeof(keel_kernel_arg);
-    return detail::Access::slot(device_).api().kernel_launch(handle_, kernel.native(), &launch);
+    return detail::Access::slot(device_).api().kernel_launch(handle_, detail::Access::handle(kernel), &launch);
 }
 
 // ---- lifetimes and host work ---------------------------------------------------

@@ -21,7 +21,7 @@ void must_cuda(cudaError_t error, const char* what) {
 
 std::unique_ptr<KeelCuda> KeelCuda::load(std::string* error) {
     auto k = std::make_unique<KeelCuda>(Key{});
-    k->path_ = keel::testing::find_plugin("KEEL_CUDA_PLUGIN", KEEL_CUDA_PLUGIN_RELATIVE, KEEL_CUDA_PLUGIN_PATH);
+    k->path_ = keel::testing::find_plugin(keel::env::Var::test_cuda_plugin, KEEL_CUDA_PLUGIN_RELATIVE, KEEL_CUDA_PLUGIN_PATH);
     // Warnings go to stderr; nothing below them is even formatted.
     keel::testing::LoadedPlugin::Options options;
     options.min_log_level = KEEL_LOG_WARN;

@@ -63,11 +63,12 @@ void print_device(const keel::Device& d) {
     print_memory_config(d);
 }
 
-// Every KEEL_* variable: its value and whether the environment set it or the
-// default holds (a set variable overrides the code's configuration).
+// Every KEEL_* variable but the tests' knobs: its value and whether the
+// environment set it or the default holds (a set variable overrides the code's configuration).
 void print_settings() {
     std::printf("Settings (a set variable overrides the program's configuration):\n");
     for (const keel::env::Variable& v : keel::env::kVariables) {
+        if (v.for_tests) continue;
         const auto text = keel::env::text(v.var);
         std::printf("  %-28s %s  (%s)\n", v.name, text ? std::string(*text).c_str() : v.fallback,
                     text ? "environment" : "default");

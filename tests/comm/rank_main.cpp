@@ -4,6 +4,7 @@
 // exits 0 when everything held.
 #include <keel/base/dtype.hpp>
 #include <keel/comm.hpp>
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include <atomic>
@@ -21,11 +22,14 @@ namespace {
 
 int failures = 0;
 
+// The launcher's RANK, for messages.
+std::string rank_name() { return std::string(keel::env::foreign("RANK").value_or("?")); }
+
 #define CHECK(cond, ...)                                              \
     do {                                                              \
         if (!(cond)) {                                                \
             ++failures;                                               \
-            std::fprintf(stderr, "rank %s: check failed: %s: ", std::getenv("RANK"), #cond); \
+            std::fprintf(stderr, "rank %s: check failed: %s: ", rank_name().c_str(), #cond); \
             std::fprintf(stderr, __VA_ARGS__);                        \
             std::fprintf(stderr, "\n");                               \
         }                                                             \
@@ -535,7 +539,7 @@ int interface_by_name() {
 int two_hosts() {
     Ctx c = context();
     keel::CommOptions o = options(10000);
-    o.interface = std::getenv("KEEL_TEST_IFACE") ? std::getenv("KEEL_TEST_IFACE") : "";
+    o.interface = std::string(keel::env::text(keel::env::Var::test_iface).value_or(""));
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, o).value();
     const auto in = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return input(c.rank, i, keel::ReduceOp::sum); });
     const auto want = make(KEEL_DTYPE_F32, 1001, [&](std::size_t i) { return expected(KEEL_DTYPE_F32, keel::ReduceOp::sum, c.size, i); });

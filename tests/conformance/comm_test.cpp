@@ -127,7 +127,7 @@ Bytes bytes_of(const std::vector<float>& v) {
     handle.api = &api;                                                                                         \
     {                                                                                                          \
         const keel_comm_config config = one_rank_config(store, prefix);                                        \
-        Result<void> created = status_of(api.comm_create(device().native(), &config, &handle.comm));           \
+        Result<void> created = status_of(api.comm_create(plugin_handle(device()), &config, &handle.comm));           \
         if (!created.ok() && created.error().code() == KEEL_STATUS_UNIMPLEMENTED)                              \
             GTEST_SKIP() << device().name() << "'s engine declines a one-rank group: "                         \
                          << created.error().message();                                                         \
@@ -149,7 +149,7 @@ TEST_P(Conformance, AOneRankCommunicatorRunsEveryCollectiveOnItsStream) {
         const char* what;
         std::function<keel_error*(keel_device_addr, keel_device_addr)> run;
     };
-    const keel_stream cs = s.native();
+    const keel_stream cs = plugin_handle(s);
     const std::vector<Case> cases = {
         {"all_reduce sum", [&](auto i, auto o) { return api.comm_all_reduce(comm.comm, cs, i, o, n, KEEL_DTYPE_F32, KEEL_REDUCE_SUM); }},
         {"all_reduce avg", [&](auto i, auto o) { return api.comm_all_reduce(comm.comm, cs, i, o, n, KEEL_DTYPE_F32, KEEL_REDUCE_AVG); }},
@@ -194,28 +194,28 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
         EXPECT_NE(r.error().message(), "") << what;
     };
     keel_comm out = nullptr;
-    expect_invalid(api.comm_create(device().native(), nullptr, &out), "a null config");
+    expect_invalid(api.comm_create(plugin_handle(device()), nullptr, &out), "a null config");
     keel_comm_config bad = one_rank_config(store, "cts/bad-rank");
     bad.rank = 1;
-    expect_invalid(api.comm_create(device().native(), &bad, &out), "rank 1 of size 1");
+    expect_invalid(api.comm_create(plugin_handle(device()), &bad, &out), "rank 1 of size 1");
     bad = one_rank_config(store, "");
-    expect_invalid(api.comm_create(device().native(), &bad, &out), "an empty key prefix");
+    expect_invalid(api.comm_create(plugin_handle(device()), &bad, &out), "an empty key prefix");
     EXPECT_EQ(out, nullptr) << "a failed comm_create wrote its output";
 
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
     const keel_device_addr a = b.view().address();
-    expect_invalid(api.comm_broadcast(comm.comm, s.native(), a, a, 64, 1), "root 1 of a group of one");
+    expect_invalid(api.comm_broadcast(comm.comm, plugin_handle(s), a, a, 64, 1), "root 1 of a group of one");
     keel_p2p_op to_self{KEEL_P2P_OP_STRUCT_SIZE, KEEL_P2P_SEND, 0, a, 64};
-    expect_invalid(api.comm_send_recv(comm.comm, s.native(), &to_self, 1), "a send to oneself");
+    expect_invalid(api.comm_send_recv(comm.comm, plugin_handle(s), &to_self, 1), "a send to oneself");
     keel_p2p_op outside{KEEL_P2P_OP_STRUCT_SIZE, KEEL_P2P_RECV, 5, a, 64};
-    expect_invalid(api.comm_send_recv(comm.comm, s.native(), &outside, 1), "a receive from rank 5 of 1");
-    expect_invalid(api.comm_all_reduce(comm.comm, s.native(), a, a, 16, KEEL_DTYPE_INVALID, KEEL_REDUCE_SUM),
+    expect_invalid(api.comm_send_recv(comm.comm, plugin_handle(s), &outside, 1), "a receive from rank 5 of 1");
+    expect_invalid(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_INVALID, KEEL_REDUCE_SUM),
                    "dtype INVALID");
-    expect_invalid(api.comm_all_reduce(comm.comm, s.native(), a, a, 16, KEEL_DTYPE_F32,
+    expect_invalid(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32,
                                        static_cast<keel_reduce_op>(77)),
                    "reduction 77");
-    expect_invalid(api.comm_all_reduce(nullptr, s.native(), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM),
+    expect_invalid(api.comm_all_reduce(nullptr, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM),
                    "a null communicator");
     expect_invalid(api.comm_all_gather(comm.comm, nullptr, a, a, 16), "a null stream");
     if (const Device* other = other_device(); other != nullptr) {
@@ -223,7 +223,7 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
         expect_invalid(api.comm_all_gather(comm.comm, elsewhere.native(), a, a, 16), "a stream of another device");
     }
     // count == 0 enqueues nothing and succeeds.
-    KEEL_EXPECT_OK(status_of(api.comm_send_recv(comm.comm, s.native(), nullptr, 0)));
+    KEEL_EXPECT_OK(status_of(api.comm_send_recv(comm.comm, plugin_handle(s), nullptr, 0)));
     KEEL_EXPECT_OK(s.synchronize());
 }
 
@@ -235,11 +235,11 @@ TEST_P(Conformance, AnAbortedCommunicatorFailsLaterEnqueuesAndIsStillDestroyed) 
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
     const keel_device_addr a = b.view().address();
-    KEEL_ASSERT_OK(status_of(api.comm_all_reduce(comm.comm, s.native(), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM)));
+    KEEL_ASSERT_OK(status_of(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM)));
     KEEL_ASSERT_OK(s.synchronize());
     KEEL_ASSERT_OK(status_of(api.comm_abort(comm.comm)));
     KEEL_ASSERT_OK(status_of(api.comm_abort(comm.comm)));  // idempotent
-    Result<void> after = status_of(api.comm_all_reduce(comm.comm, s.native(), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM));
+    Result<void> after = status_of(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM));
     ASSERT_FALSE(after.ok()) << "an enqueue after comm_abort was accepted";
     EXPECT_EQ(after.error().code(), KEEL_STATUS_FAILED_PRECONDITION) << after.error().message();
     EXPECT_NE(after.error().message().find("cts/abort"), std::string::npos)

@@ -2,7 +2,9 @@
 // when KEEL_TEST_LARGE_MEMORY=1, skipped with that reason otherwise.
 #include "lerp.hpp"
 
+#include <keel/environment.hpp>
 #include <keel/plugin/kernel_args.hpp>
+#include <keel/testing/knob.hpp>
 #include <keel/testing/launch_args.hpp>
 
 #include <gtest/gtest.h>
@@ -17,8 +19,8 @@ namespace {
 keel_device_addr host_addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 TEST(CpuLerpGradLarge, SumsElementsPastTwoToTheThirtyOne) {
-    const char* env = std::getenv("KEEL_TEST_LARGE_MEMORY");
-    if (!env || std::string(env) != "1") GTEST_SKIP() << "needs 8.6 GB of memory: set KEEL_TEST_LARGE_MEMORY=1";
+    if (!keel::testing::knob(env::flag(env::Var::test_large_memory), false))
+        GTEST_SKIP() << "needs 8.6 GB of memory: set KEEL_TEST_LARGE_MEMORY=1";
     const std::int64_t n = (std::int64_t{1} << 31) + 4096;
     std::unique_ptr<float[]> dout(new (std::nothrow) float[static_cast<std::size_t>(n)]);
     if (!dout) GTEST_SKIP() << "could not allocate " << n * 4 << " bytes";

@@ -16,6 +16,7 @@
 // KEEL_FAKE_INLINE=1 at init makes it run all work inline at enqueue, like a
 // naive synchronous fake: the conformance suite must then fail (a check of
 // the suite itself, run by hand).
+#include <keel/environment.hpp>
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/comm_config.hpp>
@@ -831,18 +832,17 @@ keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_INIT_FAILS
         return Error(KEEL_STATUS_UNAVAILABLE, "simulated initialisation failure (no driver)");
 #else
-        const char* fail = std::getenv("KEEL_FAKE_FAIL");
-        failing_entry() = fail != nullptr ? fail : "";
+        failing_entry() = std::string(keel::env::text(keel::env::Var::test_fake_fail).value_or(""));
         KEEL_TRY(injected_failure("keel_plugin_init"));
+        KEEL_TRY_ASSIGN(const std::optional<bool> run_inline, keel::env::flag(keel::env::Var::test_fake_inline));
         keel::plugin::HostLog::install(host);
         g_state = std::make_unique<PluginState>();
         for (std::uint32_t i = 0; i < kDeviceCount; ++i) {
             g_state->devices[i].index = i;
             g_state->devices[i].name = std::string(KEEL_FAKE_TYPE ":") + std::to_string(i);
         }
-        if (const char* log = std::getenv("KEEL_FAKE_PLUGIN_LOG")) g_state->log_path = log;
-        const char* run_inline = std::getenv("KEEL_FAKE_INLINE");
-        g_run_inline.store(run_inline != nullptr && std::string(run_inline) == "1");
+        if (const auto log = keel::env::text(keel::env::Var::test_fake_plugin_log)) g_state->log_path = *log;
+        g_run_inline.store(run_inline.value_or(false));
         trace("init");
         keel::plugin::HostLog::write(KEEL_LOG_DEBUG, "[" KEEL_FAKE_TYPE "] initialised");
         fill_table(g_table);

@@ -130,6 +130,16 @@ INSTANTIATE_TEST_SUITE_P(
                    "reports device type 'other' but the file is named libkeel_mismatch.so"}),
     [](const ::testing::TestParamInfo<BrokenCase>& info) { return info.param.dir; });
 
+TEST(Loader, APluginKnobThatDoesNotParseRejectsThePluginNamingTheVariable) {
+    ScopedEnv knob("KEEL_FAKE_INLINE", "sometimes");
+    auto rt = Runtime::create(only({fake_dir("good")}));
+    ASSERT_TRUE(rt.ok());
+    ASSERT_EQ(rt->rejected_plugins().size(), 1u);
+    const RejectedPlugin& r = rt->rejected_plugins()[0];
+    EXPECT_EQ(r.status, KEEL_STATUS_INVALID_ARGUMENT) << status_name(r.status) << ": " << r.reason;
+    EXPECT_NE(r.reason.find("KEEL_FAKE_INLINE='sometimes': expected 1|0|on|off"), std::string::npos) << r.reason;
+}
+
 TEST(Loader, NotALibraryReasonIncludesTheDynamicLoadersMessage) {
     auto rt = Runtime::create(only({fake_dir("junk")}));
     ASSERT_TRUE(rt.ok());

@@ -2,6 +2,9 @@
 // deadlock into a loud failure instead of a hung test run.
 #pragma once
 
+#include <keel/environment.hpp>
+#include <keel/testing/knob.hpp>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -14,8 +17,7 @@ namespace keel::cpu::testing {
 
 // Seconds a stress test runs: `fallback`, or KEEL_STRESS_SECONDS.
 inline double stress_seconds(double fallback) {
-    const char* v = std::getenv("KEEL_STRESS_SECONDS");
-    return v ? std::atof(v) : fallback;
+    return keel::testing::knob(env::number(env::Var::test_stress_seconds, 1e-3, 1e6), fallback);
 }
 
 // Aborts the process with `what` unless disarmed within `limit`.

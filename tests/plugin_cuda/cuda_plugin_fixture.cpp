@@ -7,7 +7,7 @@
 namespace keel::cuda_test {
 
 std::string plugin_library_path() {
-    return keel::testing::find_plugin("KEEL_CUDA_PLUGIN", KEEL_CUDA_PLUGIN_RELATIVE, KEEL_CUDA_PLUGIN_PATH);
+    return keel::testing::find_plugin(env::Var::test_cuda_plugin, KEEL_CUDA_PLUGIN_RELATIVE, KEEL_CUDA_PLUGIN_PATH);
 }
 
 std::unique_ptr<LoadedPlugin> load_plugin() {

@@ -99,7 +99,7 @@ TEST_F(CudaPluginLoad, RefusesAnotherAbiMajorNamingBothVersions) {
     Outcome o = init(&api);
     EXPECT_EQ(o.code, KEEL_STATUS_VERSION_MISMATCH);
     EXPECT_EQ(api, nullptr);
-    EXPECT_NE(o.message.find("[cuda init]"), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("[cuda keel_plugin_init]"), std::string::npos) << o.message;
     EXPECT_NE(o.message.find(std::to_string(KEEL_ABI_VERSION_MAJOR + 1) + ".7"), std::string::npos) << o.message;
     EXPECT_NE(o.message.find(std::to_string(KEEL_ABI_VERSION_MAJOR) + "." + std::to_string(KEEL_ABI_VERSION_MINOR)),
               std::string::npos)

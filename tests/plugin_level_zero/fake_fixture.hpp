@@ -14,7 +14,7 @@ namespace keel::level_zero_test {
 class OnFakeDriver : public ::testing::Test {
 protected:
     void SetUp() override {
-        ASSERT_NE(std::getenv("ZE_ENABLE_ALT_DRIVERS"), nullptr) << "run through ctest: it names the fake driver";
+        ASSERT_TRUE(env::foreign("ZE_ENABLE_ALT_DRIVERS")) << "run through ctest: it names the fake driver";
         fake_ze_reset();
         plugin_ = std::make_unique<LoadedPlugin>(plugin_path());
         ASSERT_FALSE(plugin_->init_error()) << plugin_->init_error()->message;

@@ -27,7 +27,7 @@ using keel::testing::take;
 // libkeel_level_zero.so: KEEL_LEVEL_ZERO_PLUGIN when set, else beside this
 // executable as in the build tree, else where it was built.
 [[nodiscard]] inline std::string plugin_path() {
-    return keel::testing::find_plugin("KEEL_LEVEL_ZERO_PLUGIN", KEEL_LEVEL_ZERO_PLUGIN_RELATIVE,
+    return keel::testing::find_plugin(env::Var::test_level_zero_plugin, KEEL_LEVEL_ZERO_PLUGIN_RELATIVE,
                                       KEEL_LEVEL_ZERO_PLUGIN_PATH);
 }
 

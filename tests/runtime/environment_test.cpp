@@ -1,6 +1,7 @@
 // The one environment parser (<keel/environment.hpp>): what each kind of
 // value accepts, and errors that name the variable and what it takes.
 #include <keel/environment.hpp>
+#include <keel/testing/knob.hpp>
 #include <keel/testing/scoped_env.hpp>
 
 #include <gtest/gtest.h>
@@ -76,6 +77,26 @@ TEST(Environment, NumbersBytesAndProbabilitiesAreCheckedWhole) {
     }
     ScopedEnv set("KEEL_CPU_FAIL_OP_PROB", "1.5");
     expect_invalid(status(probability(Var::cpu_fail_op_prob)), "KEEL_CPU_FAIL_OP_PROB", "[0, 1]");
+}
+
+TEST(Environment, ATestKnobThatDoesNotParseStopsTheRunNamingTheVariable) {
+    {
+        ScopedEnv set("KEEL_STRESS_SECONDS", "2.5");
+        EXPECT_EQ(testing::knob(number(Var::test_stress_seconds, 1e-3, 1e6), 1.0), 2.5);
+    }
+    ScopedEnv set("KEEL_STRESS_SECONDS", "long");
+    EXPECT_EXIT((void)testing::knob(number(Var::test_stress_seconds, 1e-3, 1e6), 1.0),
+                ::testing::ExitedWithCode(2), "KEEL_STRESS_SECONDS='long': expected seconds > 0");
+}
+
+TEST(Environment, RawTellsAnEmptyVariableFromAnUnsetOne) {
+    {
+        ScopedEnv empty("KEEL_TEST_IFACE", "");
+        EXPECT_EQ(raw("KEEL_TEST_IFACE"), std::optional<std::string_view>(""));
+        EXPECT_EQ(text(Var::test_iface), std::nullopt);
+    }
+    ScopedEnv unset("KEEL_TEST_IFACE", std::nullopt);
+    EXPECT_EQ(raw("KEEL_TEST_IFACE"), std::nullopt);
 }
 
 }  // namespace

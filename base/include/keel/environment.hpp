@@ -62,6 +62,16 @@ enum class Var : unsigned {
     bench_ring,
     bench_ahead,
     bench_threads,
+    // Read only by keel's tests, its fakes and its benchmarks.
+    test_cuda_plugin,
+    test_level_zero_plugin,
+    test_gate_patience_ms,
+    test_large_memory,
+    test_iface,
+    test_stress_seconds,
+    test_fake_fail,
+    test_fake_plugin_log,
+    test_fake_inline,
     comm_store,
     torch_devices,
     comm_generic,
@@ -74,6 +84,7 @@ struct Variable {
     const char* accepts;   // what a valid value looks like
     const char* fallback;  // the value when unset, in words
     const char* meaning;
+    bool for_tests = false;  // read only by keel's tests, fakes and benchmarks (keel-info leaves it out)
 };
 
 inline constexpr Variable kVariables[] = {
@@ -130,6 +141,24 @@ inline constexpr Variable kVariables[] = {
      "memory_bench: chunks staged ahead"},
     {Var::bench_threads, "KEEL_BENCH_THREADS", "an integer >= 1", "the staging default",
      "memory_bench: staging threads"},
+    {Var::test_cuda_plugin, "KEEL_CUDA_PLUGIN", "a path to libkeel_cuda.so", "beside the binary, else the build's",
+     "the CUDA plugin the CUDA tests and keel-cuda-bench load directly", true},
+    {Var::test_level_zero_plugin, "KEEL_LEVEL_ZERO_PLUGIN", "a path to libkeel_level_zero.so",
+     "beside the binary, else the build's", "the Level Zero plugin its tests and benchmark load directly", true},
+    {Var::test_gate_patience_ms, "KEEL_TEST_GATE_PATIENCE_MS", "milliseconds >= 1", "10000",
+     "how long a test's gate waits for a held stream before the test fails", true},
+    {Var::test_large_memory, "KEEL_TEST_LARGE_MEMORY", "1|0|on|off|true|false|yes|no", "0",
+     "run the tests that need 8.6 GB of host memory", true},
+    {Var::test_iface, "KEEL_TEST_IFACE", "a network interface name", "(Gloo's choice)",
+     "the interface a two-host comm test rank listens on", true},
+    {Var::test_stress_seconds, "KEEL_STRESS_SECONDS", "seconds > 0", "each test's own",
+     "how long the CPU plugin's stress tests run", true},
+    {Var::test_fake_fail, "KEEL_FAKE_FAIL", "the name of an entry of the fake plugin", "(none)",
+     "the fake plugin's entry that fails, read at init", true},
+    {Var::test_fake_plugin_log, "KEEL_FAKE_PLUGIN_LOG", "a file path", "(none)",
+     "where the fake plugin appends a line per init and shutdown", true},
+    {Var::test_fake_inline, "KEEL_FAKE_INLINE", "1|0|on|off|true|false|yes|no", "0",
+     "the fake plugin runs all work inline at enqueue", true},
     {Var::comm_store, "KEEL_COMM_STORE", "file:<directory> or redis:<host>:<port>", "(none)",
      "the store of Communicator::create_from_env (keel-launch sets it)"},
     {Var::torch_devices, "KEEL_TORCH_DEVICES", "comma-separated keel device names", "cpu:0",
@@ -164,6 +193,14 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
 [[nodiscard]] inline std::optional<std::string_view> foreign(const char* name) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string_view(value);
+}
+
+// `name`'s value as it is set, empty included; nullopt when unset. For code
+// that saves and restores the environment (tests).
+[[nodiscard]] inline std::optional<std::string_view> raw(const char* name) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) return std::nullopt;
     return std::string_view(value);
 }
 
@@ -223,14 +260,23 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
     return std::optional<std::uint64_t>(static_cast<std::uint64_t>(*n) << shift);
 }
 
-[[nodiscard]] inline Result<std::optional<double>> probability(Var v) {
+// A whole decimal number in [min, max] ("0.5", "30", "1e-3").
+[[nodiscard]] inline std::optional<double> parse_number(std::string_view s, double min, double max) {
+    const std::string copy(s);
+    char* end = nullptr;
+    const double x = std::strtod(copy.c_str(), &end);
+    if (copy.empty() || end != copy.c_str() + copy.size() || !(x >= min && x <= max)) return std::nullopt;
+    return x;
+}
+
+[[nodiscard]] inline Result<std::optional<double>> number(Var v, double min, double max) {
     const auto s = text(v);
     if (!s) return std::optional<double>();
-    const std::string copy(*s);
-    char* end = nullptr;
-    const double p = std::strtod(copy.c_str(), &end);
-    if (end != copy.c_str() + copy.size() || !(p >= 0.0 && p <= 1.0)) return invalid(v, *s);
-    return std::optional<double>(p);
+    const auto x = parse_number(*s, min, max);
+    if (!x) return invalid(v, *s);
+    return x;
 }
+
+[[nodiscard]] inline Result<std::optional<double>> probability(Var v) { return number(v, 0.0, 1.0); }
 
 }  // namespace keel::env

@@ -9,6 +9,7 @@
 #include "stream.hpp"
 
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/negotiation.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -27,14 +28,6 @@ std::string cpu_model() {
         }
     }
     return "host CPU";
-}
-
-template <class T>
-void write_fitting(T* out, const T& full) {
-    const std::size_t n = std::min(out->struct_size, sizeof(T));
-    const std::size_t caller_size = out->struct_size;
-    std::memcpy(out, &full, n);
-    out->struct_size = caller_size;
 }
 
 }  // namespace
@@ -204,11 +197,7 @@ keel_error* device_get(uint32_t index, keel_device* out_device) {
 keel_error* device_properties(keel_device device, keel_device_properties* out) {
     return plugin::entry("cpu device_properties", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, Device::from(device));
-        KEEL_TRY(plugin::require_non_null(out, "out"));
-        if (out->struct_size < sizeof(size_t))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
-        write_fitting(out, d->properties());
-        return ok();
+        return plugin::write_device_properties(out, d->properties());
     });
 }
 

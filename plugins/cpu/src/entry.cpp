@@ -8,9 +8,9 @@
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
+#include <keel/plugin/negotiation.hpp>
 #include <keel/plugin/plugin_global.hpp>
 
-#include <cstring>
 #include <memory>
 
 namespace keel::cpu {
@@ -21,16 +21,8 @@ plugin::PluginGlobal<Plugin> g_plugin;
 constexpr const char* kVersion = "0.1.0";
 
 keel_error* plugin_info(keel_plugin_info* out) {
-    return plugin::entry("cpu plugin_info", [&]() -> Result<void> {
-        KEEL_TRY(plugin::require_non_null(out, "out"));
-        if (out->struct_size < sizeof(size_t))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "out->struct_size is not set");
-        keel_plugin_info full{sizeof(keel_plugin_info), "cpu", kVersion, ""};
-        const std::size_t caller_size = out->struct_size;
-        std::memcpy(out, &full, std::min(caller_size, sizeof full));
-        out->struct_size = caller_size;
-        return ok();
-    });
+    return plugin::entry("cpu plugin_info",
+                         [&]() -> Result<void> { return plugin::write_plugin_info(out, "cpu", kVersion, ""); });
 }
 
 void plugin_shutdown() {
@@ -100,16 +92,8 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
                                                          const keel_plugin_api** out_api) {
     using namespace keel;
     return plugin::entry("cpu keel_plugin_init", [&]() -> Result<void> {
-        KEEL_TRY(plugin::require_non_null(host, "host services"));
+        KEEL_TRY(plugin::check_host_services(host));
         KEEL_TRY(plugin::require_non_null(out_api, "out_api"));
-        if (host->struct_size < offsetof(keel_host_services, abi_minor) + sizeof(uint32_t))
-            return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         "host services struct_size " + std::to_string(host->struct_size) + " is too small");
-        if (host->abi_major != KEEL_ABI_VERSION_MAJOR)
-            return Error(KEEL_STATUS_VERSION_MISMATCH,
-                         "runtime ABI " + std::to_string(host->abi_major) + "." + std::to_string(host->abi_minor) +
-                             " differs in major from this plugin's ABI " + std::to_string(KEEL_ABI_VERSION_MAJOR) +
-                             "." + std::to_string(KEEL_ABI_VERSION_MINOR));
         if (cpu::g_plugin) return Error(KEEL_STATUS_FAILED_PRECONDITION, "already initialised (no plugin_shutdown yet)");
         KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config_from_environment());
         plugin::HostLog::install(host);

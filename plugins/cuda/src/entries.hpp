@@ -1,5 +1,6 @@
-// Every entry of the keel_plugin_api table this plugin fills, one group per
-// source file. Each converts its Result to the ABI's keel_error* through
+// Every entry of the keel_plugin_api table this plugin fills itself, one
+// group per source file (plugin::DevicePlugin, plugin_state.hpp, has the
+// rest). Each converts its Result to the ABI's keel_error* through
 // keel::plugin::entry, so no exception or CUDA error escapes unreported.
 #pragma once
 
@@ -8,12 +9,8 @@
 namespace keel::cuda::api {
 
 // device_entries.cpp
-keel_error* device_count(uint32_t* out_count) noexcept;
-keel_error* device_get(uint32_t index, keel_device* out_device) noexcept;
-keel_error* device_properties(keel_device device, keel_device_properties* out) noexcept;
 keel_error* device_memory_info(keel_device device, uint64_t* out_free, uint64_t* out_total) noexcept;
 keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept;
-keel_error* device_pageable_staging_stats(keel_device device, keel_pageable_staging_stats* out) noexcept;
 
 // stream.cpp
 keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept;

@@ -9,6 +9,7 @@
 #include "kernel_scratch.hpp"
 
 #include <keel/keel.h>
+#include <keel/plugin/handles.hpp>
 #include <keel/result.hpp>
 
 #include <cuda_runtime_api.h>
@@ -95,18 +96,16 @@ private:
     std::uint64_t point_ = 0;                     // guarded by mutex_
 };
 
-[[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return reinterpret_cast<keel_device>(d); }
-[[nodiscard]] inline keel_stream to_handle(Stream* s) noexcept { return reinterpret_cast<keel_stream>(s); }
-[[nodiscard]] inline keel_event to_handle(Event* e) noexcept { return reinterpret_cast<keel_event>(e); }
+[[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return plugin::handle_of<keel_device>(d); }
+[[nodiscard]] inline keel_stream to_handle(Stream* s) noexcept { return plugin::handle_of<keel_stream>(s); }
+[[nodiscard]] inline keel_event to_handle(Event* e) noexcept { return plugin::handle_of<keel_event>(e); }
 
 // The object behind a handle; INVALID_ARGUMENT naming `role` when it is null.
 [[nodiscard]] inline Result<Device*> device_from(keel_device h, const char* role = "device") {
-    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
-    return reinterpret_cast<Device*>(h);
+    return plugin::object_from<Device>(h, role);
 }
 [[nodiscard]] inline Result<Stream*> stream_from(keel_stream h, const char* role = "stream") {
-    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
-    return reinterpret_cast<Stream*>(h);
+    return plugin::object_from<Stream>(h, role);
 }
 // The same for an entry that enqueues: a stream a host function failed
 // refuses more work with that error.
@@ -116,8 +115,7 @@ private:
     return s;
 }
 [[nodiscard]] inline Result<Event*> event_from(keel_event h, const char* role = "event") {
-    if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
-    return reinterpret_cast<Event*>(h);
+    return plugin::object_from<Event>(h, role);
 }
 
 }  // namespace keel::cuda

@@ -1,55 +1,47 @@
 // Everything the plugin holds between keel_plugin_init and plugin_shutdown:
-// the devices discovery found, why there are none, and the kernel registry.
+// the devices discovery found, why there are none, and the kernel registry;
+// and the CUDA part of plugin::DevicePlugin, which does the rest.
 #pragma once
 
 #include "device.hpp"
 #include "kernel_registry.hpp"
 
-#include <keel/keel.h>
+#include <keel/plugin/device_plugin.hpp>
+#include <keel/plugin/device_set.hpp>
 #include <keel/result.hpp>
 
 #include <memory>
-#include <string>
-#include <vector>
 
 namespace keel::cuda {
 
 // Immutable after construction except inside each Device (whose members
 // are thread-safe), so entries read it from any thread without locking.
-class PluginState {
+class PluginState : public plugin::DeviceSet<Device> {
 public:
     PluginState(Discovery discovery, bool with_test_kernels);
-    PluginState(const PluginState&) = delete;
-    PluginState& operator=(const PluginState&) = delete;
-    PluginState(PluginState&&) = delete;
-    PluginState& operator=(PluginState&&) = delete;
-    // Makes no CUDA call: at process exit without plugin_shutdown, CUDA may
-    // already be torn down.
-    ~PluginState() = default;
 
     // Destroys pooled handles and frees leaked allocations (plugin_shutdown).
-    void release_all() noexcept;
+    void release_all() noexcept { release_devices(); }
 
-    [[nodiscard]] const std::vector<std::unique_ptr<Device>>& devices() const noexcept {
-        return devices_;
-    }
-    // plugin_info's status: "" or why devices are missing. Stable storage.
-    [[nodiscard]] const std::string& status() const noexcept { return status_; }
     [[nodiscard]] const KernelRegistry& kernels() const noexcept { return kernels_; }
 
 private:
-    std::vector<std::unique_ptr<Device>> devices_;
-    std::string status_;
     KernelRegistry kernels_;
 };
 
-// Creates the state on the first call, counts later ones (a library loaded
-// twice through the same path is one instance and gets init twice).
-[[nodiscard]] Result<void> acquire_state();
-// Drops one reference; the last one destroys the state and returns true.
-bool release_state() noexcept;
-// The state; only valid between acquire_state and the last release_state,
-// which the ABI guarantees for every entry.
-[[nodiscard]] const PluginState& state() noexcept;
+struct Vendor {
+    using Device = cuda::Device;
+    using State = PluginState;
+    static constexpr const char* kDeviceType = "cuda";
+    static constexpr const char* kVersion = KEEL_CUDA_PLUGIN_VERSION;
+    // Never fails: no driver or no GPU gives zero devices and a status.
+    static Result<std::unique_ptr<PluginState>> make_state();
+};
+
+using Plugin = plugin::DevicePlugin<Vendor>;
+
+// The state; only valid between the first keel_plugin_init and the last
+// plugin_shutdown, which the ABI guarantees for every entry.
+[[nodiscard]] inline const PluginState& state() noexcept { return Plugin::state(); }
 
 }  // namespace keel::cuda

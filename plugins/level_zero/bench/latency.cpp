@@ -49,7 +49,7 @@ double median_us(int rounds, const std::function<bool()>& round) {
 int main(int argc, char** argv) {
     const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 2000;
     keel::testing::LoadedPlugin plugin(
-        keel::testing::find_plugin("KEEL_LEVEL_ZERO_PLUGIN", "../libkeel_level_zero.so", KEEL_LEVEL_ZERO_PLUGIN_PATH),
+        keel::testing::find_plugin(keel::env::Var::test_level_zero_plugin, "../libkeel_level_zero.so", KEEL_LEVEL_ZERO_PLUGIN_PATH),
         keel::testing::LoadedPlugin::Options{{}, KEEL_ABI_VERSION_MAJOR, KEEL_LOG_ERROR, true});
     if (plugin.init_error()) {
         std::fprintf(stderr, "cannot load the plugin: %s\n", plugin.init_error()->message.c_str());

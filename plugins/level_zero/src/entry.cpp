@@ -1,29 +1,13 @@
-// The plugin's one exported symbol, version negotiation, and the table.
+// The plugin's one exported symbol and its table: the entries of
+// plugin::DevicePlugin (plugin_state.hpp) and this plugin's own (entries.hpp).
 #include "entries.hpp"
 #include "plugin_state.hpp"
 
 #include <keel/keel.h>
-#include <keel/plugin/boundary.hpp>
-#include <keel/plugin/host_log.hpp>
-#include <keel/plugin/negotiation.hpp>
-
 
 namespace keel::level_zero::api {
 
 namespace {
-
-constexpr const char* kDeviceType = "level_zero";
-constexpr const char* kVersion = KEEL_LEVEL_ZERO_PLUGIN_VERSION;
-
-keel_error* plugin_info(keel_plugin_info* out) noexcept {
-    return plugin::entry("level_zero plugin_info", [&]() -> Result<void> {
-        return plugin::write_plugin_info(out, kDeviceType, kVersion, state().status().c_str());
-    });
-}
-
-void plugin_shutdown() noexcept {
-    if (release_state()) plugin::HostLog::uninstall();
-}
 
 // device_memory_info is absent: Level Zero 1.4's core API reports no free
 // memory (only Sysman does, and only when ZES_ENABLE_SYSMAN=1 was set
@@ -32,11 +16,11 @@ constexpr keel_plugin_api kApi = {
     .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
     .abi_major = KEEL_ABI_VERSION_MAJOR,
     .abi_minor = KEEL_ABI_VERSION_MINOR,
-    .plugin_info = &plugin_info,
-    .plugin_shutdown = &plugin_shutdown,
-    .device_count = &device_count,
-    .device_get = &device_get,
-    .device_properties = &device_properties,
+    .plugin_info = &Plugin::plugin_info,
+    .plugin_shutdown = &Plugin::plugin_shutdown,
+    .device_count = &Plugin::device_count,
+    .device_get = &Plugin::device_get,
+    .device_properties = &Plugin::device_properties,
     .stream_create = &stream_create,
     .stream_destroy = &stream_destroy,
     .stream_synchronize = &stream_synchronize,
@@ -63,7 +47,7 @@ constexpr keel_plugin_api kApi = {
     .memcpy_h2d_inline = &memcpy_h2d_inline,
     .device_native_handle = &device_native_handle,
     .stream_native_handle = &stream_native_handle,
-    .device_pageable_staging_stats = &device_pageable_staging_stats,
+    .device_pageable_staging_stats = &Plugin::device_pageable_staging_stats,
     .stream_annotate_range = nullptr,  // no checker to tell
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
 };
@@ -74,17 +58,5 @@ constexpr keel_plugin_api kApi = {
 
 extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
                                                            const keel_plugin_api** out_api) {
-    using namespace keel;
-    return plugin::entry("level_zero init", [&]() -> Result<void> {
-        KEEL_TRY(plugin::check_host_services(host));
-        KEEL_TRY(plugin::require_non_null(out_api, "out_api"));
-        plugin::HostLog::install(host);
-        Result<void> acquired = level_zero::acquire_state();
-        if (!acquired.ok()) {
-            plugin::HostLog::uninstall();
-            return acquired;
-        }
-        *out_api = &level_zero::api::kApi;
-        return ok();
-    });
+    return keel::level_zero::Plugin::init(host, out_api, &keel::level_zero::api::kApi);
 }

@@ -8,30 +8,24 @@
 #include "stream.hpp"
 
 #include <keel/keel.h>
+#include <keel/plugin/handles.hpp>
 #include <keel/result.hpp>
-
-#include <string>
 
 namespace keel::level_zero {
 
-[[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return reinterpret_cast<keel_device>(d); }
-[[nodiscard]] inline keel_stream to_handle(Stream* s) noexcept { return reinterpret_cast<keel_stream>(s); }
-[[nodiscard]] inline keel_event to_handle(Event* e) noexcept { return reinterpret_cast<keel_event>(e); }
+[[nodiscard]] inline keel_device to_handle(Device* d) noexcept { return plugin::handle_of<keel_device>(d); }
+[[nodiscard]] inline keel_stream to_handle(Stream* s) noexcept { return plugin::handle_of<keel_stream>(s); }
+[[nodiscard]] inline keel_event to_handle(Event* e) noexcept { return plugin::handle_of<keel_event>(e); }
 
 // The object behind a handle; INVALID_ARGUMENT naming `role` when it is null.
-template <class Object, class Handle>
-[[nodiscard]] Result<Object*> object_from(Handle handle, const char* role) {
-    if (handle == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " is null");
-    return reinterpret_cast<Object*>(handle);
-}
 [[nodiscard]] inline Result<Device*> device_from(keel_device h, const char* role = "device") {
-    return object_from<Device>(h, role);
+    return plugin::object_from<Device>(h, role);
 }
 [[nodiscard]] inline Result<Stream*> stream_from(keel_stream h, const char* role = "stream") {
-    return object_from<Stream>(h, role);
+    return plugin::object_from<Stream>(h, role);
 }
 [[nodiscard]] inline Result<Event*> event_from(keel_event h, const char* role = "event") {
-    return object_from<Event>(h, role);
+    return plugin::object_from<Event>(h, role);
 }
 
 }  // namespace keel::level_zero

@@ -117,15 +117,12 @@ public:
     // CPU plugin) or predates ABI 1.2.
     [[nodiscard]] Result<PageableStagingStats> pageable_staging_stats() const;
 
-    // The plugin's handle, for extensions that call the C ABI themselves.
-    // Owned by the plugin; valid while this Device (or any copy) lives.
-    [[nodiscard]] keel_device native() const noexcept;
-
     friend bool operator==(const Device& a, const Device& b) noexcept { return a.slot_ == b.slot_; }
 
 private:
     friend struct detail::Access;
     friend class DeviceView;
+    friend struct std::hash<Device>;
     // Made by the runtime; holds the loaded plugin alive.
     explicit Device(std::shared_ptr<const detail::DeviceSlot> slot) noexcept
         : slot_(std::move(slot)) {}
@@ -138,6 +135,6 @@ private:
 template <>
 struct std::hash<keel::Device> {
     std::size_t operator()(const keel::Device& d) const noexcept {
-        return std::hash<const void*>()(d.native());
+        return std::hash<const void*>()(d.slot_.get());
     }
 };

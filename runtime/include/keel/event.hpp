@@ -51,10 +51,8 @@ public:
     // UNIMPLEMENTED when the plugin lacks event_elapsed_time.
     [[nodiscard]] static Result<float> elapsed_ms(const Event& start, const Event& end);
 
-    // The plugin's handle (never destroy it); null when empty.
-    [[nodiscard]] keel_event native() const noexcept { return handle_; }
-
 private:
+    friend struct detail::Access;
     Event(Device device, keel_event handle, EventTiming timing) noexcept
         : device_(std::move(device)), handle_(handle), timing_(timing) {}
     [[nodiscard]] KEEL_LOCAL Result<void> check(const char* where) const;

@@ -34,9 +34,9 @@ public:
 
     [[nodiscard]] const Device& device() const noexcept { return device_; }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
-    [[nodiscard]] keel_kernel native() const noexcept { return handle_; }
 
 private:
+    friend struct detail::Access;
     Kernel(Device device, keel_kernel handle, std::string name)
         : device_(std::move(device)), handle_(handle), name_(std::move(name)) {}
 

@@ -224,10 +224,6 @@ public:
     // predates ABI 1.1.
     [[nodiscard]] Result<NativeHandle> native_handle() const;
 
-    // The plugin's handle, for extensions that call the C ABI themselves
-    // (never destroy it); null when empty.
-    [[nodiscard]] keel_stream native() const noexcept { return handle_; }
-
 private:
     friend struct detail::Access;
     struct Memory;  // the memory instance, bound once

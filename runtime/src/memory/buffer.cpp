@@ -36,7 +36,7 @@ Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::allocate] the stream is empty (moved-from or closed)");
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(stream));
-    Result<Buffer> buffer = memory::allocate(*core, stream.native(), size);
+    Result<Buffer> buffer = memory::allocate(*core, detail::Access::handle(stream), size);
     if (!buffer.ok()) buffer = std::move(buffer).error().context("Buffer::allocate on " + stream.device().name());
     return buffer;
 }
@@ -86,7 +86,7 @@ Result<void> Buffer::record_stream(const Stream& stream) {
                                                        mine->name);
     // The stream's own generation: no lookup in the process-wide registry,
     // whose shared lock every thread would write.
-    return memory::record_use(*this, stream.native(), detail::Access::generation(stream));
+    return memory::record_use(*this, detail::Access::handle(stream), detail::Access::generation(stream));
 }
 
 void Buffer::reset() noexcept {

@@ -14,7 +14,7 @@ using detail::api_of;
 }  // namespace
 
 PluginDeviceOps::PluginDeviceOps(Device device)
-    : device_(std::move(device)), handle_(device_.native()) {
+    : device_(std::move(device)), handle_(detail::Access::handle(device_)) {
     const DeviceProperties& props = device_.properties();
     if (props.alloc_alignment != 0) alignment_ = props.alloc_alignment;
     total_memory_ = props.total_memory;

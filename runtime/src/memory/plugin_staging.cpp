@@ -19,10 +19,12 @@ public:
     explicit HostAllocMemory(const Device& device) : device_(device) {}
     Result<void*> allocate(std::size_t bytes) override {
         void* block = nullptr;
-        KEEL_TRY(api_of(device_).host_alloc(device_.native(), bytes, &block));
+        KEEL_TRY(api_of(device_).host_alloc(detail::Access::handle(device_), bytes, &block));
         return block;
     }
-    void free(void* block) noexcept override { (void)api_of(device_).host_free(device_.native(), block); }
+    void free(void* block) noexcept override {
+        (void)api_of(device_).host_free(detail::Access::handle(device_), block);
+    }
 
 private:
     const Device& device_;  // PluginStaging's, which outlives the staging

@@ -4,6 +4,7 @@
 
 #include <fake_ze/control.h>
 #include <keel/base/no_destructor.hpp>
+#include <keel/environment.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 namespace fake_ze {
 
@@ -27,26 +29,41 @@ std::mutex g_injection_mutex;
 std::vector<Injection> g_injections;  // guarded by g_injection_mutex
 std::atomic<bool> g_any_injection{false};
 
+// A setting that does not parse ends the process: the fake is a test's
+// instrument, and a test run with it set wrong would prove nothing.
+[[noreturn]] void bad_setting(const char* name, std::string_view value, const char* accepts) {
+    std::fprintf(stderr, "fake Level Zero driver: environment variable %s='%.*s': expected %s\n", name,
+                 static_cast<int>(value.size()), value.data(), accepts);
+    std::fflush(stderr);
+    std::abort();
+}
+
 Config read_config() {
     Config c;
-    if (const char* devices = std::getenv("FAKE_ZE_DEVICES"); devices && *devices) {
+    if (const auto devices = keel::env::foreign("FAKE_ZE_DEVICES")) {
         c.devices.clear();
-        std::stringstream list(devices);
+        std::stringstream list{std::string(*devices)};
         for (std::string type; std::getline(list, type, ',');) {
             if (type == "gpu") c.devices.push_back(ZE_DEVICE_TYPE_GPU);
             else if (type == "vpu") c.devices.push_back(ZE_DEVICE_TYPE_VPU);
             else if (type == "cpu") c.devices.push_back(ZE_DEVICE_TYPE_CPU);
-            else violation("FAKE_ZE_DEVICES: unknown device type '" + type + "'");
+            else bad_setting("FAKE_ZE_DEVICES", *devices, "a comma-separated list of gpu, vpu, cpu");
         }
     }
-    if (const char* memory = std::getenv("FAKE_ZE_DEVICE_MEMORY"); memory && *memory)
-        c.memory = std::strtoull(memory, nullptr, 10);
-    if (const char* order = std::getenv("FAKE_ZE_ORDER"); order && *order) {
-        if (std::strcmp(order, "in_order") == 0) c.relaxed = false;
-        else if (std::strcmp(order, "relaxed") != 0) violation("FAKE_ZE_ORDER must be relaxed or in_order");
+    if (const auto memory = keel::env::foreign("FAKE_ZE_DEVICE_MEMORY")) {
+        const auto bytes = keel::env::parse_integer(*memory, 1, INT64_MAX);
+        if (!bytes) bad_setting("FAKE_ZE_DEVICE_MEMORY", *memory, "a byte count >= 1");
+        c.memory = static_cast<std::uint64_t>(*bytes);
     }
-    if (const char* no_fp64 = std::getenv("FAKE_ZE_NO_FP64"); no_fp64 && std::strcmp(no_fp64, "1") == 0)
-        c.fp64 = false;
+    if (const auto order = keel::env::foreign("FAKE_ZE_ORDER")) {
+        if (*order == "in_order") c.relaxed = false;
+        else if (*order != "relaxed") bad_setting("FAKE_ZE_ORDER", *order, "relaxed|in_order");
+    }
+    if (const auto no_fp64 = keel::env::foreign("FAKE_ZE_NO_FP64")) {
+        const auto on = keel::env::parse_switch(*no_fp64);
+        if (!on) bad_setting("FAKE_ZE_NO_FP64", *no_fp64, "1|0|on|off|true|false|yes|no");
+        c.fp64 = !*on;
+    }
     return c;
 }
 

@@ -3,14 +3,13 @@
 #include <dlfcn.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <utility>
 
 namespace keel::testing {
 
-std::string find_plugin(const char* env_var, const std::string& relative, const std::string& built) {
-    if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') return env;
+std::string find_plugin(env::Var var, const std::string& relative, const std::string& built) {
+    if (const auto path = env::text(var)) return std::string(*path);
     std::error_code ec;
     const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) {

@@ -1,5 +1,7 @@
 #include <keel/testing/scoped_env.hpp>
 
+#include <keel/environment.hpp>
+
 #include <cstdlib>
 
 namespace keel::testing {
@@ -15,8 +17,8 @@ void put(const std::string& name, const std::optional<std::string>& value) {
 
 ScopedEnv::ScopedEnv(const Vars& vars) {
     for (const auto& [name, value] : vars) {
-        const char* old = std::getenv(name.c_str());
-        saved_.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+        const auto old = env::raw(name.c_str());
+        saved_.emplace_back(name, old ? std::optional<std::string>(*old) : std::nullopt);
         put(name, value);
     }
 }

@@ -10,13 +10,15 @@
 // its destructor opens it before they go. Header-only; GoogleTest suites.
 #pragma once
 
+#include <keel/environment.hpp>
 #include <keel/keel.h>
+#include <keel/testing/knob.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
+#include <cstdint>
 #include <future>
 #include <memory>
 
@@ -63,9 +65,8 @@ public:
     [[nodiscard]] bool timed_out() const { return state_->timed_out.load(); }
 
     static std::chrono::milliseconds default_patience() {
-        if (const char* ms = std::getenv("KEEL_TEST_GATE_PATIENCE_MS"); ms != nullptr && *ms != '\0')
-            return std::chrono::milliseconds(std::strtoll(ms, nullptr, 10));
-        return std::chrono::seconds(10);
+        return std::chrono::milliseconds(
+            knob(env::integer(env::Var::test_gate_patience_ms, 1, std::int64_t{1} << 40), 10000));
     }
 
 private:

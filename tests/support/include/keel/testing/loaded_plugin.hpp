@@ -10,6 +10,7 @@
 // thread, as the ABI says.
 #pragma once
 
+#include <keel/environment.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 #include <keel/testing/scoped_env.hpp>
@@ -23,11 +24,11 @@
 
 namespace keel::testing {
 
-// Where a plugin library is: the path in environment variable `env_var` if
+// Where a plugin library is: the path in `var` (KEEL_CUDA_PLUGIN, ...) if
 // it is set and not empty, else `relative` to this executable's directory if
 // a file is there (a build tree copied elsewhere), else `built` (its path at
 // build time).
-[[nodiscard]] std::string find_plugin(const char* env_var, const std::string& relative,
+[[nodiscard]] std::string find_plugin(env::Var var, const std::string& relative,
                                       const std::string& built);
 
 // A keel_error taken over: its code and message, the C object destroyed.

@@ -45,7 +45,7 @@ Result<void> PinnedUses::note(const std::shared_ptr<MemoryCore>& core, keel_stre
                           "), waited for the stream" + (synced.ok() ? "" : ": " + synced.error().message()));
         return ok();
     }
-    Use use{core, stream, *event, core->tracker().next_seq()};
+    Use use{core, stream, *event, core->tracker().next_seq(stream)};
     std::vector<Use> done;
     {
         std::lock_guard lock(mu_);

@@ -220,7 +220,7 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
     expect_invalid(api.comm_all_gather(comm.comm, nullptr, a, a, 16), "a null stream");
     if (const Device* other = other_device(); other != nullptr) {
         KEEL_ASSERT_OK_AND_ASSIGN(Stream elsewhere, Stream::create(*other));
-        expect_invalid(api.comm_all_gather(comm.comm, elsewhere.native(), a, a, 16), "a stream of another device");
+        expect_invalid(api.comm_all_gather(comm.comm, plugin_handle(elsewhere), a, a, 16), "a stream of another device");
     }
     // count == 0 enqueues nothing and succeeds.
     KEEL_EXPECT_OK(status_of(api.comm_send_recv(comm.comm, plugin_handle(s), nullptr, 0)));

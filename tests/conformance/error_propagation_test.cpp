@@ -2,7 +2,8 @@
 // error propagation"). A stream is broken by a copy past the end of a raw
 // allocation, which a plugin either refuses at enqueue (then there is no
 // asynchronous failure to propagate, and the test skips saying so) or
-// fails while the copy executes.
+// fails while the copy executes; and, on every plugin with 1.4's fallible
+// host functions, by a host function that fails its stream.
 #include "conformance.hpp"
 
 #include <keel/raw_buffer.hpp>
@@ -34,6 +35,29 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
     auto consumer_failed = consumer.synchronize();
     ASSERT_FALSE(consumer_failed.ok()) << "the consumer went on over data its producer never wrote";
     EXPECT_EQ(consumer_failed.error().code(), producer_failed.error().code());
+}
+
+TEST_P(Conformance, AStreamWaitingOnAFailedHostFunctionsStreamFailsToo) {
+    KEEL_RULE(4, "a stream that waits (stream_wait_event) on an event recorded after a host function failed "
+                 "its stream (stream_enqueue_fallible_host_func) fails too, with that error's status and its "
+                 "message quoted in its own (1.3's error propagation, reached through 1.4's entry)");
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
+    if (!producer.host_funcs_can_fail())
+        GTEST_SKIP() << device().name() << " has no stream_enqueue_fallible_host_func (optional)";
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(consumer, 64));
+    KEEL_ASSERT_OK_AND_ASSIGN(Event after, Event::create(device()));
+    KEEL_ASSERT_OK(producer.enqueue_host_func(
+        []() -> Result<void> { return Error(KEEL_STATUS_UNAVAILABLE, "planted producer failure 5150"); }));
+    KEEL_ASSERT_OK(after.record(producer));
+    KEEL_ASSERT_OK(consumer.wait(after));
+    (void)consumer.memset(out, 2);  // refused once the consumer already failed
+    auto consumer_failed = consumer.synchronize();
+    ASSERT_FALSE(consumer_failed.ok()) << "the consumer went on over data its producer never wrote";
+    EXPECT_EQ(consumer_failed.error().code(), KEEL_STATUS_UNAVAILABLE);
+    EXPECT_NE(consumer_failed.error().message().find("planted producer failure 5150"), std::string::npos)
+        << consumer_failed.error().message();
+    EXPECT_FALSE(producer.synchronize().ok());
 }
 
 }  // namespace

@@ -155,8 +155,16 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
         try {
             run_op(*op);
         } catch (const std::exception& e) {
-            failed = Error(KEEL_STATUS_UNAVAILABLE, where(op->what.c_str()) + " (" + op->detail + "): " + e.what() +
-                                                        (op->collective ? peers_text() : ""));
+            // After abort() Gloo reports whatever the shut-down connections
+            // made of the wait (a closed pair, a peer that left): name the cause.
+            bool aborted = false;
+            {
+                std::lock_guard lock(mutex_);
+                aborted = aborted_;
+            }
+            failed = Error(aborted ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
+                           where(op->what.c_str()) + " (" + op->detail + "): " + (aborted ? "aborted: " : "") +
+                               e.what() + (op->collective ? peers_text() : ""));
         } catch (...) {
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what.c_str()) + " (" + op->detail + "): unknown exception");
         }

@@ -75,8 +75,8 @@ public:
     }
 
 private:
-    PinnedBuffer(Device device, void* data, std::uint64_t size, bool pinned,
-                 std::unique_ptr<memory::PinnedUses> uses) noexcept;
+    KEEL_LOCAL PinnedBuffer(Device device, void* data, std::uint64_t size, bool pinned,
+                            std::unique_ptr<memory::PinnedUses> uses) noexcept;
     KEEL_LOCAL void reset() noexcept;
     friend struct detail::Access;
 

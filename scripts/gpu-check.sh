@@ -126,10 +126,10 @@ else
   run_part cts-cuda 120 "$B/tests/conformance/keel-cts" "$B/lib/keel/plugins/libkeel_cuda.so"
 fi
 
-# 2. compute-sanitizer memcheck over the CUDA tests (memory errors only: the
+# 2. compute-sanitizer memcheck over the CUDA tests: memory errors only (the
 # tests provoke API errors on purpose, such as an allocation past the GPU's
-# memory) (the sticky-error test
-# faults on purpose; the largest lerp shapes are left to part 1).
+# memory; the sticky-error test faults on purpose; the largest lerp shapes
+# are left to part 1).
 if [ -n "$gpu_why" ]; then
   skip_part memcheck "$gpu_why"
 elif ! command -v compute-sanitizer >/dev/null; then

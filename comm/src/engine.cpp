@@ -84,6 +84,11 @@ void Communicator::Impl::abort() noexcept {
     cv_.notify_all();
 }
 
+void Communicator::Impl::keep_until_closed(std::shared_ptr<void> leftover) {
+    std::lock_guard lock(leftovers_mutex);
+    leftovers.push_back(std::move(leftover));
+}
+
 std::uint64_t Communicator::Impl::next_send_slot(int peer) { return kP2PSlotBase + send_slots_[peer]++; }
 std::uint64_t Communicator::Impl::next_recv_slot(int peer) { return kP2PSlotBase + recv_slots_[peer]++; }
 

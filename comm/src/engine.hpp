@@ -84,6 +84,10 @@ struct Communicator::Impl {
     const std::string name;
     const std::chrono::milliseconds timeout;
     const bool check_sizes;
+    // What failed point-to-point batches left with Gloo (declared before the
+    // context, so released after it): see keep_until_closed.
+    std::mutex leftovers_mutex;
+    std::vector<std::shared_ptr<void>> leftovers;  // guarded by leftovers_mutex
     std::shared_ptr<gloo::rendezvous::Context> context;
     // Set when the plugin's native entries serve this communicator: then
     // there is no Gloo context.
@@ -112,6 +116,10 @@ struct Communicator::Impl {
 
     // Unbound buffers in flight (point to point), so abort() can wake their waits.
     void track(gloo::transport::UnboundBuffer* buffer, bool add);
+    // A batch that failed midway leaves operations pending in Gloo, whose
+    // event loop may still signal or fill their buffers (and the memory they
+    // point at) until the context closes its pairs: they live until then.
+    void keep_until_closed(std::shared_ptr<void> leftover);
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.

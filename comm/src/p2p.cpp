@@ -2,7 +2,9 @@
 
 #include <gloo/transport/unbound_buffer.h>
 
+#include <exception>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -21,13 +23,17 @@ std::string describe(const Transfer& t) {
 }  // namespace
 
 void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
-    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers(batch.size());
+    using Buffers = std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>;
+    Buffers buffers(batch.size());
     struct Untrack {
         Communicator::Impl& engine;
-        std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& buffers;
+        Buffers& buffers;
         ~Untrack() {
             for (auto& b : buffers)
                 if (b) engine.track(b.get(), false);
+            // Failed midway: the batch's other operations may still be
+            // pending in Gloo, which would signal freed buffers.
+            if (std::uncaught_exceptions() > 0) engine.keep_until_closed(std::make_shared<Buffers>(std::move(buffers)));
         }
     } untrack{engine, buffers};
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -49,8 +55,10 @@ void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
 }
 
 void compare_sizes(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
-    std::vector<std::uint64_t> mine(batch.size());
-    std::vector<std::uint64_t> theirs(batch.size());
+    // On the heap: a failed exchange may leave Gloo writing them (see below).
+    auto counts = std::make_shared<std::vector<std::uint64_t>>(2 * batch.size());
+    const std::span<std::uint64_t> mine(counts->data(), batch.size());
+    const std::span<std::uint64_t> theirs(counts->data() + batch.size(), batch.size());
     std::vector<Transfer> sizes;
     sizes.reserve(2 * batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -64,6 +72,7 @@ void compare_sizes(Communicator::Impl& engine, const std::vector<Transfer>& batc
     try {
         transfer(engine, sizes);
     } catch (const std::exception& e) {
+        engine.keep_until_closed(counts);
         throw std::runtime_error(std::string("telling the peers this batch's sizes: ") + e.what());
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -47,10 +47,15 @@ TEST_P(Conformance, AStreamWaitingOnAFailedHostFunctionsStreamFailsToo) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(consumer, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Event after, Event::create(device()));
+    // Held until the event is recorded: a stream already known to have
+    // failed refuses the record.
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(producer));
     KEEL_ASSERT_OK(producer.enqueue_host_func(
         []() -> Result<void> { return Error(KEEL_STATUS_UNAVAILABLE, "planted producer failure 5150"); }));
     KEEL_ASSERT_OK(after.record(producer));
     KEEL_ASSERT_OK(consumer.wait(after));
+    gate.open();
     (void)consumer.memset(out, 2);  // refused once the consumer already failed
     auto consumer_failed = consumer.synchronize();
     ASSERT_FALSE(consumer_failed.ok()) << "the consumer went on over data its producer never wrote";

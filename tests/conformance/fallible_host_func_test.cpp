@@ -22,6 +22,10 @@ TEST_P(Conformance, AFailingHostFunctionFailsItsStreamFromThatPointOn) {
     KEEL_ASSERT_OK_AND_ASSIGN(Event after, Event::create(device()));
     std::atomic<int> healthy_ran{0};
     std::atomic<int> later_status{-1};
+    // Held until everything is enqueued: a stream already known to have
+    // failed refuses enqueues, so the failure must not run before them.
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(s));
     KEEL_ASSERT_OK(s.memset(b, 7));
     // A host function that returns success leaves the stream healthy.
     KEEL_ASSERT_OK(s.enqueue_host_func([&](Status status) -> Result<void> {
@@ -33,6 +37,7 @@ TEST_P(Conformance, AFailingHostFunctionFailsItsStreamFromThatPointOn) {
         []() -> Result<void> { return Error(KEEL_STATUS_UNAVAILABLE, "planted host function failure 4711"); }));
     KEEL_ASSERT_OK(after.record(s));
     KEEL_ASSERT_OK(s.enqueue_host_func([&](Status status) { later_status = static_cast<int>(status); }));
+    gate.open();
 
     auto synced = s.synchronize();
     ASSERT_FALSE(synced.ok()) << "the stream went on after its host function failed";

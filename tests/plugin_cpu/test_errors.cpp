@@ -12,6 +12,8 @@ namespace {
 class CpuErrors : public CpuPluginTest {
 protected:
     // Makes `s` fail asynchronously (a copy past the end of an allocation).
+    // Enqueues a copy that fails when it runs. Once it ran the stream refuses enqueues, so a test that
+    // enqueues behind it holds the stream with block() first.
     void break_stream(keel_stream s) {
         keel_device_addr a = alloc(16);
         static uint8_t buf[64];
@@ -163,6 +165,7 @@ TEST_F(CpuErrors, AFailedStreamStillOrdersItsWaits) {
     } seen;
     auto gate = block(producer);
     KEEL_ASSERT_OK(api().event_record(e, producer));
+    auto failed_gate = block(failed);  // enqueue the wait before the failure runs: a failed stream refuses enqueues
     break_stream(failed);
     KEEL_ASSERT_OK(api().stream_wait_event(failed, e));
     KEEL_ASSERT_OK(api().stream_enqueue_host_func(
@@ -171,6 +174,7 @@ TEST_F(CpuErrors, AFailedStreamStillOrdersItsWaits) {
             s->ran_after_open.store(s->opened.load() ? 1 : 0);
         },
         &seen));
+    failed_gate->open();
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     seen.opened.store(true);
     gate->open();

@@ -3,6 +3,7 @@
 #include "c_store.hpp"
 
 #include <keel/base/dtype.hpp>
+#include <keel/c_error.hpp>
 #include <keel/environment.hpp>
 #include <keel/plugin_table.hpp>
 
@@ -57,7 +58,7 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     config.key_prefix = prefix.c_str();
     config.store = c_store.table();
     keel_comm comm = nullptr;
-    Result<void> created = take_plugin_error(plugin_table(device).comm_create(plugin_handle(device), &config, &comm));
+    Result<void> created = take_c_error(plugin_table(device).comm_create(plugin_handle(device), &config, &comm));
     if (!created.ok()) {
         // Declined on every rank alike (keel.h): the generic path serves the group.
         if (created.error().code() == KEEL_STATUS_UNIMPLEMENTED) {
@@ -74,10 +75,10 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
 NativeComm::NativeComm(Device device, keel_comm comm, std::string where)
     : device_(std::move(device)), api_(plugin_table(device_)), comm_(comm), where_(std::move(where)) {}
 
-NativeComm::~NativeComm() { (void)take_plugin_error(api_.comm_destroy(comm_)); }
+NativeComm::~NativeComm() { (void)take_c_error(api_.comm_destroy(comm_)); }
 
 Result<void> NativeComm::checked(keel_error* error) const {
-    Result<void> r = take_plugin_error(error);
+    Result<void> r = take_c_error(error);
     if (!r.ok() && (r.error().code() == KEEL_STATUS_FAILED_PRECONDITION || r.error().code() == KEEL_STATUS_DEVICE_ERROR)) {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = r.error();
@@ -132,7 +133,7 @@ void NativeComm::abort() const noexcept {
         // Out of memory for the message: the plugin still aborts, and its
         // enqueues report the failure.
     }
-    (void)take_plugin_error(api_.comm_abort(comm_));
+    (void)take_c_error(api_.comm_abort(comm_));
 }
 
 Result<void> NativeComm::error() const {

@@ -1,6 +1,6 @@
 #include "host_func_guard.hpp"
 
-#include "c_error.hpp"
+#include <keel/c_error.hpp>
 #include "logging.hpp"
 
 #include <keel/host_func.hpp>
@@ -51,7 +51,7 @@ keel_error* fallible_host_func_trampoline(void* user_data, keel_status status) n
         Result<void> r = fn->invoke(status);
         fn.reset();  // user code too: destroyed inside the scope
         if (r.ok()) return nullptr;
-        return make_c_error(r.error());
+        return to_c_error(std::move(r).error());
     } catch (const std::exception& e) {
         logger()->error("[Stream::enqueue_host_func] host function threw: {}", e.what());
     } catch (...) {

@@ -1,6 +1,6 @@
 #include "loader.hpp"
 
-#include "c_error.hpp"
+#include <keel/c_error.hpp>
 #include "logging.hpp"
 
 #include <keel/base/no_destructor.hpp>
@@ -60,7 +60,7 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
     auto& init = library.get<EntryFn>(KEEL_PLUGIN_ENTRY_NAME);
 
     const keel_plugin_api* table = nullptr;
-    if (auto r = take_error(init(services->c(), &table)); !r) {
+    if (auto r = take_c_error(init(services->c(), &table)); !r) {
         Error e = std::move(r).error();
         return Error(e.code(), std::string(KEEL_PLUGIN_ENTRY_NAME) + " failed: " + e.message());
     }

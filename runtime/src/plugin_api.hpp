@@ -8,7 +8,7 @@
 // plugin's keel_error into a keel::Error.
 #pragma once
 
-#include "c_error.hpp"
+#include <keel/c_error.hpp>
 #include "host_func_guard.hpp"
 
 #include <keel/keel.h>
@@ -115,7 +115,7 @@ private:
     [[nodiscard]] Result<void> call(Fn fn, const char* entry, Args... args) const {
         if (in_host_func()) return refused_in_host_func(entry);
         if (fn == nullptr) return unimplemented(entry);
-        return take_error(fn(args...));
+        return take_c_error(fn(args...));
     }
     [[nodiscard]] Error unimplemented(const char* entry) const;
     [[nodiscard]] Error refused_in_host_func(const char* entry) const;

@@ -1,7 +1,6 @@
 #include <keel/plugin_table.hpp>
 
 #include "access.hpp"
-#include "c_error.hpp"
 #include "plugin.hpp"
 
 namespace keel {
@@ -13,7 +12,5 @@ const keel_plugin_api& plugin_table(const Device& device) noexcept {
 keel_device plugin_handle(const Device& device) noexcept { return detail::Access::handle(device); }
 
 keel_stream plugin_handle(const Stream& stream) noexcept { return detail::Access::handle(stream); }
-
-Result<void> take_plugin_error(keel_error* error) noexcept { return detail::take_error(error); }
 
 }  // namespace keel

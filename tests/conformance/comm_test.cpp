@@ -7,6 +7,7 @@
 // table (cts/table_check.cpp).
 #include "conformance.hpp"
 
+#include <keel/c_error.hpp>
 #include <keel/plugin_table.hpp>
 
 #include <chrono>
@@ -97,11 +98,9 @@ struct CommHandle {
     CommHandle(const CommHandle&) = delete;
     CommHandle& operator=(const CommHandle&) = delete;
     ~CommHandle() {
-        if (comm != nullptr) (void)take_plugin_error(api->comm_destroy(comm));
+        if (comm != nullptr) (void)take_c_error(api->comm_destroy(comm));
     }
 };
-
-Result<void> status_of(keel_error* e) { return take_plugin_error(e); }
 
 std::vector<float> floats(std::size_t n, float first) {
     std::vector<float> v(n);
@@ -127,7 +126,7 @@ Bytes bytes_of(const std::vector<float>& v) {
     handle.api = &api;                                                                                         \
     {                                                                                                          \
         const keel_comm_config config = one_rank_config(store, prefix);                                        \
-        Result<void> created = status_of(api.comm_create(plugin_handle(device()), &config, &handle.comm));           \
+        Result<void> created = take_c_error(api.comm_create(plugin_handle(device()), &config, &handle.comm));           \
         if (!created.ok() && created.error().code() == KEEL_STATUS_UNIMPLEMENTED)                              \
             GTEST_SKIP() << device().name() << "'s engine declines a one-rank group: "                         \
                          << created.error().message();                                                         \
@@ -160,12 +159,12 @@ TEST_P(Conformance, AOneRankCommunicatorRunsEveryCollectiveOnItsStream) {
     for (const Case& c : cases) {
         KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(s, n * sizeof(float)));
         KEEL_ASSERT_OK(s.memset(out.view(), 0));
-        KEEL_ASSERT_OK(status_of(c.run(in.view().address(), out.view().address()))) << c.what;
+        KEEL_ASSERT_OK(take_c_error(c.run(in.view().address(), out.view().address()))) << c.what;
         KEEL_ASSERT_OK_AND_ASSIGN(Bytes got, read_bytes(s, out.view()));
         EXPECT_EQ(got, bytes_of(values)) << c.what << " out of place";
         // In place: the same address for in and out.
         KEEL_ASSERT_OK(s.copy(out.view(), in.view()));
-        KEEL_ASSERT_OK(status_of(c.run(out.view().address(), out.view().address()))) << c.what;
+        KEEL_ASSERT_OK(take_c_error(c.run(out.view().address(), out.view().address()))) << c.what;
         KEEL_ASSERT_OK_AND_ASSIGN(Bytes again, read_bytes(s, out.view()));
         EXPECT_EQ(again, bytes_of(values)) << c.what << " in place";
     }
@@ -188,7 +187,7 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/bad");
     const auto expect_invalid = [](keel_error* e, const char* what) {
-        Result<void> r = take_plugin_error(e);
+        Result<void> r = take_c_error(e);
         ASSERT_FALSE(r.ok()) << what << " was accepted";
         EXPECT_EQ(r.error().code(), KEEL_STATUS_INVALID_ARGUMENT) << what << ": " << r.error().message();
         EXPECT_NE(r.error().message(), "") << what;
@@ -223,7 +222,7 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
         expect_invalid(api.comm_all_gather(comm.comm, plugin_handle(elsewhere), a, a, 16), "a stream of another device");
     }
     // count == 0 enqueues nothing and succeeds.
-    KEEL_EXPECT_OK(status_of(api.comm_send_recv(comm.comm, plugin_handle(s), nullptr, 0)));
+    KEEL_EXPECT_OK(take_c_error(api.comm_send_recv(comm.comm, plugin_handle(s), nullptr, 0)));
     KEEL_EXPECT_OK(s.synchronize());
 }
 
@@ -235,11 +234,11 @@ TEST_P(Conformance, AnAbortedCommunicatorFailsLaterEnqueuesAndIsStillDestroyed) 
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
     const keel_device_addr a = b.view().address();
-    KEEL_ASSERT_OK(status_of(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM)));
+    KEEL_ASSERT_OK(take_c_error(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM)));
     KEEL_ASSERT_OK(s.synchronize());
-    KEEL_ASSERT_OK(status_of(api.comm_abort(comm.comm)));
-    KEEL_ASSERT_OK(status_of(api.comm_abort(comm.comm)));  // idempotent
-    Result<void> after = status_of(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM));
+    KEEL_ASSERT_OK(take_c_error(api.comm_abort(comm.comm)));
+    KEEL_ASSERT_OK(take_c_error(api.comm_abort(comm.comm)));  // idempotent
+    Result<void> after = take_c_error(api.comm_all_reduce(comm.comm, plugin_handle(s), a, a, 16, KEEL_DTYPE_F32, KEEL_REDUCE_SUM));
     ASSERT_FALSE(after.ok()) << "an enqueue after comm_abort was accepted";
     EXPECT_EQ(after.error().code(), KEEL_STATUS_FAILED_PRECONDITION) << after.error().message();
     EXPECT_NE(after.error().message().find("cts/abort"), std::string::npos)

@@ -3,7 +3,7 @@
 // UNIMPLEMENTED, and plugin errors pass through.
 #include "plugin_api.hpp"
 
-#include <keel/plugin/boundary.hpp>
+#include <keel/c_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ keel_error* must_not_be_called(A...) {
     return nullptr;
 }
 keel_error* fails_alloc(keel_device, std::uint64_t, keel_device_addr*) {
-    return keel::plugin::make_c_error(KEEL_STATUS_OUT_OF_MEMORY, "[t device_alloc] full");
+    return keel::make_c_error(KEEL_STATUS_OUT_OF_MEMORY, "[t device_alloc] full");
 }
 
 keel_plugin_api full_table() {

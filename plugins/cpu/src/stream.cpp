@@ -207,7 +207,7 @@ Result<void> Stream::execute(Op& op) {
         case OpKind::copy_h2d_inline: return execute_copy(device_, op);
         case OpKind::kernel: return execute_kernel(device_, op);
         case OpKind::host_func:
-            if (op.fallible_fn) return plugin::take_c_error(op.fallible_fn(op.user_data, KEEL_STATUS_OK));
+            if (op.fallible_fn) return take_c_error(op.fallible_fn(op.user_data, KEEL_STATUS_OK));
             op.fn(op.user_data, KEEL_STATUS_OK);
             return ok();
         case OpKind::timestamp:

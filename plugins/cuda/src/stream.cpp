@@ -35,7 +35,7 @@ void CUDART_CB run_host_call(cudaStream_t, cudaError_t status, void* data) {
         call->fn(call->user_data, keel_status);
         return;
     }
-    Result<void> r = plugin::take_c_error(call->fallible(call->user_data, keel_status));
+    Result<void> r = take_c_error(call->fallible(call->user_data, keel_status));
     if (!r.ok() && keel_status == KEEL_STATUS_OK)
         call->failure->fail(Error(r.error().code(), "[cuda host function] " + r.error().message()), call->point);
 }
@@ -63,7 +63,7 @@ keel_error* take_waited_failure(void* data, keel_status) {
     std::unique_ptr<WaitedFailure> w(static_cast<WaitedFailure*>(data));
     Result<void> r = w->waited->check_before(w->point);
     if (r.ok()) return nullptr;
-    return plugin::make_c_error(r.error().code(),
+    return make_c_error(r.error().code(),
                                 "waited for an event recorded after a failure: " + r.error().message());
 }
 

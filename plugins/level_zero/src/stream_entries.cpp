@@ -82,7 +82,7 @@ Result<void> enqueue_host_function(keel_stream stream, keel_host_fn fn, keel_fal
             fn(user_data, status);
             return ok();
         }
-        Result<void> r = plugin::take_c_error(fallible(user_data, status));
+        Result<void> r = take_c_error(fallible(user_data, status));
         if (r.ok()) return r;
         return Error(r.error().code(), "[level_zero host function] " + r.error().message());
     });

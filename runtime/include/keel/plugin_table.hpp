@@ -1,14 +1,13 @@
 // For extensions that call a plugin's C ABI themselves (keel::comm calls the
 // communication entries of keel.h 1.4 this way): the plugin's table and
-// handles behind a Device or Stream, and the one conversion of a keel_error*
-// into an Error.
+// handles behind a Device or Stream. Errors the entries return become an Error
+// through keel::take_c_error (<keel/c_error.hpp>).
 #pragma once
 
 #include <keel/device.hpp>
 #include <keel/export.hpp>
 #include <keel/stream.hpp>
 #include <keel/keel.h>
-#include <keel/result.hpp>
 
 namespace keel {
 
@@ -23,8 +22,5 @@ namespace keel {
 // entries: valid while the object lives; never destroy them through the table.
 [[nodiscard]] KEEL_API keel_device plugin_handle(const Device& device) noexcept;
 [[nodiscard]] KEEL_API keel_stream plugin_handle(const Stream& stream) noexcept;
-
-// Null: ok. Otherwise the error's code and message, after destroying it.
-[[nodiscard]] KEEL_API Result<void> take_plugin_error(keel_error* error) noexcept;
 
 }  // namespace keel

@@ -1,7 +1,9 @@
-// The one place where a plugin's C++ code meets the C ABI: Result -> keel_error*,
-// and no exception ever escapes an entry point.
+// The one place where a plugin's C++ code meets the C ABI: no exception ever
+// escapes an entry point, and a failed Result becomes a keel_error*
+// (keel::make_c_error, <keel/c_error.hpp>).
 #pragma once
 
+#include <keel/c_error.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
@@ -10,30 +12,6 @@
 #include <utility>
 
 namespace keel::plugin {
-
-// A heap-allocated keel_error that owns its message; released by its own destroy.
-[[nodiscard]] keel_error* make_c_error(Status code, std::string message) noexcept;
-
-[[nodiscard]] inline keel_error* to_c_error(Error error) noexcept {
-    return make_c_error(error.code(), std::move(error).message());
-}
-
-// The other way, for an error a caller handed over (a fallible host
-// function's): ok() for NULL, else its code and message; destroys it.
-[[nodiscard]] inline Result<void> take_c_error(keel_error* error) noexcept {
-    if (error == nullptr) return ok();
-    struct Destroy {
-        keel_error* e;
-        ~Destroy() { keel_error_destroy(e); }
-    } destroy{error};
-    // An error whose code says OK is still an error: the caller returned one.
-    const Status code = error->code == KEEL_STATUS_OK ? KEEL_STATUS_INTERNAL : error->code;
-    try {
-        return Error(code, error->message != nullptr ? error->message : "(no message)");
-    } catch (...) {
-        return Error(KEEL_STATUS_OUT_OF_MEMORY, "out of memory while reading an error");
-    }
-}
 
 // Runs `body` (returning Result<void>) at an ABI entry point named
 // `plugin` + " " + `name` ("cuda device_get"; `name` may be null).

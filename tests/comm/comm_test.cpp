@@ -32,6 +32,10 @@ TEST(CommMultiProcess, AKilledPeerFailsTheOperationWithinTheTimeout) {
     expect_all_zero(run_ranks("killed_peer", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
 
+TEST(CommMultiProcess, AFailedBatchsStagingOutlivesGloosPairsWhenTheCommunicatorGoesAtOnce) {
+    expect_all_zero(run_ranks("failed_mid_transfer", 3, ranks_upto(3), std::chrono::seconds(60)));
+}
+
 TEST(CommMultiProcess, ARankThatNeverArrivesFailsCreateWithinTheTimeout) {
     expect_all_zero(run_ranks("never_arrives", 2, {0}, std::chrono::seconds(30)));
 }

@@ -17,13 +17,13 @@ constexpr auto kPollPeriod = std::chrono::microseconds(200);
 // Polls a non-blocking communicator's state while it is kNcclInProgress,
 // up to `deadline`; kNcclInProgress if the deadline passed.
 template <class Aborted>
-NcclResult poll_ready(const NcclLibrary& nccl, NcclComm comm, NcclResult state,
+NcclResult poll_ready(NcclComm comm, NcclResult state,
                       std::chrono::steady_clock::time_point deadline, Aborted&& aborted) {
     while (state == kNcclInProgress) {
         if (std::chrono::steady_clock::now() >= deadline) return kNcclInProgress;
         std::this_thread::sleep_for(kPollPeriod);
         NcclResult async = kNcclSuccess;
-        if (aborted(comm, async)) return kNcclInvalidUsage;
+        if (aborted(comm, async)) return kNcclInternalError;
         state = async;
     }
     return state;
@@ -96,7 +96,7 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(Device& devic
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.timeout_ms);
         joined = nccl.CommInitRankConfig(&comm, config.size, id, config.rank, &nonblocking);
         if (comm != nullptr)
-            joined = poll_ready(nccl, comm, joined, deadline, [&](NcclComm c, NcclResult& state) {
+            joined = poll_ready(comm, joined, deadline, [&](NcclComm c, NcclResult& state) {
                 if (nccl.CommGetAsyncError(c, &state) != kNcclSuccess) state = kNcclInternalError;
                 return false;
             });
@@ -172,11 +172,11 @@ Result<void> NcclCommunicator::prepare(Stream& stream, const std::string& what) 
 
 NcclResult NcclCommunicator::settle(NcclResult issued) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
-    return poll_ready(nccl_, comm_, issued, deadline, [&](NcclComm c, NcclResult& state) {
+    return poll_ready(comm_, issued, deadline, [&](NcclComm c, NcclResult& state) {
         // Under mutex_, as the watchdog's: abort_nccl() never frees the
         // communicator under this call.
         std::lock_guard lock(mutex_);
-        if (aborted_) return true;
+        if (aborted_) return true;  // abort() set the error first
         if (nccl_.CommGetAsyncError(c, &state) != kNcclSuccess) state = kNcclInternalError;
         return false;
     });
@@ -187,6 +187,9 @@ Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, N
     const std::string where = what + " on " + config_.where();
     if (issued == kNcclInProgress) {
         issued = settle(issued);
+        // Aborted meanwhile (the poll stopped): the communicator's error.
+        if (issued != kNcclSuccess)
+            if (Result<void> earlier = error(); !earlier.ok()) return earlier;
         if (issued == kNcclInProgress) {
             const std::string message = where + ": NCCL did not enqueue it within the timeout of " +
                                         std::to_string(config_.timeout_ms) +

@@ -55,7 +55,9 @@ namespace comm {
 class NativeComm;
 
 // One operation, as its gate runs it. `run` works on the staging only and
-// throws Gloo's exceptions, which the gate turns into the error.
+// throws Gloo's exceptions, which the gate turns into the error. It borrows
+// the communicator's GlooMesh (never a copy of the Gloo context, which the
+// mesh alone closes): ~Impl waits until every gate ran.
 struct Op {
     std::string what;    // the operation: "all_reduce"
     std::string detail;  // its arguments: "f32 sum, 4096 bytes", "send to 1"

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace keel::comm {
@@ -55,15 +54,21 @@ SocketSet SocketSet::with_local_ends(const std::vector<sockaddr_storage>& ends) 
     const int own = ::dirfd(dir);
     while (const dirent* entry = ::readdir(dir)) {
         char* end = nullptr;
-        const long fd = std::strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || fd == own) continue;
+        const long number = std::strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || number == own) continue;
+        const int fd = static_cast<int>(number);
         // The listing is live: our own copies show up in it too.
-        if (std::find(set.fds_.begin(), set.fds_.end(), static_cast<int>(fd)) != set.fds_.end()) continue;
-        struct stat st {};
-        if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-        // Judged on the copy: the descriptor may be closed and reused meanwhile.
-        const int copy = ::fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 0);
+        if (std::find(set.fds_.begin(), set.fds_.end(), fd) != set.fds_.end()) continue;
+        // Another thread's descriptor is only asked its local address (no
+        // effect on it, and none when it is not a socket or just closed);
+        // only one with one of our ends is duplicated.
+        sockaddr_storage local{};
+        socklen_t local_len = sizeof(local);
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 || !any_is(ends, local))
+            continue;
+        const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (copy < 0) continue;
+        // Judged again on the copy: the number may have been reused meanwhile.
         if (has_local_end(copy, ends))
             set.fds_.push_back(copy);
         else

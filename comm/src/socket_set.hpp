@@ -8,11 +8,12 @@
 // Gloo keeps its descriptors to itself (and Debian's headers for its tcp
 // pair do not compile), but a connected pair's public address() is its
 // socket's local end (address and port), which no other connected socket
-// of the host has. A socket is taken only when its local end is one of the
-// pairs', checked on a duplicate, so a socket another thread opens, or a
-// descriptor Gloo closes and the process reuses, is never touched. The
-// copies are ours to shut down and close. Move-only; shut_down() from any
-// thread.
+// of the host has. The process's descriptors are only asked their local
+// address (getsockname: no effect on them); one whose local end is one of
+// the pairs' is duplicated and checked again on the copy, so a socket
+// another thread opens, or a descriptor Gloo closes and the process reuses,
+// is never duplicated, shut down or closed. The copies are ours to shut
+// down and close. Move-only; shut_down() from any thread.
 #pragma once
 
 #include <sys/socket.h>

@@ -79,8 +79,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
     auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
     impl->engine = std::move(engine);
-    impl->context = std::move(connected.context);
-    impl->sockets = std::move(connected.sockets);
+    impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
     return Communicator(std::move(impl));
 }
 
@@ -154,9 +153,9 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     op->detail = std::string(comm::dtype_name(dtype)) + " " + comm::reduce_name(reduce) + ", " + bytes_text(n);
     op->signature = {1, n, static_cast<std::uint64_t>(dtype), static_cast<std::uint64_t>(reduce)};
     const std::size_t es = comm::dtype_size(dtype);
-    op->run = [context = impl.context, data = lease.data(), n, es, fn = comm::reduce_fn(dtype, reduce), dtype,
+    op->run = [mesh = impl.mesh.get(), data = lease.data(), n, es, fn = comm::reduce_fn(dtype, reduce), dtype,
                reduce, timeout = impl.timeout] {
-        gloo::AllreduceOptions o(context);
+        gloo::AllreduceOptions o(mesh->context());
         with_carrier(es, [&](auto carrier) {
             using T = decltype(carrier);
             o.setOutput(reinterpret_cast<T*>(data), n / es);
@@ -164,7 +163,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
         o.setReduceFunction(fn);
         o.setTimeout(timeout);
         gloo::allreduce(o);
-        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, data, n / es, context->size);
+        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, data, n / es, mesh->size());
     };
     op->staging.push_back(std::move(lease));
     PinnedBuffer& staged = op->staging.back().buffer();
@@ -198,8 +197,8 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     op->what = kOp;
     op->detail = "root " + std::to_string(root) + ", " + bytes_text(n);
     op->signature = {2, n, 0, static_cast<std::uint64_t>(root)};
-    op->run = [context = impl.context, data = lease.data(), n, root, timeout = impl.timeout] {
-        gloo::BroadcastOptions o(context);
+    op->run = [mesh = impl.mesh.get(), data = lease.data(), n, root, timeout = impl.timeout] {
+        gloo::BroadcastOptions o(mesh->context());
         o.setOutput(reinterpret_cast<std::uint8_t*>(data), n);
         o.setRoot(root);
         o.setTimeout(timeout);
@@ -236,10 +235,10 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
     op->what = kOp;
     op->detail = bytes_text(n) + " per rank";
     op->signature = {3, n, 0, 0};
-    op->run = [context = impl.context, pin = lin.data(), pout = lout.data(), n, timeout = impl.timeout] {
-        gloo::AllgatherOptions o(context);
+    op->run = [mesh = impl.mesh.get(), pin = lin.data(), pout = lout.data(), n, timeout = impl.timeout] {
+        gloo::AllgatherOptions o(mesh->context());
         o.setInput(reinterpret_cast<std::uint8_t*>(pin), n);
-        o.setOutput(reinterpret_cast<std::uint8_t*>(pout), n * static_cast<std::size_t>(context->size));
+        o.setOutput(reinterpret_cast<std::uint8_t*>(pout), n * static_cast<std::size_t>(mesh->size()));
         o.setTimeout(timeout);
         gloo::allgather(o);
     };
@@ -278,21 +277,21 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     const std::size_t es = comm::dtype_size(dtype);
     // Each rank receives every rank's part `rank` (all-to-all, (size-1)/size
     // of the data over the wire, as a ring reduce-scatter) and reduces them.
-    op->run = [context = impl.context, pin = lin.data(), pall = lall.data(), pres = lres.data(), total, k, es,
+    op->run = [mesh = impl.mesh.get(), pin = lin.data(), pall = lall.data(), pres = lres.data(), total, k, es,
                fn = comm::reduce_fn(dtype, reduce), dtype, reduce, timeout = impl.timeout] {
-        gloo::AlltoallOptions o(context);
+        gloo::AlltoallOptions o(mesh->context());
         o.setInput(reinterpret_cast<std::uint8_t*>(pin), total);
         o.setOutput(reinterpret_cast<std::uint8_t*>(pall), total);
         o.setTimeout(timeout);
         gloo::alltoall(o);
         const std::size_t count = k / es;
-        if (context->size == 1) {
+        if (mesh->size() == 1) {
             std::memcpy(pres, pall, k);
         } else {
             fn(pres, pall, pall + k, count);
-            for (int j = 2; j < context->size; ++j) fn(pres, pres, pall + static_cast<std::size_t>(j) * k, count);
+            for (int j = 2; j < mesh->size(); ++j) fn(pres, pres, pall + static_cast<std::size_t>(j) * k, count);
         }
-        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, pres, count, context->size);
+        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, pres, count, mesh->size());
     };
     op->staging.push_back(std::move(lin));
     PinnedBuffer& sin = op->staging.back().buffer();

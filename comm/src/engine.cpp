@@ -80,13 +80,8 @@ void Communicator::Impl::abort() noexcept {
     }
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
-    sockets.shut_down();
+    if (mesh) mesh->shut_down_sockets();
     cv_.notify_all();
-}
-
-void Communicator::Impl::keep_until_closed(std::shared_ptr<void> leftover) {
-    std::lock_guard lock(leftovers_mutex);
-    leftovers.push_back(std::move(leftover));
 }
 
 std::uint64_t Communicator::Impl::next_send_slot(int peer) { return kP2PSlotBase + send_slots_[peer]++; }
@@ -173,7 +168,11 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
         } catch (...) {
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what.c_str()) + " (" + op->detail + "): unknown exception");
         }
-        if (failed) fail(*failed);
+        if (failed) {
+            fail(*failed);
+            // Gloo may still fill its staging until the pairs close.
+            keep_until_closed(op);
+        }
     }
     {
         std::lock_guard lock(mutex_);
@@ -223,7 +222,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
             if (queued->collective && n < kSignatureWindow) mine[n++] = queued->signature;
     }
     std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
-    gloo::AllgatherOptions o(context);
+    gloo::AllgatherOptions o(mesh->context());
     o.setInput(mine.data()->data(), mine.size() * 4);
     o.setOutput(all.data()->data(), all.size() * 4);
     o.setTimeout(timeout);

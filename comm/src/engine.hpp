@@ -25,7 +25,7 @@
 // nothing else (see README for CUDA's shared callback thread).
 #pragma once
 
-#include "socket_set.hpp"
+#include "gloo_mesh.hpp"
 #include "staging_cache.hpp"
 
 #include <keel/comm.hpp>
@@ -55,7 +55,9 @@ namespace comm {
 class NativeComm;
 
 // One operation, as its gate runs it. `run` works on the staging only and
-// throws Gloo's exceptions, which the gate turns into the error.
+// throws Gloo's exceptions, which the gate turns into the error. It borrows
+// the communicator's GlooMesh (never a copy of the Gloo context, which the
+// mesh alone closes): ~Impl waits until every gate ran.
 struct Op {
     std::string what;    // the operation: "all_reduce"
     std::string detail;  // its arguments: "f32 sum, 4096 bytes", "send to 1"
@@ -84,17 +86,12 @@ struct Communicator::Impl {
     const std::string name;
     const std::chrono::milliseconds timeout;
     const bool check_sizes;
-    // What failed point-to-point batches left with Gloo (declared before the
-    // context, so released after it): see keep_until_closed.
-    std::mutex leftovers_mutex;
-    std::vector<std::shared_ptr<void>> leftovers;  // guarded by leftovers_mutex
-    std::shared_ptr<gloo::rendezvous::Context> context;
-    // Set when the plugin's native entries serve this communicator: then
-    // there is no Gloo context.
+    // The Gloo context, its sockets and what failed operations left with
+    // it; absent when the plugin's native entries serve this communicator.
+    std::unique_ptr<comm::GlooMesh> mesh;
     std::shared_ptr<const comm::NativeComm> native;
     std::string engine;  // Communicator::engine()
     std::shared_ptr<comm::StagingCache> staging;
-    comm::SocketSet sockets;  // shut down by abort(): wakes a collective inside Gloo
 
     // Enqueues one operation: serialised so that the communicator's order
     // is the order the calls return. `stage_in` enqueues the input copies,
@@ -118,8 +115,9 @@ struct Communicator::Impl {
     void track(gloo::transport::UnboundBuffer* buffer, bool add);
     // A batch that failed midway leaves operations pending in Gloo, whose
     // event loop may still signal or fill their buffers (and the memory they
-    // point at) until the context closes its pairs: they live until then.
-    void keep_until_closed(std::shared_ptr<void> leftover);
+    // point at) until the context closes its pairs: they live until then
+    // (GlooMesh). A failed operation's staging is kept the same way.
+    void keep_until_closed(std::shared_ptr<void> leftover) { mesh->keep_until_closed(std::move(leftover)); }
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.

@@ -39,7 +39,7 @@ void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const Transfer& t = batch[i];
         if (t.size == 0) continue;
-        buffers[i] = engine.context->createUnboundBuffer(t.data, t.size);
+        buffers[i] = engine.mesh->context()->createUnboundBuffer(t.data, t.size);
         engine.track(buffers[i].get(), true);
         if (t.send)
             buffers[i]->send(t.peer, t.slot);

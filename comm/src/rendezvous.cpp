@@ -1,6 +1,7 @@
 #include "rendezvous.hpp"
 
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <csignal>
@@ -47,6 +48,19 @@ private:
     std::string prefix_;
     std::chrono::milliseconds timeout_;
 };
+
+// The local ends of this rank's connections to its peers: once a Gloo
+// pair connected, its address() is its socket's own address (Gloo sets it
+// from getsockname on the connected socket, on the side that accepted and
+// on the side that connected alike).
+std::vector<sockaddr_storage> pair_ends(gloo::rendezvous::Context& context) {
+    std::vector<sockaddr_storage> ends;
+    for (int peer = 0; peer < context.size; ++peer) {
+        if (peer == context.rank) continue;
+        ends.push_back(gloo::transport::tcp::Address(context.getPair(peer)->address().bytes()).getSockaddr());
+    }
+    return ends;
+}
 
 std::string where(const std::string& name, int rank, int size) {
     return "[Communicator::create] comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
@@ -105,13 +119,12 @@ Result<Connected> connect(const Store& store, const std::string& name, int rank,
         ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
     } restore{previous};
     try {
-        const SocketSet::Snapshot before = SocketSet::snapshot();
         auto device = gloo::transport::tcp::CreateDevice(attr);
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
         context->setTimeout(options.timeout);
         GlooStore gloo_store(store, name + "/gloo/", options.timeout);
         context->connectFullMesh(gloo_store, device);
-        SocketSet sockets = SocketSet::opened_between(before, SocketSet::snapshot());
+        SocketSet sockets = SocketSet::with_local_ends(pair_ends(*context));
         return Connected{std::move(context), std::move(sockets)};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());

@@ -2,53 +2,79 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 namespace keel::comm {
+namespace {
 
-SocketSet::Snapshot SocketSet::snapshot() {
-    Snapshot snap;
+bool same_end(const sockaddr_storage& a, const sockaddr_storage& b) {
+    if (a.ss_family != b.ss_family) return false;
+    if (a.ss_family == AF_INET) {
+        const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+        return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+    }
+    if (a.ss_family == AF_INET6) {
+        const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+        const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+        return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(in6_addr)) == 0;
+    }
+    return false;
+}
+
+bool any_is(const std::vector<sockaddr_storage>& ends, const sockaddr_storage& end) {
+    return std::any_of(ends.begin(), ends.end(), [&](const sockaddr_storage& e) { return same_end(e, end); });
+}
+
+// `fd` is a connected stream socket whose local end is one of `ends`.
+bool has_local_end(int fd, const std::vector<sockaddr_storage>& ends) {
+    int type = 0, listening = 1;
+    socklen_t len = sizeof(int);
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+    len = sizeof(int);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) return false;
+    sockaddr_storage local{}, remote{};
+    socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0)
+        return false;
+    return any_is(ends, local);
+}
+
+}  // namespace
+
+SocketSet SocketSet::with_local_ends(const std::vector<sockaddr_storage>& ends) {
+    SocketSet set;
     DIR* dir = ::opendir("/proc/self/fd");
-    if (dir == nullptr) return snap;  // no /proc: abort() then ends collectives by their timeout
+    if (dir == nullptr) return set;  // no /proc: abort() then ends collectives by their timeout
     const int own = ::dirfd(dir);
     while (const dirent* entry = ::readdir(dir)) {
         char* end = nullptr;
-        const long fd = std::strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || fd == own) continue;
-        struct stat st {};
-        if (::fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode))
-            snap.sockets.emplace_back(static_cast<int>(fd), st.st_ino);
-    }
-    ::closedir(dir);
-    return snap;
-}
-
-SocketSet SocketSet::opened_between(const Snapshot& before, const Snapshot& after) {
-    SocketSet set;
-    for (const auto& s : after.sockets) {
-        if (std::find(before.sockets.begin(), before.sockets.end(), s) != before.sockets.end()) continue;
-        const int copy = ::fcntl(s.first, F_DUPFD_CLOEXEC, 0);
+        const long number = std::strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || number == own) continue;
+        const int fd = static_cast<int>(number);
+        // The listing is live: our own copies show up in it too.
+        if (std::find(set.fds_.begin(), set.fds_.end(), fd) != set.fds_.end()) continue;
+        // Another thread's descriptor is only asked its local address (no
+        // effect on it, and none when it is not a socket or just closed);
+        // only one with one of our ends is duplicated.
+        sockaddr_storage local{};
+        socklen_t local_len = sizeof(local);
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 || !any_is(ends, local))
+            continue;
+        const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (copy < 0) continue;
-        // Still that socket, connected, and a stream (not a listener Gloo
-        // has closed and the process reused meanwhile).
-        struct stat st {};
-        int type = 0, listening = 1;
-        socklen_t len = sizeof(int);
-        sockaddr_storage peer{};
-        socklen_t peer_len = sizeof(peer);
-        const bool ours = ::fstat(copy, &st) == 0 && st.st_ino == s.second &&
-                          ::getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM &&
-                          ::getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening == 0 &&
-                          ::getpeername(copy, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0;
-        if (ours)
+        // Judged again on the copy: the number may have been reused meanwhile.
+        if (has_local_end(copy, ends))
             set.fds_.push_back(copy);
         else
             (void)::close(copy);
     }
+    ::closedir(dir);
     return set;
 }
 

@@ -6,16 +6,17 @@
 // on that pair fails at once.
 //
 // Gloo keeps its descriptors to itself (and Debian's headers for its tcp
-// pair do not compile), so they are found as the connected sockets that
-// appeared while the mesh connected, and duplicated at once: the copies are
-// ours to shut down and close, so a descriptor Gloo closes later (and the
-// process reuses) is never touched. A socket another thread of the process
-// connected during those milliseconds would be taken too: create
-// communicators while no other thread opens connections, if abort() must
-// touch nothing else. Move-only; shut_down() from any thread.
+// pair do not compile), but a connected pair's public address() is its
+// socket's local end (address and port), which no other connected socket
+// of the host has. The process's descriptors are only asked their local
+// address (getsockname: no effect on them); one whose local end is one of
+// the pairs' is duplicated and checked again on the copy, so a socket
+// another thread opens, or a descriptor Gloo closes and the process reuses,
+// is never duplicated, shut down or closed. The copies are ours to shut
+// down and close. Move-only; shut_down() from any thread.
 #pragma once
 
-#include <sys/types.h>
+#include <sys/socket.h>
 
 #include <vector>
 
@@ -24,13 +25,9 @@ namespace keel::comm {
 class SocketSet {
 public:
     SocketSet() = default;
-    // The descriptors of the process's sockets now (not duplicated).
-    struct Snapshot {
-        std::vector<std::pair<int, ino_t>> sockets;
-    };
-    [[nodiscard]] static Snapshot snapshot();
-    // Duplicates of the connected stream sockets in `after` but not in `before`.
-    [[nodiscard]] static SocketSet opened_between(const Snapshot& before, const Snapshot& after);
+    // Duplicates of the process's connected stream sockets whose local end
+    // is one of `ends` (IPv4 or IPv6 address and port).
+    [[nodiscard]] static SocketSet with_local_ends(const std::vector<sockaddr_storage>& ends);
 
     SocketSet(SocketSet&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
     SocketSet& operator=(SocketSet&& other) noexcept;

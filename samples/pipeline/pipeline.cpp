@@ -13,11 +13,22 @@
 // Both print the step time, the host time spent blocked, the peak device
 // memory and a checksum of the gradients stage 0 receives, which must be
 // identical between the modes.
+//
+// The first -w steps (1 by default) are warm-up, outside the step time:
+// they allocate the device memory and pinned staging the later steps reuse,
+// and hold mode, which has every micro-batch's send in flight at once,
+// allocates about twice what sync mode does. On a machine where a first
+// touch of a page is expensive (a virtual machine: a page fault costs tens
+// of microseconds) that alone made hold's mean over 5 steps slower than
+// sync's; the warm-up line prints it. --timeline prints every stage's steps
+// (wall time, CPU time, page faults) to stderr.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <sys/resource.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,13 +44,31 @@ struct Args {
     std::string mode = "hold";
     int micro_batches = 8;
     int steps = 5;
+    int warmup = 1;
+    bool timeline = false;
     std::uint64_t elements = 256 * 1024;  // 1 MiB of f32 per activation
 };
 
 int usage() {
     std::fprintf(stderr, "usage: keel-pipeline [--device cpu:0] --mode sync|hold [-m micro-batches] [-s steps] "
-                         "[--elements N]\n  run under keel-launch -n STAGES\n");
+                         "[-w warm-up steps] [--elements N] [--timeline]\n  run under keel-launch -n STAGES\n");
     return 2;
+}
+
+// What this process has used so far: CPU time (all its threads) and page
+// faults served without I/O (first touches of new memory).
+struct Usage {
+    double cpu_ms = 0;
+    double faults = 0;
+};
+
+Usage usage_now() {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    rusage r{};
+    ::getrusage(RUSAGE_SELF, &r);
+    return {static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6,
+            static_cast<double>(r.ru_minflt)};
 }
 
 }  // namespace
@@ -48,6 +77,10 @@ int main(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
         const std::string f = argv[i];
+        if (f == "--timeline") {
+            a.timeline = true;
+            continue;
+        }
         const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
         if (!v) return usage();
         ++i;
@@ -55,10 +88,13 @@ int main(int argc, char** argv) {
         else if (f == "--mode") a.mode = v;
         else if (f == "-m") a.micro_batches = std::atoi(v);
         else if (f == "-s") a.steps = std::atoi(v);
+        else if (f == "-w") a.warmup = std::atoi(v);
         else if (f == "--elements") a.elements = std::strtoull(v, nullptr, 10);
         else return usage();
     }
-    if ((a.mode != "sync" && a.mode != "hold") || a.micro_batches < 1 || a.steps < 1 || a.elements < 1) return usage();
+    if ((a.mode != "sync" && a.mode != "hold") || a.micro_batches < 1 || a.steps < 1 || a.warmup < 0 ||
+        a.elements < 1)
+        return usage();
     const bool hold = a.mode == "hold";
 
     keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
@@ -113,9 +149,14 @@ int main(int argc, char** argv) {
 
     double checksum = 0;
     double step_ms_total = 0;
+    double warmup_ms = 0;
+    Usage warmup_used, steps_used;  // totals over the warm-up steps, the timed steps
     memory.reset_peaks();
-    for (int step = 0; step < a.steps; ++step) {
+    for (int step = 0; step < a.warmup + a.steps; ++step) {
+        const bool warming = step < a.warmup;
+        if (step == a.warmup) blocked_ms = send_blocked_ms = 0;  // the timed steps' only
         const auto t0 = Clock::now();
+        const Usage u0 = usage_now();
         std::vector<keel::Buffer> saved;  // the activations kept for backward
         // Forward: all micro-batches (GPipe order).
         for (int mb = 0; mb < a.micro_batches; ++mb) {
@@ -154,14 +195,25 @@ int main(int argc, char** argv) {
         comm.error().expect("the step's communication");
         for (const auto& v : grads)
             for (std::size_t i = 0; i < v.size(); i += 997) checksum += v[i];
-        step_ms_total += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        const Usage u1 = usage_now();
+        Usage& used = warming ? warmup_used : steps_used;
+        used.cpu_ms += u1.cpu_ms - u0.cpu_ms;
+        used.faults += u1.faults - u0.faults;
+        (warming ? warmup_ms : step_ms_total) += ms;
+        if (a.timeline)
+            std::fprintf(stderr, "stage %d step %d%s: %.1f ms, cpu %.1f ms, %.0f page faults\n", stage, step,
+                         warming ? " (warm-up)" : "", ms, u1.cpu_ms - u0.cpu_ms, u1.faults - u0.faults);
     }
     const keel::AllocatorStats stats = memory.stats();
 
     // Stage 0 reports; the others' blocked time and peak memory come to it.
-    keel::Buffer report = keel::Buffer::allocate(compute, 4 * 8).value();
-    const std::vector<double> mine{blocked_ms, static_cast<double>(stats.peak_in_use_bytes), step_ms_total,
-                                   send_blocked_ms};
+    constexpr int kReported = 8;
+    keel::Buffer report = keel::Buffer::allocate(compute, kReported * 8).value();
+    const std::vector<double> mine{blocked_ms,          static_cast<double>(stats.peak_in_use_bytes),
+                                   step_ms_total,       send_blocked_ms,
+                                   warmup_ms,           warmup_used.faults,
+                                   steps_used.faults,   steps_used.cpu_ms};
     compute.copy(report, mine).value();
     comm.all_reduce(compute, report, KEEL_DTYPE_F64, keel::ReduceOp::max).value();
     const std::vector<double> worst = compute.copy_to_vector<double>(report).value().get().value();
@@ -174,6 +226,13 @@ int main(int argc, char** argv) {
         std::printf("host blocked after sends: %.2f ms (most of any stage; the rest is the end of each step)\n",
                     worst[3]);
         std::printf("peak device memory: %.1f MiB (in use, most of any stage)\n", worst[1] / (1 << 20));
+        if (a.warmup > 0)
+            std::printf("warm-up: %.2f ms per step over %d step(s), %.0f page faults per step (slowest stage, most "
+                        "faults of any stage; first touches of the memory later steps reuse)\n",
+                        worst[4] / a.warmup, a.warmup, worst[5] / a.warmup);
+        std::printf("per timed step: %.0f page faults, %.1f ms CPU (most of any stage; CPU: all threads of its "
+                    "process)\n",
+                    worst[6] / a.steps, worst[7] / a.steps);
         std::printf("checksum: %.6f\n", checksum);
     }
     return 0;

@@ -18,4 +18,8 @@ TEST(CommThreads, AbortFromAnotherThreadEndsAWaitingReceive) {
     expect_all_zero(run_ranks("abort", 2, ranks_upto(2), std::chrono::seconds(60)));
 }
 
+TEST(CommThreads, AbortShutsDownOnlyTheCommunicatorsOwnSockets) {
+    expect_all_zero(run_ranks("abort_own_sockets", 2, ranks_upto(2), std::chrono::seconds(60)));
+}
+
 }  // namespace

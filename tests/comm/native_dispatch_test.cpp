@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -192,6 +194,47 @@ TEST(CommNativeDispatch, AOneRankGroupOnCuda0RunsOnNccl) {
     EXPECT_EQ(s.copy_to_vector<float>(out.view()).value().get().value(), iota(1024, 3.0f));
     KEEL_ASSERT_OK(s.synchronize());
     KEEL_ASSERT_OK(comm.error());
+}
+
+// An NCCL operation still in flight when the communicator fails (here
+// abort(); the watchdog's timeout takes the same path) fails its stream:
+// synchronize, events recorded after it and later enqueues report it, an
+// event recorded before it does not. The stream is held behind a host
+// function so that the all_reduce is enqueued and not complete when
+// abort() runs; a thread releases it (ncclCommAbort may wait for the
+// device).
+TEST(CommNativeDispatch, AnNcclOperationInFlightWhenTheCommunicatorFailsFailsItsStream) {
+    const Runtime rt = Runtime::create().value();
+    Result<Device> dev = rt.device("cuda:0");
+    if (!dev.ok()) GTEST_SKIP() << "no cuda:0 here: " << dev.error().message();
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(*dev, Store::file(fresh_directory()).value(), 0, 1));
+    if (!comm.uses_native_engine()) GTEST_SKIP() << "cuda:0 has no NCCL path: " << comm.engine();
+    const Stream s = Stream::create(*dev).value();
+    if (!s.host_funcs_can_fail()) GTEST_SKIP() << "the plugin's streams cannot be failed by host functions";
+    Buffer b = Buffer::allocate(s, 4096).value();
+    KEEL_ASSERT_OK(s.memset(b.view(), 0));
+    const Event before = Event::create(*dev).value();
+    KEEL_ASSERT_OK(before.record(s));
+    std::atomic<bool> go{false};
+    KEEL_ASSERT_OK(s.enqueue_host_func([&go](Status) {
+        while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+    KEEL_ASSERT_OK(comm.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    const Event after = Event::create(*dev).value();
+    KEEL_ASSERT_OK(after.record(s));
+    std::thread release([&go] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        go = true;
+    });
+    comm.abort();
+    const Result<void> synced = s.synchronize();
+    release.join();
+    ASSERT_FALSE(synced.ok()) << "the stream reported success after its all_reduce was aborted";
+    EXPECT_NE(synced.error().message().find("all_reduce"), std::string::npos) << synced.error().message();
+    KEEL_EXPECT_OK(before.synchronize());
+    EXPECT_FALSE(after.synchronize().ok()) << "an event recorded after the aborted all_reduce reports success";
+    EXPECT_FALSE(s.memset(b.view(), 0).ok()) << "the failed stream accepted more work";
 }
 
 }  // namespace

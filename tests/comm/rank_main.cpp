@@ -13,7 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <netinet/in.h>
+#include <poll.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -400,6 +404,110 @@ int abort_unblocks() {
     return failures;
 }
 
+// Sockets another thread of the process connects while the communicator
+// connects are not the communicator's: abort() shuts down only its own,
+// and every other connection still carries a byte afterwards.
+int abort_own_sockets() {
+    Ctx c = context();
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    CHECK(listener >= 0 && ::bind(listener, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+              ::listen(listener, 64) == 0 && ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0,
+          "no loopback listener");
+    // Connections opened without pause until the communicator is up; the
+    // last ones kept (those opened while it connected among them).
+    std::atomic<bool> stop{false};
+    std::deque<std::pair<int, int>> others;  // connecting end, accepted end
+    std::size_t opened = 0;
+    std::thread opener([&] {
+        while (!stop.load()) {
+            const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+            if (::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+                ::close(client);
+                continue;
+            }
+            others.emplace_back(client, ::accept(listener, nullptr, nullptr));
+            ++opened;
+            if (others.size() > 200) {
+                ::close(others.front().first);
+                ::close(others.front().second);
+                others.pop_front();
+            }
+        }
+    });
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(10000)).value();
+    stop = true;
+    opener.join();
+    keel::Buffer b = upload(c, std::vector<std::byte>(4096));
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(c.stream.synchronize().ok(), "the all_reduce failed");
+    comm.abort();
+    int broken = 0;
+    for (auto [client, accepted] : others) {
+        const char sent = 'k';
+        char got = 0;
+        pollfd readable{accepted, POLLIN, 0};
+        const bool carried = ::send(client, &sent, 1, MSG_NOSIGNAL) == 1 && ::poll(&readable, 1, 2000) == 1 &&
+                             ::recv(accepted, &got, 1, 0) == 1 && got == sent;
+        broken += carried ? 0 : 1;
+        ::close(client);
+        ::close(accepted);
+    }
+    std::fprintf(stderr, "rank %s: %zu connections opened meanwhile, the last %zu checked\n", rank_name().c_str(),
+                 opened, others.size());
+    CHECK(broken == 0, "abort() shut down %d of the %zu connections another thread opened", broken, others.size());
+    ::close(listener);
+    return failures;
+}
+
+// Rank 0 receives a large message from rank 1 and a small one from rank 2,
+// which died: the batch fails while rank 1's bytes still stream into rank
+// 0's staging, and rank 0 drops its stream and communicator at once. The
+// staging Gloo fills must outlive Gloo's pairs (under ASan a write into
+// freed staging would be reported: the recv() is intercepted).
+int failed_mid_transfer() {
+    Ctx c = context();
+    keel::CommOptions o = options(10000);
+    o.check_sizes = false;  // the size exchange would meet the dead peer before any data moved
+    keel::Store store = keel::Store::from_env().value();
+    constexpr std::size_t kLarge = std::size_t{64} << 20;
+    {
+        keel::Communicator comm = keel::Communicator::create_from_env(c.device, o).value();
+        keel::Buffer one = upload(c, std::vector<std::byte>(4));
+        comm.all_reduce(c.stream, one, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();  // all connected
+        CHECK(c.stream.synchronize().ok(), "the first all_reduce failed");
+        if (c.rank == 2) {
+            (void)store.set("test/rank2-leaving", std::as_bytes(std::span("1", 1)));
+            ::_exit(0);
+        }
+        if (c.rank == 1) {
+            keel::Buffer large = keel::Buffer::allocate(c.stream, kLarge).value();
+            c.stream.memset(large, 7).value();
+            comm.send(c.stream, large, 0).value();
+            (void)c.stream.synchronize();  // fails once rank 0 is gone
+            return 0;
+        }
+        (void)store.get("test/rank2-leaving", std::chrono::milliseconds(10000));
+        // Gloo's loop sees rank 2's connection end.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        keel::Stream stream = keel::Stream::create(c.device).value();
+        keel::Buffer large = keel::Buffer::allocate(stream, kLarge).value();
+        keel::Buffer small = keel::Buffer::allocate(stream, 8).value();
+        const keel::P2P batch[] = {keel::P2P::recv(large, 1), keel::P2P::recv(small, 2)};
+        // The batch may fail (and its stream refuse the rest of the enqueue)
+        // before send_recv returns.
+        (void)comm.send_recv(stream, batch);
+        keel::Result<void> synced = stream.synchronize();
+        CHECK(!comm.error().ok(), "a batch with a dead peer succeeded");
+        if (stream.host_funcs_can_fail()) CHECK(!synced.ok(), "the stream reported success");
+    }  // the stream, then the communicator, go while rank 1 still sends
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return failures;
+}
+
 // Bad input: clear errors, nothing enqueued.
 int bad_input() {
     Ctx c = context();
@@ -645,6 +753,8 @@ int main(int argc, char** argv) {
     else if (scenario == "killed_peer") rc = killed_peer();
     else if (scenario == "never_arrives") rc = never_arrives();
     else if (scenario == "abort") rc = abort_unblocks();
+    else if (scenario == "failed_mid_transfer") rc = failed_mid_transfer();
+    else if (scenario == "abort_own_sockets") rc = abort_own_sockets();
     else if (scenario == "bad_input") rc = bad_input();
     else if (scenario == "mismatched_counts") rc = mismatched_counts();
     else if (scenario == "duplicate_rank") rc = duplicate_rank();

@@ -4,9 +4,13 @@
 // reports it where CUDA would report a device error: synchronisation, query,
 // destroy, later enqueues, and events recorded after the failing point.
 //
-// Points number the stream's host functions and event records in enqueue
-// order (taken under the stream's enqueue lock together with the CUDA call,
-// so the numbering is the stream's order). A failure at point p taints the
+// The communicator's NCCL operations fail their streams the same way
+// (nccl_comm.hpp): a timeout or an NCCL error is the stream's error at the
+// operation's point.
+//
+// Points number the stream's host functions, event records and NCCL
+// operations in enqueue order (taken under the stream's enqueue lock
+// together with the CUDA call, so the numbering is the stream's order). A failure at point p taints the
 // events recorded at a later point. Work CUDA already queued behind the host
 // function still runs (keel.h allows it for a device that cannot skip it).
 //

@@ -5,11 +5,29 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <thread>
 
 namespace keel::cuda {
 namespace {
 
 constexpr auto kWatchPeriod = std::chrono::milliseconds(20);
+// How often a non-blocking NCCL call still in progress is polled.
+constexpr auto kPollPeriod = std::chrono::microseconds(200);
+
+// Polls a non-blocking communicator's state while it is kNcclInProgress,
+// up to `deadline`; kNcclInProgress if the deadline passed.
+template <class Aborted>
+NcclResult poll_ready(NcclComm comm, NcclResult state,
+                      std::chrono::steady_clock::time_point deadline, Aborted&& aborted) {
+    while (state == kNcclInProgress) {
+        if (std::chrono::steady_clock::now() >= deadline) return kNcclInProgress;
+        std::this_thread::sleep_for(kPollPeriod);
+        NcclResult async = kNcclSuccess;
+        if (aborted(comm, async)) return kNcclInternalError;
+        state = async;
+    }
+    return state;
+}
 
 // This rank's word in the agreement: "1 <gpu uuid>" when NCCL loaded, else
 // "0 <why>".
@@ -68,10 +86,33 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(Device& devic
     }
     KEEL_TRY(device.make_current());
     NcclComm comm = nullptr;
-    const NcclResult joined = nccl.CommInitRank(&comm, config.size, id, config.rank);
+    const std::string call = nccl.CommInitRankConfig ? "ncclCommInitRankConfig" : "ncclCommInitRank";
+    NcclResult joined = kNcclSuccess;
+    if (nccl.CommInitRankConfig) {
+        // Non-blocking: a rank that never calls, or a peer that cannot be
+        // reached, ends in the timeout instead of a hang.
+        NcclConfig nonblocking;
+        nonblocking.blocking = 0;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.timeout_ms);
+        joined = nccl.CommInitRankConfig(&comm, config.size, id, config.rank, &nonblocking);
+        if (comm != nullptr)
+            joined = poll_ready(comm, joined, deadline, [&](NcclComm c, NcclResult& state) {
+                if (nccl.CommGetAsyncError(c, &state) != kNcclSuccess) state = kNcclInternalError;
+                return false;
+            });
+        if (joined == kNcclInProgress) {
+            (void)nccl.CommAbort(comm);
+            return Error(KEEL_STATUS_UNAVAILABLE,
+                         config.where() + ": " + call + " (NCCL " + nccl.version_text() + ") did not complete within " +
+                             std::to_string(config.timeout_ms) + " ms (a rank never joined, or a peer cannot be reached)");
+        }
+        if (joined != kNcclSuccess && comm != nullptr) (void)nccl.CommAbort(comm);
+    } else {
+        joined = nccl.CommInitRank(&comm, config.size, id, config.rank);
+    }
     if (joined != kNcclSuccess)
         return Error(KEEL_STATUS_UNAVAILABLE,
-                     config.where() + ": ncclCommInitRank (NCCL " + nccl.version_text() + ") failed: " +
+                     config.where() + ": " + call + " (NCCL " + nccl.version_text() + ") failed: " +
                          nccl.describe(joined));
     std::unique_ptr<NcclCommunicator> made(new NcclCommunicator(device, nccl, config, comm));
     made->watchdog_ = std::thread([raw = made.get()] { raw->watch(); });
@@ -103,6 +144,16 @@ void NcclCommunicator::fail(Status code, const std::string& message) noexcept {
     try {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = Error(code, message);
+        // Every operation not seen complete fails its stream at its point
+        // (the abort that follows ends its kernels, whatever they did).
+        for (const Pending& p : pending_) {
+            const bool named = message.rfind(p.what, 0) == 0;
+            p.stream_failure->fail(Error(code, "[cuda comm] " + (named ? message
+                                                                       : p.what + ": not completed, the "
+                                                                                  "communicator failed: " +
+                                                                             message)),
+                                   p.point);
+        }
     } catch (...) {
         // No memory for the message: the abort below still ends NCCL's work.
     }
@@ -111,6 +162,7 @@ void NcclCommunicator::fail(Status code, const std::string& message) noexcept {
 
 Result<void> NcclCommunicator::prepare(Stream& stream, const std::string& what) {
     KEEL_TRY(error());
+    KEEL_TRY(stream.host_failure().check());
     if (&stream.device() != &device_)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, what + " on " + config_.where() + ": the stream is on " +
                                                        stream.device().label() + ", the communicator on " +
@@ -118,8 +170,35 @@ Result<void> NcclCommunicator::prepare(Stream& stream, const std::string& what) 
     return device_.ensure_context();
 }
 
-Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, NcclResult issued) {
+NcclResult NcclCommunicator::settle(NcclResult issued) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+    return poll_ready(comm_, issued, deadline, [&](NcclComm c, NcclResult& state) {
+        // Under mutex_, as the watchdog's: abort_nccl() never frees the
+        // communicator under this call.
+        std::lock_guard lock(mutex_);
+        if (aborted_) return true;  // abort() set the error first
+        if (nccl_.CommGetAsyncError(c, &state) != kNcclSuccess) state = kNcclInternalError;
+        return false;
+    });
+}
+
+Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, NcclResult issued,
+                                      std::uint64_t point) {
     const std::string where = what + " on " + config_.where();
+    if (issued == kNcclInProgress) {
+        issued = settle(issued);
+        // Aborted meanwhile (the poll stopped): the communicator's error.
+        if (issued != kNcclSuccess)
+            if (Result<void> earlier = error(); !earlier.ok()) return earlier;
+        if (issued == kNcclInProgress) {
+            const std::string message = where + ": NCCL did not enqueue it within the timeout of " +
+                                        std::to_string(config_.timeout_ms) +
+                                        " ms (connecting to a peer that is dead, stuck or never enqueued it)";
+            fail(KEEL_STATUS_UNAVAILABLE, message);
+            abort_nccl();  // this thread holds enqueue_mutex_
+            return Error(KEEL_STATUS_UNAVAILABLE, message);
+        }
+    }
     if (issued == kNcclInvalidArgument || issued == kNcclInvalidUsage)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, where + ": NCCL refused it: " + nccl_.describe(issued));
     if (issued != kNcclSuccess) {
@@ -134,9 +213,10 @@ Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, N
         (void)cudaEventDestroy(done);
         return cuda_error(recorded, where + ": cudaEventRecord");
     }
+    stream.host_failure().arm();
     {
         std::lock_guard lock(mutex_);
-        pending_.push_back({done, where, std::chrono::steady_clock::now()});
+        pending_.push_back({done, where, std::chrono::steady_clock::now(), stream.host_failure_ptr(), point});
     }
     cv_.notify_all();
     return ok();

@@ -8,6 +8,22 @@
 // an asynchronous NCCL error, fails the communicator with a message naming
 // the operation, the communicator and its peers, and aborts NCCL
 // (ncclCommAbort), which ends its kernels so the stream does not hang.
+//
+// A failure (the watchdog's, an abort, a call NCCL refused after others
+// were enqueued) also fails the stream of every operation not yet seen
+// complete, at that operation's point, through the stream's host-failure
+// record (host_failure.hpp): synchronising the stream, querying it, events
+// recorded after the operation and later enqueues on it report the error,
+// as they do on the generic path. It is recorded before ncclCommAbort ends
+// the kernels, so whoever waits on the stream sees it once the wait ends.
+//
+// On NCCL 2.14 and later the communicator is non-blocking
+// (ncclCommInitRankConfig, blocking = 0): creation returns at once and
+// keel polls ncclCommGetAsyncError until NCCL is ready, the timeout passes
+// (then ncclCommAbort) or it fails; an operation NCCL reports in progress
+// (connecting to a peer on first contact) is polled the same way before its
+// completion event is recorded. Older NCCL creates in the blocking way, with
+// no bound but NCCL's own.
 #pragma once
 
 #include "handles.hpp"
@@ -16,6 +32,7 @@
 #include <keel/plugin/comm_config.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -61,11 +78,16 @@ private:
         cudaEvent_t done = nullptr;
         std::string what;
         std::chrono::steady_clock::time_point since;  // when it became the oldest
+        std::shared_ptr<HostFailure> stream_failure;  // of the stream it runs on
+        std::uint64_t point = 0;                      // its point on that stream
     };
 
     NcclCommunicator(Device& device, const NcclLibrary& nccl, plugin::CommConfig config, NcclComm comm);
     [[nodiscard]] Result<void> prepare(Stream& stream, const std::string& what);
-    [[nodiscard]] Result<void> finish(Stream& stream, const std::string& what, NcclResult issued);
+    [[nodiscard]] Result<void> finish(Stream& stream, const std::string& what, NcclResult issued, std::uint64_t point);
+    // Polls ncclCommGetAsyncError while NCCL reports the operation in
+    // progress, up to the timeout; its final result.
+    [[nodiscard]] NcclResult settle(NcclResult issued);
     [[nodiscard]] Result<void> error() const;
     void fail(Status code, const std::string& message) noexcept;
     // ncclCommAbort once; the caller holds enqueue_mutex_ or gave up on it.
@@ -93,13 +115,16 @@ template <class Issue>
 Result<void> NcclCommunicator::enqueue(Stream& stream, const std::string& what, Issue&& issue) {
     std::lock_guard order(enqueue_mutex_);
     KEEL_TRY(prepare(stream, what));
+    // The operation takes its point on the stream with its CUDA work, in
+    // the order of the stream's host functions and event records.
+    auto numbering = stream.host_failure().enqueue_lock();
     NcclResult issued = nccl_.GroupStart();
     if (issued == kNcclSuccess) {
         const NcclResult body = issue(comm_, stream.cuda());
         issued = nccl_.GroupEnd();
-        if (body != kNcclSuccess) issued = body;
+        if (body != kNcclSuccess && body != kNcclInProgress) issued = body;
     }
-    return finish(stream, what, issued);
+    return finish(stream, what, issued, stream.host_failure().next_point());
 }
 
 }  // namespace keel::cuda

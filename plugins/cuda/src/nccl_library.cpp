@@ -39,6 +39,8 @@ Result<NcclLibrary> open_nccl() {
     KEEL_TRY(bind(library, "ncclGetVersion", path, get_version));
     KEEL_TRY(bind(library, "ncclGetUniqueId", path, n.GetUniqueId));
     KEEL_TRY(bind(library, "ncclCommInitRank", path, n.CommInitRank));
+    // Optional: older NCCL has only the blocking ncclCommInitRank.
+    n.CommInitRankConfig = reinterpret_cast<decltype(n.CommInitRankConfig)>(::dlsym(library, "ncclCommInitRankConfig"));
     KEEL_TRY(bind(library, "ncclCommDestroy", path, n.CommDestroy));
     KEEL_TRY(bind(library, "ncclCommAbort", path, n.CommAbort));
     KEEL_TRY(bind(library, "ncclCommGetAsyncError", path, n.CommGetAsyncError));

@@ -33,6 +33,17 @@ enum NcclResult : int {
     kNcclInProgress = 7,
 };
 
+// ncclConfig_t as NCCL 2.14 declared it (the first version with a config):
+// NCCL reads a config by its size, magic and version, so a later NCCL takes
+// this one as it is. Only `blocking` is set; NCCL's initializer leaves the
+// rest undefined too.
+struct NcclConfig {
+    std::size_t size = sizeof(NcclConfig);
+    unsigned int magic = 0xcafebeef;  // NCCL_CONFIG_INITIALIZER's
+    unsigned int version = 21400;     // NCCL_VERSION(2, 14, 0): this layout
+    int blocking = 1;
+};
+
 // ncclDataType_t: ncclInt8 0, ncclUint8 1, ncclInt32 2, ncclUint32 3,
 // ncclInt64 4, ncclUint64 5, ncclFloat16 6, ncclFloat32 7, ncclFloat64 8,
 // ncclBfloat16 9 (since 2.10).
@@ -57,6 +68,11 @@ public:
 
     NcclResult (*GetUniqueId)(NcclUniqueId* id) = nullptr;
     NcclResult (*CommInitRank)(NcclComm* comm, int nranks, NcclUniqueId id, int rank) = nullptr;
+    // Since 2.14 (null before): with blocking = 0 it returns at once, and the
+    // communicator's calls may return kNcclInProgress until
+    // ncclCommGetAsyncError says otherwise.
+    NcclResult (*CommInitRankConfig)(NcclComm* comm, int nranks, NcclUniqueId id, int rank,
+                                     NcclConfig* config) = nullptr;
     NcclResult (*CommDestroy)(NcclComm comm) = nullptr;
     NcclResult (*CommAbort)(NcclComm comm) = nullptr;
     NcclResult (*CommGetAsyncError)(NcclComm comm, NcclResult* async_error) = nullptr;

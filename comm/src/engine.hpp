@@ -25,22 +25,23 @@
 // nothing else (see README for CUDA's shared callback thread).
 #pragma once
 
+#include "op.hpp"
 #include "socket_set.hpp"
+#include "staged_copy.hpp"
 #include "staging_cache.hpp"
 
 #include <keel/comm.hpp>
 
 #include <gloo/rendezvous/context.h>
 
-#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,23 +52,7 @@ class UnboundBuffer;
 namespace keel {
 
 namespace comm {
-
 class NativeComm;
-
-// One operation, as its gate runs it. `run` works on the staging only and
-// throws Gloo's exceptions, which the gate turns into the error.
-struct Op {
-    std::string what;    // the operation: "all_reduce"
-    std::string detail;  // its arguments: "f32 sum, 4096 bytes", "send to 1"
-    std::function<void()> run;
-    // What every rank must agree on before a collective runs (kind, bytes,
-    // dtype, root): Gloo stops the process when counts differ.
-    bool collective = true;
-    std::array<std::uint64_t, 4> signature{};
-    std::uint64_t collective_index = 0;  // among the communicator's collectives
-    std::deque<StagingLease> staging;    // a deque: references to its leases stay valid
-};
-
 }  // namespace comm
 
 struct Communicator::Impl {
@@ -84,6 +69,11 @@ struct Communicator::Impl {
     const std::string name;
     const std::chrono::milliseconds timeout;
     const bool check_sizes;
+    // The host may dereference the device's memory (keel.h's
+    // KEEL_DEVICE_CAP_HOST_ADDRESSABLE): Gloo then works on it in place,
+    // without staging copies (the gate runs in stream order, after the
+    // work that wrote it).
+    const bool host_addressable;
     // What failed point-to-point batches left with Gloo (declared before the
     // context, so released after it): see keep_until_closed.
     std::mutex leftovers_mutex;
@@ -97,11 +87,11 @@ struct Communicator::Impl {
     comm::SocketSet sockets;  // shut down by abort(): wakes a collective inside Gloo
 
     // Enqueues one operation: serialised so that the communicator's order
-    // is the order the calls return. `stage_in` enqueues the input copies,
-    // `stage_out` the output copies; both on `stream`.
+    // is the order the calls return. `inputs` are copied into the
+    // operation's staging before its gate, `outputs` out of it after; the
+    // staging is then held on `stream` until the stream passed them.
     Result<void> enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
-                         const std::function<Result<void>()>& stage_in,
-                         const std::function<Result<void>()>& stage_out);
+                         std::span<const comm::StagedCopy> inputs, std::span<const comm::StagedCopy> outputs);
 
     // The sticky error, or abort's.
     Result<void> error() const;
@@ -124,7 +114,8 @@ struct Communicator::Impl {
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
     Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
-    void run_op(comm::Op& op);
+    // `check`: compare the collective's signature with the peers' first.
+    void run_op(comm::Op& op, bool check);
     // Throws when the ranks enqueued different collectives at this point.
     // Compares the signatures of the next kSignatureWindow collectives each
     // rank knows of in one all-gather; those found equal everywhere need no
@@ -134,7 +125,7 @@ private:
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
 
-    static constexpr std::size_t kSignatureWindow = 16;
+    static constexpr std::size_t kSignatureWindow = 64;
 
     std::mutex enqueue_mutex_;
     mutable std::mutex mutex_;

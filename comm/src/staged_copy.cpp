@@ -1,0 +1,27 @@
+#include "staged_copy.hpp"
+
+#include <keel/plugin_table.hpp>
+
+namespace keel::comm {
+
+Result<void> enqueue_inputs(const Stream& stream, std::span<const StagedCopy> copies) {
+    const keel_plugin_api& api = plugin_table(stream.device());
+    const keel_stream handle = plugin_handle(stream);
+    for (const StagedCopy& c : copies) {
+        if (c.view.size() == 0) continue;
+        KEEL_TRY(take_plugin_error(api.memcpy_d2h(handle, c.host, c.view.address(), c.view.size())));
+    }
+    return {};
+}
+
+Result<void> enqueue_outputs(const Stream& stream, std::span<const StagedCopy> copies) {
+    const keel_plugin_api& api = plugin_table(stream.device());
+    const keel_stream handle = plugin_handle(stream);
+    for (const StagedCopy& c : copies) {
+        if (c.view.size() == 0) continue;
+        KEEL_TRY(take_plugin_error(api.memcpy_h2d(handle, c.view.address(), c.host, c.view.size())));
+    }
+    return {};
+}
+
+}  // namespace keel::comm

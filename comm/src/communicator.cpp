@@ -74,7 +74,8 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     }
     KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
     auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
-    impl->engine = std::move(engine);
+    impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
+                                                               : "; staged through pinned host memory");
     impl->context = std::move(connected.context);
     impl->sockets = std::move(connected.sockets);
     return Communicator(std::move(impl));

@@ -6,8 +6,11 @@
 #include "rendezvous.hpp"
 
 #include <keel/comm.hpp>
+#include <keel/environment.hpp>
 
 #include <atomic>
+#include <optional>
+#include <string_view>
 
 namespace keel {
 namespace {
@@ -18,18 +21,12 @@ using comm::StagedCopy;
 
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
-// A staging block of `bytes` for `op`, kept with it.
-Result<std::byte*> stage(Communicator::Impl& impl, Op& op, std::uint64_t bytes) {
-    KEEL_TRY_ASSIGN(comm::StagingLease lease, impl.staging->acquire(bytes));
-    std::byte* data = lease.data();
-    op.staging.push_back(std::move(lease));
-    return data;
-}
-
 // A device address the host may dereference (Impl::host_addressable).
 std::byte* host_address(const DeviceView& view) noexcept {
     return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(view.address()));
 }
+
+std::byte* bytes_of(PinnedBuffer* staged) noexcept { return static_cast<std::byte*>(staged->data()); }
 
 std::span<const StagedCopy> one(const StagedCopy& c) noexcept { return {&c, 1}; }
 
@@ -52,6 +49,19 @@ void Communicator::abort() const noexcept {
 }
 Result<void> Communicator::error() const { return impl_->native ? impl_->native->error() : impl_->error(); }
 
+namespace {
+
+// Impl::checked: keel's checks (KEEL_CHECK), or the CPU plugin's checker
+// (KEEL_CPU_CHECK: any value but off, "abort" included).
+Result<bool> checks_on() {
+    KEEL_TRY_ASSIGN(const std::optional<bool> check, env::flag(env::Var::check));
+    if (check.value_or(false)) return true;
+    const std::optional<std::string_view> cpu = env::text(env::Var::cpu_check);
+    return cpu.has_value() && env::parse_switch(*cpu) != std::optional<bool>(false);
+}
+
+}  // namespace
+
 Result<Communicator> Communicator::create(const Device& device, const Store& store, int rank, int size,
                                           const CommOptions& options) {
     static std::atomic<int> created{0};
@@ -67,13 +77,14 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     KEEL_TRY_ASSIGN(std::unique_ptr<comm::NativeComm> native,
                     comm::NativeComm::choose(device, store, rank, size, name, options, engine));
     if (native) {
-        auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
+        auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, false);
         impl->native = std::move(native);
         impl->engine = std::move(engine);
         return Communicator(std::move(impl));
     }
+    KEEL_TRY_ASSIGN(const bool checked, checks_on());
     KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
-    auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
+    auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, checked);
     impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
                                                                : "; staged through pinned host memory");
     impl->context = std::move(connected.context);
@@ -146,18 +157,19 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     if (n == 0) return {};
     if (impl.native) return impl.native->all_reduce(stream, in, out, dtype, reduce);
     auto op = std::make_shared<Op>(OpKind::all_reduce);
+    const std::unique_lock order = impl.order();
     op->bytes = n;
     op->dtype = dtype;
     op->reduce = reduce;
     if (impl.host_addressable) {
         op->in = host_address(in);
         op->out = host_address(out);
-        return impl.enqueue(stream, std::move(op), {}, {});
+        return impl.enqueue(order, stream, std::move(op), {}, {});
     }
     op->staging.reserve(1);
-    KEEL_TRY_ASSIGN(std::byte* staged, stage(impl, *op, n));
-    op->in = op->out = staged;
-    return impl.enqueue(stream, std::move(op), one({staged, in}), one({staged, out}));
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
+    op->in = op->out = bytes_of(staged);
+    return impl.enqueue(order, stream, std::move(op), one({staged, in}), one({staged, out}));
 }
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
@@ -182,19 +194,20 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     if (n == 0) return {};
     if (impl.native) return impl.native->broadcast(stream, is_root ? in : out, out, root);
     auto op = std::make_shared<Op>(OpKind::broadcast);
+    const std::unique_lock order = impl.order();
     op->bytes = n;
     op->root = root;
     if (impl.host_addressable) {
         op->in = host_address(is_root ? in : out);
         op->out = host_address(out);
-        return impl.enqueue(stream, std::move(op), {}, {});
+        return impl.enqueue(order, stream, std::move(op), {}, {});
     }
     op->staging.reserve(1);
-    KEEL_TRY_ASSIGN(std::byte* staged, stage(impl, *op, n));
-    op->in = op->out = staged;
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
+    op->in = op->out = bytes_of(staged);
     const bool in_place = is_root && in.address() == out.address();
     const StagedCopy copy_in{staged, in}, copy_out{staged, out};
-    return impl.enqueue(stream, std::move(op), is_root ? one(copy_in) : std::span<const StagedCopy>(),
+    return impl.enqueue(order, stream, std::move(op), is_root ? one(copy_in) : std::span<const StagedCopy>(),
                         in_place ? std::span<const StagedCopy>() : one(copy_out));
 }
 
@@ -216,16 +229,19 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
     if (n == 0) return {};
     if (impl.native) return impl.native->all_gather(stream, in, out);
     auto op = std::make_shared<Op>(OpKind::all_gather);
+    const std::unique_lock order = impl.order();
     op->bytes = n;
     if (impl.host_addressable) {
         op->in = host_address(in);
         op->out = host_address(out);
-        return impl.enqueue(stream, std::move(op), {}, {});
+        return impl.enqueue(order, stream, std::move(op), {}, {});
     }
     op->staging.reserve(2);
-    KEEL_TRY_ASSIGN(op->in, stage(impl, *op, n));
-    KEEL_TRY_ASSIGN(op->out, stage(impl, *op, out.size()));
-    return impl.enqueue(stream, op, one({op->in, in}), one({op->out, out}));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, n));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, out.size()));
+    op->in = bytes_of(sin);
+    op->out = bytes_of(sout);
+    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
 }
 
 Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
@@ -244,19 +260,23 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     if (k == 0) return {};
     if (impl.native) return impl.native->reduce_scatter(stream, in, out, dtype, reduce);
     auto op = std::make_shared<Op>(OpKind::reduce_scatter);
+    const std::unique_lock order = impl.order();
     op->bytes = k;
     op->dtype = dtype;
     op->reduce = reduce;
     op->staging.reserve(3);
-    KEEL_TRY_ASSIGN(op->scratch, stage(impl, *op, in.size()));
+    KEEL_TRY_ASSIGN(PinnedBuffer* scratch, impl.stage(stream, *op, in.size()));
+    op->scratch = bytes_of(scratch);
     if (impl.host_addressable) {
         op->in = host_address(in);
         op->out = host_address(out);
-        return impl.enqueue(stream, std::move(op), {}, {});
+        return impl.enqueue(order, stream, std::move(op), {}, {});
     }
-    KEEL_TRY_ASSIGN(op->in, stage(impl, *op, in.size()));
-    KEEL_TRY_ASSIGN(op->out, stage(impl, *op, k));
-    return impl.enqueue(stream, op, one({op->in, in}), one({op->out, out}));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, in.size()));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, k));
+    op->in = bytes_of(sin);
+    op->out = bytes_of(sout);
+    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
 }
 
 // ---- point to point -----------------------------------------------------
@@ -275,6 +295,7 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
     }
     if (impl.native) return impl.native->send_recv(stream, ops);
     auto op = std::make_shared<Op>(OpKind::send_recv);
+    const std::unique_lock order = impl.order();
     op->transfers.reserve(ops.size());
     std::vector<StagedCopy> sends, recvs;
     if (!impl.host_addressable) op->staging.reserve(ops.size());
@@ -286,13 +307,14 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
         if (p.view.size() > 0 && impl.host_addressable) {
             data = host_address(p.view);
         } else if (p.view.size() > 0) {
-            KEEL_TRY_ASSIGN(data, stage(impl, *op, p.view.size()));
-            (send ? sends : recvs).push_back({data, p.view});
+            KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, p.view.size()));
+            data = bytes_of(staged);
+            (send ? sends : recvs).push_back({staged, p.view});
         }
         op->transfers.push_back({send, p.peer, 0, data, p.view.size()});
     }
     if (op->transfers.empty()) return {};
-    return impl.enqueue(stream, std::move(op), sends, recvs);
+    return impl.enqueue(order, stream, std::move(op), sends, recvs);
 }
 
 Result<void> Communicator::send(const Stream& stream, DeviceView view, int peer) const {

@@ -3,11 +3,14 @@
 #include "collectives.hpp"
 #include "p2p.hpp"
 
+#include <keel/plugin_table.hpp>
+
 #include <gloo/transport/unbound_buffer.h>
 
 #include <gloo/allgather.h>
 
 #include <algorithm>
+#include <cassert>
 #include <csignal>
 #include <exception>
 #include <pthread.h>
@@ -21,7 +24,7 @@ constexpr std::uint64_t kP2PSlotBase = 0x40ull << 56;
 }  // namespace
 
 Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string name_in,
-                         std::chrono::milliseconds timeout_in, bool check_sizes_in)
+                         std::chrono::milliseconds timeout_in, bool check_sizes_in, bool checked_in)
     : device(std::move(device_in)),
       rank(rank_in),
       size(size_in),
@@ -29,6 +32,7 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
       timeout(timeout_in),
       check_sizes(check_sizes_in),
       host_addressable(device.has(DeviceCapability::host_addressable)),
+      checked(checked_in),
       staging(std::make_shared<comm::StagingCache>(device)) {}
 
 Communicator::Impl::~Impl() {
@@ -109,15 +113,33 @@ void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, bool add)
     }
 }
 
-Result<void> Communicator::Impl::enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
-                                         std::span<const comm::StagedCopy> inputs,
+Result<PinnedBuffer*> Communicator::Impl::stage(const Stream& stream, comm::Op& op, std::uint64_t bytes) {
+    const keel_stream handle = plugin_handle(stream);
+    auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
+                               [&](const StreamStaging& r) { return r.stream == handle; });
+    if (!checked && recent != recent_staging_.end()) {
+        for (const std::shared_ptr<comm::StagingLease>& block : recent->blocks) {
+            if (block->buffer().size() != bytes) continue;
+            if (std::find(op.staging.begin(), op.staging.end(), block) != op.staging.end()) continue;
+            op.staging.push_back(block);
+            return &block->buffer();
+        }
+    }
+    KEEL_TRY_ASSIGN(comm::StagingLease lease, staging->acquire(bytes));
+    op.staging.push_back(std::make_shared<comm::StagingLease>(std::move(lease)));
+    return &op.staging.back()->buffer();
+}
+
+Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& order, const Stream& stream,
+                                         std::shared_ptr<comm::Op> op, std::span<const comm::StagedCopy> inputs,
                                          std::span<const comm::StagedCopy> outputs) {
-    std::lock_guard order(enqueue_mutex_);
+    assert(order.owns_lock() && order.mutex() == &enqueue_mutex_);
+    (void)order;
     KEEL_TRY(error());
     // From the first enqueued copy on, the staging must outlive what the
     // stream does with it: every path below that enqueued one ends in a
     // hold of the op (the gate owns it until it ran).
-    Result<void> in = comm::enqueue_inputs(stream, inputs);
+    Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
     if (!in.ok()) {
         if (!inputs.empty()) (void)stream.hold(std::move(op));
         return in;
@@ -149,11 +171,24 @@ Result<void> Communicator::Impl::enqueue(const Stream& stream, std::shared_ptr<c
         if (!inputs.empty()) (void)stream.hold(std::move(op));
         return gated;
     }
+    if (!checked && !op->staging.empty()) remember_staging(plugin_handle(stream), op->staging);
     if (outputs.empty()) return {};
-    Result<void> out = comm::enqueue_outputs(stream, outputs);
+    Result<void> out = comm::enqueue_outputs(stream, outputs, checked);
     Result<void> held = stream.hold(std::move(op));
     if (!out.ok()) return out;
     return held;
+}
+
+void Communicator::Impl::remember_staging(keel_stream stream,
+                                          const std::vector<std::shared_ptr<comm::StagingLease>>& blocks) {
+    auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
+                               [&](const StreamStaging& r) { return r.stream == stream; });
+    if (recent == recent_staging_.end()) {
+        if (recent_staging_.size() == kStagingStreams) recent_staging_.pop_front();
+        recent_staging_.push_back({stream, {}});
+        recent = std::prev(recent_staging_.end());
+    }
+    recent->blocks = blocks;
 }
 
 Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {

@@ -56,7 +56,8 @@ class NativeComm;
 }  // namespace comm
 
 struct Communicator::Impl {
-    Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes);
+    Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes,
+         bool checked);
     // Waits until every enqueued operation ran (each bounded by the timeout
     // once its stream reaches it).
     ~Impl();
@@ -74,6 +75,13 @@ struct Communicator::Impl {
     // without staging copies (the gate runs in stream order, after the
     // work that wrote it).
     const bool host_addressable;
+    // keel's checks are on (KEEL_CHECK), or a plugin checker that guards
+    // the pages of pending copy destinations may be (the CPU plugin's,
+    // KEEL_CPU_CHECK): the staging copies go through Stream::copy's checks,
+    // and no operation shares a block with another in flight (such a
+    // checker would see Gloo's access to a block shared with a later
+    // operation as a host access to that one's pending destination).
+    const bool checked;
     // What failed point-to-point batches left with Gloo (declared before the
     // context, so released after it): see keep_until_closed.
     std::mutex leftovers_mutex;
@@ -86,12 +94,26 @@ struct Communicator::Impl {
     std::shared_ptr<comm::StagingCache> staging;
     comm::SocketSet sockets;  // shut down by abort(): wakes a collective inside Gloo
 
-    // Enqueues one operation: serialised so that the communicator's order
-    // is the order the calls return. `inputs` are copied into the
+    // The communicator's enqueue order, held from an operation's first
+    // staging block to its enqueue: the order of the calls that returned is
+    // the communicator's order of operations, and an operation's copies and
+    // gate are consecutive among the communicator's work on its stream.
+    [[nodiscard]] std::unique_lock<std::mutex> order() { return std::unique_lock(enqueue_mutex_); }
+    // A staging block of `bytes` for `op` (under order()): one that the last
+    // operation enqueued on `stream` used, where it has one of that size
+    // that `op` does not use yet, else one from the cache. Sharing blocks
+    // along a stream is safe because each operation's copy in, gate and
+    // copy out run in stream order before the next one's, and it keeps
+    // them warm in the caches: a loop of operations on one stream touches
+    // one block per size instead of one per operation in flight. Not when
+    // `checked`.
+    Result<PinnedBuffer*> stage(const Stream& stream, comm::Op& op, std::uint64_t bytes);
+    // Enqueues one operation (under order()): `inputs` are copied into the
     // operation's staging before its gate, `outputs` out of it after; the
     // staging is then held on `stream` until the stream passed them.
-    Result<void> enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
-                         std::span<const comm::StagedCopy> inputs, std::span<const comm::StagedCopy> outputs);
+    Result<void> enqueue(const std::unique_lock<std::mutex>& order, const Stream& stream,
+                         std::shared_ptr<comm::Op> op, std::span<const comm::StagedCopy> inputs,
+                         std::span<const comm::StagedCopy> outputs);
 
     // The sticky error, or abort's.
     Result<void> error() const;
@@ -126,6 +148,16 @@ private:
     std::string peers_text() const;
 
     static constexpr std::size_t kSignatureWindow = 64;
+
+    // The blocks of the last operation enqueued on each of the last few
+    // streams (Impl::stage); guarded by enqueue_mutex_.
+    struct StreamStaging {
+        keel_stream stream = nullptr;
+        std::vector<std::shared_ptr<comm::StagingLease>> blocks;
+    };
+    static constexpr std::size_t kStagingStreams = 8;
+    std::deque<StreamStaging> recent_staging_;
+    void remember_staging(keel_stream stream, const std::vector<std::shared_ptr<comm::StagingLease>>& blocks);
 
     std::mutex enqueue_mutex_;
     mutable std::mutex mutex_;

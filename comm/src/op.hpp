@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,9 @@ struct Op {
     std::byte* scratch = nullptr;  // reduce_scatter: every rank's parts
     std::vector<Transfer> transfers;  // send_recv
     std::uint64_t collective_index = 0;  // among the communicator's collectives
-    // The staging blocks, kept until the stream passed the output copies.
-    std::vector<StagingLease> staging;
+    // The staging blocks, kept until the stream passed the output copies;
+    // later operations on the same stream may share them (Impl::stage).
+    std::vector<std::shared_ptr<StagingLease>> staging;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
     [[nodiscard]] Signature signature() const noexcept;

@@ -13,6 +13,10 @@
 //           plugin lets host functions fail it (keel.h 1.4)
 //   h2d copies of the outputs from staging          (the stream's own copies)
 //   a hold of the staging until the stream passed the copies.
+// On a device whose memory the host may dereference (HOST_ADDRESSABLE) the
+// gate alone: Gloo works on the device memory in place. The staging blocks
+// are shared along a stream (Impl::stage), and each operation is plain
+// data (op.hpp): one allocation, one hold, no text unless it fails.
 // The gate keeps the stream from running ahead while the operation runs, as
 // an NCCL kernel occupies its stream. Running Gloo on the gate (rather than
 // on a worker thread the gate hands the operation to) saves two thread

@@ -2,40 +2,33 @@
 // gate that runs the Gloo call (engine.hpp says why).
 #include "engine.hpp"
 #include "native_comm.hpp"
-#include "p2p.hpp"
 #include "reduce.hpp"
 #include "rendezvous.hpp"
 
 #include <keel/comm.hpp>
-
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/broadcast.h>
+#include <keel/environment.hpp>
 
 #include <atomic>
-#include <cstring>
-#include <stdexcept>
+#include <optional>
+#include <string_view>
 
 namespace keel {
 namespace {
 
 using comm::Op;
-using comm::StagingLease;
-
-// Gloo sizes its elements by a type: a carrier of the dtype's width (the
-// reduce function does the typed work).
-template <class F>
-void with_carrier(std::size_t element_size, F&& f) {
-    switch (element_size) {
-        case 1: return f(std::uint8_t{});
-        case 2: return f(std::uint16_t{});
-        case 4: return f(std::uint32_t{});
-        default: return f(std::uint64_t{});
-    }
-}
+using comm::OpKind;
+using comm::StagedCopy;
 
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
+// A device address the host may dereference (Impl::host_addressable).
+std::byte* host_address(const DeviceView& view) noexcept {
+    return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(view.address()));
+}
+
+std::byte* bytes_of(PinnedBuffer* staged) noexcept { return static_cast<std::byte*>(staged->data()); }
+
+std::span<const StagedCopy> one(const StagedCopy& c) noexcept { return {&c, 1}; }
 
 }  // namespace
 
@@ -56,6 +49,19 @@ void Communicator::abort() const noexcept {
 }
 Result<void> Communicator::error() const { return impl_->native ? impl_->native->error() : impl_->error(); }
 
+namespace {
+
+// Impl::checked: keel's checks (KEEL_CHECK), or the CPU plugin's checker
+// (KEEL_CPU_CHECK: any value but off, "abort" included).
+Result<bool> checks_on() {
+    KEEL_TRY_ASSIGN(const std::optional<bool> check, env::flag(env::Var::check));
+    if (check.value_or(false)) return true;
+    const std::optional<std::string_view> cpu = env::text(env::Var::cpu_check);
+    return cpu.has_value() && env::parse_switch(*cpu) != std::optional<bool>(false);
+}
+
+}  // namespace
+
 Result<Communicator> Communicator::create(const Device& device, const Store& store, int rank, int size,
                                           const CommOptions& options) {
     static std::atomic<int> created{0};
@@ -71,14 +77,16 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     KEEL_TRY_ASSIGN(std::unique_ptr<comm::NativeComm> native,
                     comm::NativeComm::choose(device, store, rank, size, name, options, engine));
     if (native) {
-        auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
+        auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, false);
         impl->native = std::move(native);
         impl->engine = std::move(engine);
         return Communicator(std::move(impl));
     }
+    KEEL_TRY_ASSIGN(const bool checked, checks_on());
     KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
-    auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes);
-    impl->engine = std::move(engine);
+    auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, checked);
+    impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
+                                                               : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
     return Communicator(std::move(impl));
 }
@@ -147,28 +155,20 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     const std::uint64_t n = in.size();
     if (n == 0) return {};
     if (impl.native) return impl.native->all_reduce(stream, in, out, dtype, reduce);
-    KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(n));
-    auto op = std::make_shared<Op>();
-    op->what = kOp;
-    op->detail = std::string(comm::dtype_name(dtype)) + " " + comm::reduce_name(reduce) + ", " + bytes_text(n);
-    op->signature = {1, n, static_cast<std::uint64_t>(dtype), static_cast<std::uint64_t>(reduce)};
-    const std::size_t es = comm::dtype_size(dtype);
-    op->run = [mesh = impl.mesh.get(), data = lease.data(), n, es, fn = comm::reduce_fn(dtype, reduce), dtype,
-               reduce, timeout = impl.timeout] {
-        gloo::AllreduceOptions o(mesh->context());
-        with_carrier(es, [&](auto carrier) {
-            using T = decltype(carrier);
-            o.setOutput(reinterpret_cast<T*>(data), n / es);
-        });
-        o.setReduceFunction(fn);
-        o.setTimeout(timeout);
-        gloo::allreduce(o);
-        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, data, n / es, mesh->size());
-    };
-    op->staging.push_back(std::move(lease));
-    PinnedBuffer& staged = op->staging.back().buffer();
-    return impl.enqueue(
-        stream, op, [&] { return stream.copy(staged, in); }, [&] { return stream.copy(out, staged); });
+    auto op = std::make_shared<Op>(OpKind::all_reduce);
+    const std::unique_lock order = impl.order();
+    op->bytes = n;
+    op->dtype = dtype;
+    op->reduce = reduce;
+    if (impl.host_addressable) {
+        op->in = host_address(in);
+        op->out = host_address(out);
+        return impl.enqueue(order, stream, std::move(op), {}, {});
+    }
+    op->staging.reserve(1);
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
+    op->in = op->out = bytes_of(staged);
+    return impl.enqueue(order, stream, std::move(op), one({staged, in}), one({staged, out}));
 }
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
@@ -192,24 +192,22 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     const std::uint64_t n = out.size();
     if (n == 0) return {};
     if (impl.native) return impl.native->broadcast(stream, is_root ? in : out, out, root);
-    KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(n));
-    auto op = std::make_shared<Op>();
-    op->what = kOp;
-    op->detail = "root " + std::to_string(root) + ", " + bytes_text(n);
-    op->signature = {2, n, 0, static_cast<std::uint64_t>(root)};
-    op->run = [mesh = impl.mesh.get(), data = lease.data(), n, root, timeout = impl.timeout] {
-        gloo::BroadcastOptions o(mesh->context());
-        o.setOutput(reinterpret_cast<std::uint8_t*>(data), n);
-        o.setRoot(root);
-        o.setTimeout(timeout);
-        gloo::broadcast(o);
-    };
-    op->staging.push_back(std::move(lease));
-    PinnedBuffer& staged = op->staging.back().buffer();
+    auto op = std::make_shared<Op>(OpKind::broadcast);
+    const std::unique_lock order = impl.order();
+    op->bytes = n;
+    op->root = root;
+    if (impl.host_addressable) {
+        op->in = host_address(is_root ? in : out);
+        op->out = host_address(out);
+        return impl.enqueue(order, stream, std::move(op), {}, {});
+    }
+    op->staging.reserve(1);
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
+    op->in = op->out = bytes_of(staged);
     const bool in_place = is_root && in.address() == out.address();
-    return impl.enqueue(
-        stream, op, [&]() -> Result<void> { return is_root ? stream.copy(staged, in) : Result<void>{}; },
-        [&]() -> Result<void> { return in_place ? Result<void>{} : stream.copy(out, staged); });
+    const StagedCopy copy_in{staged, in}, copy_out{staged, out};
+    return impl.enqueue(order, stream, std::move(op), is_root ? one(copy_in) : std::span<const StagedCopy>(),
+                        in_place ? std::span<const StagedCopy>() : one(copy_out));
 }
 
 Result<void> Communicator::broadcast(const Stream& stream, DeviceView inout, int root) const {
@@ -229,25 +227,20 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
                                                        bytes_text(n) + ")");
     if (n == 0) return {};
     if (impl.native) return impl.native->all_gather(stream, in, out);
-    KEEL_TRY_ASSIGN(StagingLease lin, impl.staging->acquire(n));
-    KEEL_TRY_ASSIGN(StagingLease lout, impl.staging->acquire(out.size()));
-    auto op = std::make_shared<Op>();
-    op->what = kOp;
-    op->detail = bytes_text(n) + " per rank";
-    op->signature = {3, n, 0, 0};
-    op->run = [mesh = impl.mesh.get(), pin = lin.data(), pout = lout.data(), n, timeout = impl.timeout] {
-        gloo::AllgatherOptions o(mesh->context());
-        o.setInput(reinterpret_cast<std::uint8_t*>(pin), n);
-        o.setOutput(reinterpret_cast<std::uint8_t*>(pout), n * static_cast<std::size_t>(mesh->size()));
-        o.setTimeout(timeout);
-        gloo::allgather(o);
-    };
-    op->staging.push_back(std::move(lin));
-    PinnedBuffer& sin = op->staging.back().buffer();
-    op->staging.push_back(std::move(lout));
-    PinnedBuffer& sout = op->staging.back().buffer();
-    return impl.enqueue(
-        stream, op, [&] { return stream.copy(sin, in); }, [&] { return stream.copy(out, sout); });
+    auto op = std::make_shared<Op>(OpKind::all_gather);
+    const std::unique_lock order = impl.order();
+    op->bytes = n;
+    if (impl.host_addressable) {
+        op->in = host_address(in);
+        op->out = host_address(out);
+        return impl.enqueue(order, stream, std::move(op), {}, {});
+    }
+    op->staging.reserve(2);
+    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, n));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, out.size()));
+    op->in = bytes_of(sin);
+    op->out = bytes_of(sout);
+    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
 }
 
 Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
@@ -265,41 +258,24 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, k));
     if (k == 0) return {};
     if (impl.native) return impl.native->reduce_scatter(stream, in, out, dtype, reduce);
-    const std::uint64_t total = in.size();
-    KEEL_TRY_ASSIGN(StagingLease lin, impl.staging->acquire(total));
-    KEEL_TRY_ASSIGN(StagingLease lall, impl.staging->acquire(total));
-    KEEL_TRY_ASSIGN(StagingLease lres, impl.staging->acquire(k));
-    auto op = std::make_shared<Op>();
-    op->what = kOp;
-    op->detail = std::string(comm::dtype_name(dtype)) + " " + comm::reduce_name(reduce) + ", " + bytes_text(k) +
-                 " per rank";
-    op->signature = {4, k, static_cast<std::uint64_t>(dtype), static_cast<std::uint64_t>(reduce)};
-    const std::size_t es = comm::dtype_size(dtype);
-    // Each rank receives every rank's part `rank` (all-to-all, (size-1)/size
-    // of the data over the wire, as a ring reduce-scatter) and reduces them.
-    op->run = [mesh = impl.mesh.get(), pin = lin.data(), pall = lall.data(), pres = lres.data(), total, k, es,
-               fn = comm::reduce_fn(dtype, reduce), dtype, reduce, timeout = impl.timeout] {
-        gloo::AlltoallOptions o(mesh->context());
-        o.setInput(reinterpret_cast<std::uint8_t*>(pin), total);
-        o.setOutput(reinterpret_cast<std::uint8_t*>(pall), total);
-        o.setTimeout(timeout);
-        gloo::alltoall(o);
-        const std::size_t count = k / es;
-        if (mesh->size() == 1) {
-            std::memcpy(pres, pall, k);
-        } else {
-            fn(pres, pall, pall + k, count);
-            for (int j = 2; j < mesh->size(); ++j) fn(pres, pres, pall + static_cast<std::size_t>(j) * k, count);
-        }
-        if (reduce == ReduceOp::avg) comm::finish_avg(dtype, pres, count, mesh->size());
-    };
-    op->staging.push_back(std::move(lin));
-    PinnedBuffer& sin = op->staging.back().buffer();
-    op->staging.push_back(std::move(lall));
-    op->staging.push_back(std::move(lres));
-    PinnedBuffer& sres = op->staging.back().buffer();
-    return impl.enqueue(
-        stream, op, [&] { return stream.copy(sin, in); }, [&] { return stream.copy(out, sres); });
+    auto op = std::make_shared<Op>(OpKind::reduce_scatter);
+    const std::unique_lock order = impl.order();
+    op->bytes = k;
+    op->dtype = dtype;
+    op->reduce = reduce;
+    op->staging.reserve(3);
+    KEEL_TRY_ASSIGN(PinnedBuffer* scratch, impl.stage(stream, *op, in.size()));
+    op->scratch = bytes_of(scratch);
+    if (impl.host_addressable) {
+        op->in = host_address(in);
+        op->out = host_address(out);
+        return impl.enqueue(order, stream, std::move(op), {}, {});
+    }
+    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, in.size()));
+    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, k));
+    op->in = bytes_of(sin);
+    op->out = bytes_of(sout);
+    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
 }
 
 // ---- point to point -----------------------------------------------------
@@ -308,7 +284,6 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
     Impl& impl = *impl_;
     constexpr const char* kOp = "send_recv";
     KEEL_TRY(check_stream(impl, kOp, stream));
-    std::string detail;
     for (const P2P& p : ops) {
         const bool send = p.kind == P2P::Kind::send;
         if (p.peer < 0 || p.peer >= impl.size || p.peer == impl.rank)
@@ -316,50 +291,29 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
                                                            " is not another rank of 0.." +
                                                            std::to_string(impl.size - 1));
         KEEL_TRY(check_view(impl, kOp, send ? "a send's view" : "a recv's view", p.view));
-        if (!detail.empty()) detail += ", ";
-        detail += (send ? "send to " : "recv from ") + std::to_string(p.peer) + " " + bytes_text(p.view.size());
     }
     if (impl.native) return impl.native->send_recv(stream, ops);
-    const bool check = impl.check_sizes;
-    auto op = std::make_shared<Op>();
-    op->what = kOp;
-    op->detail = detail;
-    op->collective = false;
-    auto entries = std::make_shared<std::vector<comm::Transfer>>();
-    std::vector<std::pair<PinnedBuffer*, DeviceView>> sends, recvs;
+    auto op = std::make_shared<Op>(OpKind::send_recv);
+    const std::unique_lock order = impl.order();
+    op->transfers.reserve(ops.size());
+    std::vector<StagedCopy> sends, recvs;
+    if (!impl.host_addressable) op->staging.reserve(ops.size());
     for (const P2P& p : ops) {
         // Checked, an empty message still meets its peer's: its size is compared.
-        if (p.view.size() == 0 && !check) continue;
+        if (p.view.size() == 0 && !impl.check_sizes) continue;
         const bool send = p.kind == P2P::Kind::send;
         std::byte* data = nullptr;
-        if (p.view.size() > 0) {
-            KEEL_TRY_ASSIGN(StagingLease lease, impl.staging->acquire(p.view.size()));
-            data = lease.data();
-            op->staging.push_back(std::move(lease));
-            (send ? sends : recvs).emplace_back(&op->staging.back().buffer(), p.view);
+        if (p.view.size() > 0 && impl.host_addressable) {
+            data = host_address(p.view);
+        } else if (p.view.size() > 0) {
+            KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, p.view.size()));
+            data = bytes_of(staged);
+            (send ? sends : recvs).push_back({staged, p.view});
         }
-        entries->push_back({send, p.peer, 0, data, p.view.size()});
+        op->transfers.push_back({send, p.peer, 0, data, p.view.size()});
     }
-    if (entries->empty()) return {};
-    Impl* engine = impl_.get();  // outlives the gate that runs `run` (~Impl waits for it)
-    op->run = [engine, entries, check] {
-        if (check) comm::compare_sizes(*engine, *entries);
-        comm::transfer(*engine, *entries);
-    };
-    // Slots are taken in the enqueue order (stage_in runs under it), so the
-    // k-th message between two ranks matches on both sides.
-    return impl.enqueue(
-        stream, op,
-        [&]() -> Result<void> {
-            for (auto& [pinned, view] : sends) KEEL_TRY(stream.copy(*pinned, view));
-            for (comm::Transfer& e : *entries)
-                e.slot = e.send ? engine->next_send_slot(e.peer) : engine->next_recv_slot(e.peer);
-            return {};
-        },
-        [&]() -> Result<void> {
-            for (auto& [pinned, view] : recvs) KEEL_TRY(stream.copy(view, *pinned));
-            return {};
-        });
+    if (op->transfers.empty()) return {};
+    return impl.enqueue(order, stream, std::move(op), sends, recvs);
 }
 
 Result<void> Communicator::send(const Stream& stream, DeviceView view, int peer) const {

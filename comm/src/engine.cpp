@@ -1,10 +1,16 @@
 #include "engine.hpp"
 
+#include "collectives.hpp"
+#include "p2p.hpp"
+
+#include <keel/plugin_table.hpp>
+
 #include <gloo/transport/unbound_buffer.h>
 
 #include <gloo/allgather.h>
 
 #include <algorithm>
+#include <cassert>
 #include <csignal>
 #include <exception>
 #include <pthread.h>
@@ -18,13 +24,15 @@ constexpr std::uint64_t kP2PSlotBase = 0x40ull << 56;
 }  // namespace
 
 Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string name_in,
-                         std::chrono::milliseconds timeout_in, bool check_sizes_in)
+                         std::chrono::milliseconds timeout_in, bool check_sizes_in, bool checked_in)
     : device(std::move(device_in)),
       rank(rank_in),
       size(size_in),
       name(std::move(name_in)),
       timeout(timeout_in),
       check_sizes(check_sizes_in),
+      host_addressable(device.has(DeviceCapability::host_addressable)),
+      checked(checked_in),
       staging(std::make_shared<comm::StagingCache>(device)) {}
 
 Communicator::Impl::~Impl() {
@@ -100,19 +108,44 @@ void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, bool add)
     }
 }
 
-Result<void> Communicator::Impl::enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
-                                         const std::function<Result<void>()>& stage_in,
-                                         const std::function<Result<void>()>& stage_out) {
-    std::lock_guard order(enqueue_mutex_);
+Result<PinnedBuffer*> Communicator::Impl::stage(const Stream& stream, comm::Op& op, std::uint64_t bytes) {
+    const keel_stream handle = plugin_handle(stream);
+    auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
+                               [&](const StreamStaging& r) { return r.stream == handle; });
+    if (!checked && recent != recent_staging_.end()) {
+        for (const std::shared_ptr<comm::StagingLease>& block : recent->blocks) {
+            if (block->buffer().size() != bytes) continue;
+            if (std::find(op.staging.begin(), op.staging.end(), block) != op.staging.end()) continue;
+            op.staging.push_back(block);
+            return &block->buffer();
+        }
+    }
+    KEEL_TRY_ASSIGN(comm::StagingLease lease, staging->acquire(bytes));
+    op.staging.push_back(std::make_shared<comm::StagingLease>(std::move(lease)));
+    return &op.staging.back()->buffer();
+}
+
+Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& order, const Stream& stream,
+                                         std::shared_ptr<comm::Op> op, std::span<const comm::StagedCopy> inputs,
+                                         std::span<const comm::StagedCopy> outputs) {
+    assert(order.owns_lock() && order.mutex() == &enqueue_mutex_);
+    (void)order;
     KEEL_TRY(error());
     // From the first enqueued copy on, the staging must outlive what the
-    // stream does with it: every path below ends in a hold of the op.
-    Result<void> in = stage_in();
+    // stream does with it: every path below that enqueued one ends in a
+    // hold of the op (the gate owns it until it ran).
+    Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
     if (!in.ok()) {
-        (void)stream.hold(op);
+        if (!inputs.empty()) (void)stream.hold(std::move(op));
         return in;
     }
-    if (op->collective) op->collective_index = collectives_++;
+    if (op->collective()) {
+        op->collective_index = collectives_++;
+    } else {
+        // Slots in the enqueue order, so the k-th message between two ranks
+        // matches on both sides.
+        for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
+    }
     {
         std::lock_guard lock(mutex_);
         queue_.push_back(op);  // before its gate: the gate looks for it
@@ -125,35 +158,51 @@ Result<void> Communicator::Impl::enqueue(const Stream& stream, std::shared_ptr<c
             queue_.erase(std::find(queue_.begin(), queue_.end(), op));
             // The ranks' orders of collectives now differ: later ones would
             // pair with the wrong peers' operations.
-            if (op->collective && !error_)
-                error_ = Error(gated.error().code(), where(op->what.c_str()) + ": its gate could not be enqueued, " +
+            if (op->collective() && !error_)
+                error_ = Error(gated.error().code(), where(op->what()) + ": its gate could not be enqueued, " +
                                                          "the communicator cannot go on: " + gated.error().message());
         }
         cv_.notify_all();
-        (void)stream.hold(op);
+        if (!inputs.empty()) (void)stream.hold(std::move(op));
         return gated;
     }
-    Result<void> out = stage_out();
+    if (!checked && !op->staging.empty()) remember_staging(plugin_handle(stream), op->staging);
+    if (outputs.empty()) return {};
+    Result<void> out = comm::enqueue_outputs(stream, outputs, checked);
     Result<void> held = stream.hold(std::move(op));
     if (!out.ok()) return out;
     return held;
 }
 
+void Communicator::Impl::remember_staging(keel_stream stream,
+                                          const std::vector<std::shared_ptr<comm::StagingLease>>& blocks) {
+    auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
+                               [&](const StreamStaging& r) { return r.stream == stream; });
+    if (recent == recent_staging_.end()) {
+        if (recent_staging_.size() == kStagingStreams) recent_staging_.pop_front();
+        recent_staging_.push_back({stream, {}});
+        recent = std::prev(recent_staging_.end());
+    }
+    recent->blocks = blocks;
+}
+
 Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
+    std::optional<Error> failed;
+    bool check = false;
     {
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
         // streams' gates; abort() ends the wait.
         cv_.wait(lock, [&] { return queue_.front() == op || aborted_; });
+        if (error_)
+            failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
+                                               "): not run, the communicator failed earlier: " + error_->message());
+        else
+            check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
     }
-    std::optional<Error> failed;
-    if (Result<void> before = error(); !before.ok()) {
-        failed = Error(before.error().code(), where(op->what.c_str()) + " (" + op->detail +
-                                                  "): not run, the communicator failed earlier: " +
-                                                  before.error().message());
-    } else {
+    if (!failed) {
         try {
-            run_op(*op);
+            run_op(*op, check);
         } catch (const std::exception& e) {
             // After abort() Gloo reports whatever the shut-down connections
             // made of the wait (a closed pair, a peer that left): name the cause.
@@ -163,10 +212,10 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
                 aborted = aborted_;
             }
             failed = Error(aborted ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
-                           where(op->what.c_str()) + " (" + op->detail + "): " + (aborted ? "aborted: " : "") +
-                               e.what() + (op->collective ? peers_text() : ""));
+                           where(op->what()) + " (" + op->detail() + "): " + (aborted ? "aborted: " : "") + e.what() +
+                               (op->collective() ? peers_text() : ""));
         } catch (...) {
-            failed = Error(KEEL_STATUS_INTERNAL, where(op->what.c_str()) + " (" + op->detail + "): unknown exception");
+            failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
         }
         if (failed) {
             fail(*failed);
@@ -176,18 +225,23 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     }
     {
         std::lock_guard lock(mutex_);
-        auto it = std::find(queue_.begin(), queue_.end(), op);
-        if (it != queue_.end()) queue_.erase(it);
+        if (!queue_.empty() && queue_.front() == op) {
+            queue_.pop_front();
+        } else if (auto it = std::find(queue_.begin(), queue_.end(), op); it != queue_.end()) {
+            queue_.erase(it);  // after abort(): not necessarily the head
+        }
     }
     cv_.notify_all();
     if (failed) return *failed;
     return {};
 }
 
-void Communicator::Impl::run_op(comm::Op& op) {
+void Communicator::Impl::run_op(comm::Op& op, bool check) {
     // A write to a peer that died must fail with EPIPE, not kill the
     // process: SIGPIPE is blocked while Gloo runs on this (the plugin's)
-    // thread, and one raised meanwhile is taken before it is unblocked.
+    // thread, and one raised meanwhile is taken before it is unblocked. Only
+    // a failed write raises one, and a failed write fails the operation:
+    // a successful one skips that look.
     sigset_t pipe, previous;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
@@ -195,31 +249,35 @@ void Communicator::Impl::run_op(comm::Op& op) {
     struct Restore {
         sigset_t& pipe;
         sigset_t& previous;
+        const int exceptions = std::uncaught_exceptions();
         ~Restore() {
             if (sigismember(&previous, SIGPIPE)) return;  // was blocked: leave it so
-            sigset_t pending;
-            const timespec zero{0, 0};
-            if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) (void)sigtimedwait(&pipe, nullptr, &zero);
+            if (std::uncaught_exceptions() > exceptions) {
+                sigset_t pending;
+                const timespec zero{0, 0};
+                if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+                    (void)sigtimedwait(&pipe, nullptr, &zero);
+            }
             pthread_sigmask(SIG_SETMASK, &previous, nullptr);
         }
     } restore{pipe, previous};
-    bool check = false;
-    if (op.collective && check_sizes && size > 1) {
-        std::lock_guard lock(mutex_);
-        check = op.collective_index >= verified_;
-    }
     if (check) check_signatures(op);
-    op.run();
+    if (op.collective()) {
+        comm::run_collective(op, mesh->context(), timeout);
+        return;
+    }
+    if (check_sizes) comm::compare_sizes(*this, op.transfers);
+    comm::transfer(*this, op.transfers);
 }
 
 void Communicator::Impl::check_signatures(const comm::Op& op) {
-    using Signature = std::array<std::uint64_t, 4>;  // kind 0: no operation known there
+    using comm::Signature;  // kind 0: no operation known there
     std::vector<Signature> mine(kSignatureWindow, Signature{});
     {
         std::lock_guard lock(mutex_);
         std::size_t n = 0;
         for (const auto& queued : queue_)  // `op` first: it is the head
-            if (queued->collective && n < kSignatureWindow) mine[n++] = queued->signature;
+            if (queued->collective() && n < kSignatureWindow) mine[n++] = queued->signature();
     }
     std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
     gloo::AllgatherOptions o(mesh->context());
@@ -243,13 +301,8 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
     for (int r = 0; r < size; ++r) {
         const Signature& theirs = all[static_cast<std::size_t>(r) * kSignatureWindow];
         if (theirs == mine[0]) continue;
-        static constexpr const char* kKinds[] = {"?", "all_reduce", "broadcast", "all_gather", "reduce_scatter"};
-        auto text = [](const Signature& s) {
-            return std::string(kKinds[s[0] < 5 ? s[0] : 0]) + " of " + std::to_string(s[1]) + " bytes (dtype " +
-                   std::to_string(s[2]) + ", root/op " + std::to_string(s[3]) + ")";
-        };
-        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + text(theirs) + " where this rank " +
-                                 "enqueued " + text(mine[0]) + ": counts or operations differ between ranks");
+        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
+                                 " where this rank enqueued " + comm::signature_text(mine[0]) + ": counts or operations differ between ranks");
     }
 }
 

@@ -13,6 +13,10 @@
 //           plugin lets host functions fail it (keel.h 1.4)
 //   h2d copies of the outputs from staging          (the stream's own copies)
 //   a hold of the staging until the stream passed the copies.
+// On a device whose memory the host may dereference (HOST_ADDRESSABLE) the
+// gate alone: Gloo works on the device memory in place. The staging blocks
+// are shared along a stream (Impl::stage), and each operation is plain
+// data (op.hpp): one allocation, one hold, no text unless it fails.
 // The gate keeps the stream from running ahead while the operation runs, as
 // an NCCL kernel occupies its stream. Running Gloo on the gate (rather than
 // on a worker thread the gate hands the operation to) saves two thread
@@ -26,21 +30,22 @@
 #pragma once
 
 #include "gloo_mesh.hpp"
+#include "op.hpp"
+#include "staged_copy.hpp"
 #include "staging_cache.hpp"
 
 #include <keel/comm.hpp>
 
 #include <gloo/rendezvous/context.h>
 
-#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,29 +56,12 @@ class UnboundBuffer;
 namespace keel {
 
 namespace comm {
-
 class NativeComm;
-
-// One operation, as its gate runs it. `run` works on the staging only and
-// throws Gloo's exceptions, which the gate turns into the error. It borrows
-// the communicator's GlooMesh (never a copy of the Gloo context, which the
-// mesh alone closes): ~Impl waits until every gate ran.
-struct Op {
-    std::string what;    // the operation: "all_reduce"
-    std::string detail;  // its arguments: "f32 sum, 4096 bytes", "send to 1"
-    std::function<void()> run;
-    // What every rank must agree on before a collective runs (kind, bytes,
-    // dtype, root): Gloo stops the process when counts differ.
-    bool collective = true;
-    std::array<std::uint64_t, 4> signature{};
-    std::uint64_t collective_index = 0;  // among the communicator's collectives
-    std::deque<StagingLease> staging;    // a deque: references to its leases stay valid
-};
-
 }  // namespace comm
 
 struct Communicator::Impl {
-    Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes);
+    Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes,
+         bool checked);
     // Waits until every enqueued operation ran (each bounded by the timeout
     // once its stream reaches it).
     ~Impl();
@@ -86,6 +74,18 @@ struct Communicator::Impl {
     const std::string name;
     const std::chrono::milliseconds timeout;
     const bool check_sizes;
+    // The host may dereference the device's memory (keel.h's
+    // KEEL_DEVICE_CAP_HOST_ADDRESSABLE): Gloo then works on it in place,
+    // without staging copies (the gate runs in stream order, after the
+    // work that wrote it).
+    const bool host_addressable;
+    // keel's checks are on (KEEL_CHECK), or a plugin checker that guards
+    // the pages of pending copy destinations may be (the CPU plugin's,
+    // KEEL_CPU_CHECK): the staging copies go through Stream::copy's checks,
+    // and no operation shares a block with another in flight (such a
+    // checker would see Gloo's access to a block shared with a later
+    // operation as a host access to that one's pending destination).
+    const bool checked;
     // The Gloo context, its sockets and what failed operations left with
     // it; absent when the plugin's native entries serve this communicator.
     std::unique_ptr<comm::GlooMesh> mesh;
@@ -93,12 +93,26 @@ struct Communicator::Impl {
     std::string engine;  // Communicator::engine()
     std::shared_ptr<comm::StagingCache> staging;
 
-    // Enqueues one operation: serialised so that the communicator's order
-    // is the order the calls return. `stage_in` enqueues the input copies,
-    // `stage_out` the output copies; both on `stream`.
-    Result<void> enqueue(const Stream& stream, std::shared_ptr<comm::Op> op,
-                         const std::function<Result<void>()>& stage_in,
-                         const std::function<Result<void>()>& stage_out);
+    // The communicator's enqueue order, held from an operation's first
+    // staging block to its enqueue: the order of the calls that returned is
+    // the communicator's order of operations, and an operation's copies and
+    // gate are consecutive among the communicator's work on its stream.
+    [[nodiscard]] std::unique_lock<std::mutex> order() { return std::unique_lock(enqueue_mutex_); }
+    // A staging block of `bytes` for `op` (under order()): one that the last
+    // operation enqueued on `stream` used, where it has one of that size
+    // that `op` does not use yet, else one from the cache. Sharing blocks
+    // along a stream is safe because each operation's copy in, gate and
+    // copy out run in stream order before the next one's, and it keeps
+    // them warm in the caches: a loop of operations on one stream touches
+    // one block per size instead of one per operation in flight. Not when
+    // `checked`.
+    Result<PinnedBuffer*> stage(const Stream& stream, comm::Op& op, std::uint64_t bytes);
+    // Enqueues one operation (under order()): `inputs` are copied into the
+    // operation's staging before its gate, `outputs` out of it after; the
+    // staging is then held on `stream` until the stream passed them.
+    Result<void> enqueue(const std::unique_lock<std::mutex>& order, const Stream& stream,
+                         std::shared_ptr<comm::Op> op, std::span<const comm::StagedCopy> inputs,
+                         std::span<const comm::StagedCopy> outputs);
 
     // The sticky error, or abort's.
     Result<void> error() const;
@@ -116,13 +130,14 @@ struct Communicator::Impl {
     // A batch that failed midway leaves operations pending in Gloo, whose
     // event loop may still signal or fill their buffers (and the memory they
     // point at) until the context closes its pairs: they live until then
-    // (GlooMesh). A failed operation's staging is kept the same way.
+    // (GlooMesh). A failed operation, with its staging, is kept the same way.
     void keep_until_closed(std::shared_ptr<void> leftover) { mesh->keep_until_closed(std::move(leftover)); }
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
     Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
-    void run_op(comm::Op& op);
+    // `check`: compare the collective's signature with the peers' first.
+    void run_op(comm::Op& op, bool check);
     // Throws when the ranks enqueued different collectives at this point.
     // Compares the signatures of the next kSignatureWindow collectives each
     // rank knows of in one all-gather; those found equal everywhere need no
@@ -132,7 +147,17 @@ private:
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
 
-    static constexpr std::size_t kSignatureWindow = 16;
+    static constexpr std::size_t kSignatureWindow = 64;
+
+    // The blocks of the last operation enqueued on each of the last few
+    // streams (Impl::stage); guarded by enqueue_mutex_.
+    struct StreamStaging {
+        keel_stream stream = nullptr;
+        std::vector<std::shared_ptr<comm::StagingLease>> blocks;
+    };
+    static constexpr std::size_t kStagingStreams = 8;
+    std::deque<StreamStaging> recent_staging_;
+    void remember_staging(keel_stream stream, const std::vector<std::shared_ptr<comm::StagingLease>>& blocks);
 
     std::mutex enqueue_mutex_;
     mutable std::mutex mutex_;

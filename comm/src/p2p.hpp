@@ -3,22 +3,13 @@
 #pragma once
 
 #include "engine.hpp"
+#include "op.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace keel::comm {
-
-// One send or receive of a batch, on pinned staging (`data` null when
-// `size` is 0). `slot` matches the peer's transfer the other way.
-struct Transfer {
-    bool send;
-    int peer;
-    std::uint64_t slot;
-    std::byte* data;
-    std::uint64_t size;
-};
 
 // Posts every transfer with bytes, then waits for each (the communicator's
 // timeout; abort() wakes the waits). Throws, naming the peer, when one

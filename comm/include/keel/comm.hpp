@@ -168,8 +168,10 @@ public:
     // fail the operation's stream, as keel.h 1.4 says); false on the
     // generic path.
     [[nodiscard]] bool uses_native_engine() const noexcept;
-    // Which engine runs the operations and, for the generic path, why:
-    // "native (cuda plugin)", "generic (Gloo): the plugin declined: ...".
+    // Which engine runs the operations and, for the generic path, why and
+    // how it reaches device memory: "native (cuda plugin)", "generic (Gloo):
+    // the plugin declined: ...; staged through pinned host memory" (or, on a
+    // host-addressable device, "...; Gloo works on device memory in place").
     [[nodiscard]] const std::string& engine() const noexcept;
 
     // ---- collectives (sizes in bytes must be a multiple of the dtype's) ----

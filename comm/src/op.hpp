@@ -1,0 +1,67 @@
+// One operation of the generic path, as its gate runs it: plain data (no
+// callable, no text), so that enqueueing one costs a single allocation; the
+// text naming it is made only when it fails.
+#pragma once
+
+#include "staging_cache.hpp"
+
+#include <keel/comm.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace keel::comm {
+
+enum class OpKind : std::uint8_t { all_reduce = 1, broadcast = 2, all_gather = 3, reduce_scatter = 4, send_recv = 5 };
+
+// One send or receive of a batch, on host memory Gloo reads or writes
+// (`data` null when `size` is 0). `slot` matches the peer's transfer the
+// other way.
+struct Transfer {
+    bool send;
+    int peer;
+    std::uint64_t slot;
+    std::byte* data;
+    std::uint64_t size;
+};
+
+// What every rank must agree on before a collective runs (kind, bytes,
+// dtype, reduction or root): Gloo stops the process when counts differ.
+using Signature = std::array<std::uint64_t, 4>;
+
+struct Op {
+    explicit Op(OpKind k) noexcept : kind(k) {}
+
+    OpKind kind;
+    // all_reduce, broadcast: the message; all_gather: each rank's part;
+    // reduce_scatter: each rank's result.
+    std::uint64_t bytes = 0;
+    keel_dtype dtype = KEEL_DTYPE_F32;
+    ReduceOp reduce = ReduceOp::sum;
+    int root = 0;
+    // Host memory Gloo works on: pinned staging, or the device's own memory
+    // where the host may dereference it. `in` may equal `out` (in place).
+    std::byte* in = nullptr;
+    std::byte* out = nullptr;
+    std::byte* scratch = nullptr;  // reduce_scatter: every rank's parts
+    std::vector<Transfer> transfers;  // send_recv
+    std::uint64_t collective_index = 0;  // among the communicator's collectives
+    // The staging blocks, kept until the stream passed the output copies;
+    // later operations on the same stream may share them (Impl::stage).
+    std::vector<std::shared_ptr<StagingLease>> staging;
+
+    [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
+    [[nodiscard]] Signature signature() const noexcept;
+    [[nodiscard]] const char* what() const noexcept;
+    // Its arguments, for a failure message: "f32 sum, 4096 bytes".
+    [[nodiscard]] std::string detail() const;
+};
+
+// "all_reduce of 64 bytes (dtype 3, root/op 0)": a signature in a message.
+[[nodiscard]] std::string signature_text(const Signature& s);
+
+}  // namespace keel::comm

@@ -3,25 +3,16 @@
 // memory goes back to the plugin, and the completion tracker forgets it.
 // cpu:0 through the public API, plain and in checked mode.
 #include <keel/keel.hpp>
+#include <keel/testing/resident.hpp>
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 namespace keel {
 namespace {
 
-// Resident set size of this process in bytes (0 where /proc is missing).
-std::uint64_t resident_bytes() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int read = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return read == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
+using testing::resident_bytes;
 
 TEST(StreamChurn, AThousandStreamsKeepReservedMemoryWithinTwoSegmentsAndRssFlat) {
     Runtime rt = Runtime::create().expect("loading the plugins");

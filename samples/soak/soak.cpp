@@ -9,7 +9,8 @@
 //   keel-soak --device cpu:0 --seconds 60 --threads 4 [--faults]
 //
 // Prints steps/s, mismatches, failed calls, RSS at each quarter and the
-// memory statistics at the end; exits 1 on a mismatch.
+// memory statistics at the end; exits 1 on a mismatch, or with
+// --max-rss-growth when RSS grew from the second quarter to the last.
 #include "faults.hpp"
 #include "matrix.hpp"
 #include "worker.hpp"
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
     soak::MatrixOptions matrix_options;
     app.add_flag("--matrix", matrix, "instead: the fault matrix (every injectable fault x step kind x position)");
     app.add_option("--positions", matrix_options.positions, "matrix: positions per fault (0 .. N-1 calls first)");
+    double max_rss_growth_mib = 0;
+    app.add_option("--max-rss-growth", max_rss_growth_mib,
+                   "fail (exit 1) when RSS grows by more than this many MiB from the second quarter to the last "
+                   "(memory must be flat once caches and the checker's quarantine are full)");
     CLI11_PARSE(app, argc, argv);
     if (matrix) {
         matrix_options.device = device_name;
@@ -92,11 +97,13 @@ int main(int argc, char** argv) {
     std::printf("keel-soak on %s, %u threads, %.0f s%s\n", device_name.c_str(), threads, seconds,
                 faults ? ", faults injected" : "");
     std::printf("| quarter | steps | RSS MiB | heap in use MiB | heap kept free MiB |\n| --- | --- | --- | --- | --- |\n");
+    double rss_mib[5] = {};
     for (int q = 1; q <= 4; ++q) {
         std::this_thread::sleep_until(start + (until - start) * q / 4);
         const Heap h = heap();
+        rss_mib[q] = static_cast<double>(soak::rss_bytes()) / (1 << 20);
         std::printf("| %d | %llu | %.1f | %.1f | %.1f |\n", q, static_cast<unsigned long long>(counters.steps.load()),
-                    static_cast<double>(soak::rss_bytes()) / (1 << 20), h.in_use_mib, h.free_mib);
+                    rss_mib[q], h.in_use_mib, h.free_mib);
         std::fflush(stdout);
     }
     for (std::thread& t : pool) t.join();
@@ -113,5 +120,10 @@ int main(int argc, char** argv) {
     std::printf("tracker: %s\n", memory.tracker_stats().to_string().c_str());
     std::printf("staging: %s\n", memory.staging_stats().to_string().c_str());
     if (const std::string driver = soak::driver_report(); !driver.empty()) std::printf("driver: %s\n", driver.c_str());
-    return counters.mismatches.load() == 0 ? 0 : 1;
+    const double growth = rss_mib[4] - rss_mib[2];
+    const bool grew = max_rss_growth_mib > 0 && growth > max_rss_growth_mib;
+    if (max_rss_growth_mib > 0)
+        std::printf("RSS from quarter 2 to 4: %+.1f MiB (limit %.1f): %s\n", growth, max_rss_growth_mib,
+                    grew ? "GREW" : "flat");
+    return counters.mismatches.load() == 0 && !grew ? 0 : 1;
 }

@@ -18,16 +18,21 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
     KEEL_RULE(3, "a stream that waits (stream_wait_event) on an event recorded after a failure of another "
                  "stream fails too, with the original error's status and its message quoted in its own");
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer small, RawBuffer::allocate(device(), 64));
+    const Bytes past_the_end(4096, 1);  // what the producer's work reads: declared before it
     KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(consumer, 64));
     KEEL_ASSERT_OK_AND_ASSIGN(Event after, Event::create(device()));
-    const Bytes past_the_end(4096, 1);
+    // Held until the event is recorded: a stream already known to have
+    // failed refuses the record.
+    Gate gate;
+    KEEL_ASSERT_OK(gate.hold(producer));
     auto broken = producer.copy(DeviceView(device(), small.address(), past_the_end.size()), past_the_end);
     if (!broken.ok())
         GTEST_SKIP() << device().name() << " refuses an out-of-range copy at enqueue (" << broken.error().message()
                      << "): no asynchronous failure to propagate";
     KEEL_ASSERT_OK(after.record(producer));
+    gate.open();
     auto producer_failed = producer.synchronize();
     ASSERT_FALSE(producer_failed.ok()) << "the out-of-range copy did not fail the producer";
     KEEL_ASSERT_OK(consumer.wait(after));

@@ -1,27 +1,18 @@
 // Streams that come and go (a stream per request, a failed stream replaced)
 // leave nothing behind in their memory instance: a closed stream's cached
 // memory goes back to the plugin, and the completion tracker forgets it.
-// Plain cpu:0 (no checker), through the public API.
+// cpu:0 through the public API, plain and in checked mode.
 #include <keel/keel.hpp>
+#include <keel/testing/resident.hpp>
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 namespace keel {
 namespace {
 
-// Resident set size of this process in bytes (0 where /proc is missing).
-std::uint64_t resident_bytes() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int read = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return read == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
+using testing::resident_bytes;
 
 TEST(StreamChurn, AThousandStreamsKeepReservedMemoryWithinTwoSegmentsAndRssFlat) {
     Runtime rt = Runtime::create().expect("loading the plugins");
@@ -50,6 +41,37 @@ TEST(StreamChurn, AThousandStreamsKeepReservedMemoryWithinTwoSegmentsAndRssFlat)
         EXPECT_LT(rss, rss_after_warmup + (16ull << 20))
             << "RSS grew from " << rss_after_warmup << " to " << rss << " bytes over 900 cycles";
     EXPECT_EQ(memory.tracker_stats().outstanding, 0u);
+}
+
+// Checked mode quarantines freed blocks; one that leaves the quarantine
+// after its stream closed must take its segment back to the plugin too.
+TEST(StreamChurn, CheckedModeReleasesTheSegmentsOfClosedStreamsAsTheirBlocksLeaveTheQuarantine) {
+    Runtime rt = Runtime::create().expect("loading the plugins");
+    auto device = rt.device("cpu:0");
+    if (!device.ok()) GTEST_SKIP() << "no cpu:0: " << device.error().message();
+    MemoryConfig config;
+    config.allocator.checked = true;
+    config.allocator.quarantine_bytes = 1ull << 20;
+    const DeviceMemory memory = DeviceMemory::create(*device, config).expect("DeviceMemory::create");
+    constexpr std::uint64_t kBytes = 256ull << 10;  // a small block: one small segment per stream
+    std::uint64_t segment = 0;
+    for (int cycle = 0; cycle < 200; ++cycle) {
+        {
+            Stream stream = Stream::create(memory).expect("Stream::create");
+            Buffer buffer = Buffer::allocate(stream, kBytes).expect("Buffer::allocate");
+            ASSERT_TRUE(stream.memset(buffer, 1).ok());
+            if (cycle == 0) segment = memory.stats().reserved_bytes;
+        }
+        // The quarantine holds at most its bytes' worth of blocks, each in
+        // the segment of a closed stream, plus the one just freed.
+        const std::uint64_t bound = (config.allocator.quarantine_bytes / kBytes + 2) * segment;
+        const AllocatorStats stats = memory.stats();
+        ASSERT_LE(stats.reserved_bytes, bound) << "cycle " << cycle << ": " << stats.reserved_bytes
+                                               << " bytes reserved in " << stats.segment_count
+                                               << " segments; one segment is " << segment;
+    }
+    EXPECT_GT(segment, 0u);
+    EXPECT_GT(memory.stats().raw_frees, 0u);
 }
 
 }  // namespace

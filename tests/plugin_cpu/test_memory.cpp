@@ -1,6 +1,8 @@
 // Device memory, pinned memory and copies.
 #include "cpu_test.hpp"
 
+#include <keel/testing/resident.hpp>
+
 #include <cstring>
 #include <numeric>
 
@@ -194,6 +196,40 @@ TEST_F(CpuMemoryDeathTest, DereferencingADeviceAddressOnTheHostCrashes) {
             std::printf("read %d\n", v);
         },
         "");
+}
+
+// Large device and pinned memory goes back to the OS when freed. From
+// malloc it would not: once a freed mapped block raised glibc's mmap
+// threshold, smaller ones came from an arena, which kept them after their
+// free.
+TEST_F(CpuMemory, FreedLargeDeviceAndPinnedMemoryGoesBackToTheOs) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "under ASan the plugin's storage comes from the sanitizer's allocator";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    GTEST_SKIP() << "under ASan the plugin's storage comes from the sanitizer's allocator";
+#endif
+#endif
+    constexpr std::uint64_t kBytes = 16ull << 20;
+    keel_stream s = stream();
+    const std::uint64_t before = keel::testing::resident_bytes();
+    keel_device_addr larger = alloc(28ull << 20);  // freed first: it raised glibc's threshold above kBytes
+    forget_allocation(larger);
+    KEEL_ASSERT_OK(api().device_free(dev(), larger));
+    for (int round = 0; round < 3; ++round) {
+        keel_device_addr a = alloc(kBytes);
+        KEEL_ASSERT_OK(api().memset_d8(s, a, 1, kBytes));
+        KEEL_ASSERT_OK(api().stream_synchronize(s));
+        forget_allocation(a);
+        KEEL_ASSERT_OK(api().device_free(dev(), a));
+        void* p = nullptr;
+        KEEL_ASSERT_OK(api().host_alloc(dev(), kBytes, &p));
+        std::memset(p, 2, kBytes);
+        KEEL_ASSERT_OK(api().host_free(dev(), p));
+        const std::uint64_t rss = keel::testing::resident_bytes();
+        EXPECT_LT(rss, before + kBytes / 2) << "round " << round << ": " << rss << " bytes resident after freeing, "
+                                            << before << " before the first";
+    }
 }
 
 }  // namespace

@@ -425,8 +425,16 @@ void BlockAllocator::record_at_free(std::vector<RecordedUse>& uses) noexcept {
 void BlockAllocator::return_blocks(const std::vector<Block*>& blocks) noexcept {
     for (Block* b : blocks) {
         StreamPool& pool = *b->segment->pool;
-        std::lock_guard lock(pool.mu);
-        return_block(pool, b);
+        bool closed = false;
+        {
+            std::lock_guard lock(pool.mu);
+            return_block(pool, b);
+            closed = pool.closed;
+        }
+        // A block leaving the quarantine after its stream closed: nothing
+        // allocates from that pool any more, so its free segments go back
+        // to the plugin now (else every replaced stream keeps its segments).
+        if (closed) [[unlikely]] release_closed(pool);
     }
 }
 

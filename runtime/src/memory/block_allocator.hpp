@@ -65,9 +65,15 @@ struct RecordedUse {
 // Sync: every member may be called from any thread. No lock is held across a
 // plugin call, except that wait-at-reuse enqueues device waits while the
 // block is reserved for the caller (no lock held either).
+// Set (never cleared) once some allocator of the process runs in checked
+// mode; a line of its own, read by every copy and launch.
+alignas(64) extern std::atomic<bool> g_checked_memory_anywhere;
+
 // Whether some allocator of the process runs in checked mode (so that the
-// hot paths of copies and launches test one flag when none does).
-[[nodiscard]] bool checked_memory_anywhere() noexcept;
+// hot paths of copies and launches test one flag, inline, when none does).
+[[nodiscard]] inline bool checked_memory_anywhere() noexcept {
+    return g_checked_memory_anywhere.load(std::memory_order_relaxed);
+}
 
 class BlockAllocator {
 public:

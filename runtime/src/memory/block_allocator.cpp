@@ -521,6 +521,15 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     }
 }
 
+StreamPool& BlockAllocator::share_owner(keel_stream stream) {
+    StreamPool& pool = pool_for(stream, /*small=*/true);
+    std::lock_guard lock(pool.mu);
+    assert(!pool.orphaned);  // the caller holds a handle
+    ++pool.owners;
+    return pool;
+}
+
+// A block of `pool`, or another share of the owner, is no longer out.
 void BlockAllocator::let_go(StreamPool& pool) noexcept {
     std::shared_ptr<void> last;  // dropped after the lock
     std::lock_guard lock(pool.mu);

@@ -110,6 +110,12 @@ public:
     void set_owner(const std::shared_ptr<void>& owner);
     void orphan() noexcept;
     void adopt(const std::shared_ptr<void>& owner) noexcept;
+    // A share of the owner for something other than a block (a Fence),
+    // counted as a block out in the calling thread's pool of `stream`. The
+    // caller holds a handle of the owner (as for allocate()). Give it back
+    // with let_go(), from any thread: the owner may go with it.
+    [[nodiscard]] StreamPool& share_owner(keel_stream stream);
+    void let_go(StreamPool& pool) noexcept;
 
     // Declares that `block` is used on `stream`: the free will wait for
     // whatever `stream` has enqueued by then. No plugin call. No-op for the
@@ -166,8 +172,6 @@ private:
     void record_at_free(std::vector<RecordedUse>& uses) noexcept;
     // free() without giving back the block's share of the owner.
     void release_block(Block* block, std::vector<RecordedUse> uses) noexcept;
-    // A block of `pool` is no longer out: its share of the owner goes back.
-    void let_go(StreamPool& pool) noexcept;
     void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
     void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
     // Waits until the work enqueued so far on the pool's stream ran: what

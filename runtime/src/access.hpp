@@ -92,10 +92,9 @@ struct Access {
     [[nodiscard]] static std::vector<memory::RecordedUse>& uses(Buffer& b) noexcept { return b.uses_; }
     [[nodiscard]] static memory::MemoryCore* memory(const Buffer& b) noexcept { return b.memory_; }
 
-    [[nodiscard]] static std::shared_ptr<memory::MemoryCore>& memory(Fence& f) noexcept { return f.memory_; }
-    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& memory(const Fence& f) noexcept {
-        return f.memory_;
-    }
+    [[nodiscard]] static memory::MemoryCore*& memory(Fence& f) noexcept { return f.memory_; }
+    [[nodiscard]] static memory::MemoryCore* memory(const Fence& f) noexcept { return f.memory_; }
+    [[nodiscard]] static memory::StreamPool*& share(Fence& f) noexcept { return f.share_; }
     [[nodiscard]] static const DeviceSlot*& device(Fence& f) noexcept { return f.device_; }
     [[nodiscard]] static const DeviceSlot* device(const Fence& f) noexcept { return f.device_; }
     [[nodiscard]] static keel_stream& from(Fence& f) noexcept { return f.from_; }

@@ -10,8 +10,9 @@
 
 namespace keel::detail {
 
-namespace {
 thread_local int t_host_func_depth = 0;
+
+namespace {
 
 struct HostFuncScope {
     HostFuncScope() noexcept { ++t_host_func_depth; }
@@ -22,8 +23,6 @@ struct HostFuncScope {
     HostFuncScope& operator=(HostFuncScope&&) = delete;
 };
 }  // namespace
-
-bool in_host_func() noexcept { return t_host_func_depth > 0; }
 
 void host_func_trampoline(void* user_data, keel_status status) noexcept {
     HostFuncScope scope;

@@ -7,9 +7,14 @@
 
 namespace keel::detail {
 
+// How many host functions the calling thread is inside. Initial-exec: read
+// on every plugin call, so without a __tls_get_addr call (an int of the
+// static TLS surplus glibc keeps for libraries loaded later).
+[[gnu::tls_model("initial-exec")]] extern thread_local int t_host_func_depth;
+
 // True while the calling thread runs a host function's callable (or
 // destroys it).
-[[nodiscard]] bool in_host_func() noexcept;
+[[nodiscard]] inline bool in_host_func() noexcept { return t_host_func_depth > 0; }
 
 // The keel_host_fn given to stream_enqueue_host_func; `user_data` is a
 // released std::unique_ptr<HostFuncBase>, which this owns and destroys.

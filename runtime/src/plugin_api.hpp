@@ -113,9 +113,12 @@ public:
 private:
     template <class Fn, class... Args>
     [[nodiscard]] Result<void> call(Fn fn, const char* entry, Args... args) const {
-        if (in_host_func()) return refused_in_host_func(entry);
-        if (fn == nullptr) return unimplemented(entry);
-        return take_c_error(fn(args...));
+        if (in_host_func()) [[unlikely]] return refused_in_host_func(entry);
+        if (fn == nullptr) [[unlikely]] return unimplemented(entry);
+        // Success converts nothing: no call on the hot path.
+        keel_error* error = fn(args...);
+        if (error == nullptr) [[likely]] return ok();
+        return take_c_error(error);
     }
     [[nodiscard]] Error unimplemented(const char* entry) const;
     [[nodiscard]] Error refused_in_host_func(const char* entry) const;

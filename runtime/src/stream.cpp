@@ -134,23 +134,31 @@ Result<void> Stream::close() {
 
 namespace {
 
-Result<void> check_stream(const Stream& s, const char* where) {
-    if (s.empty())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     std::string("[") + where + "] the stream is empty (moved-from or closed)");
+// The checks of the enqueues are inline and their messages built out of
+// line, only on error: these are hot paths.
+[[gnu::cold, gnu::noinline]] Error empty_stream(const char* where) {
+    return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                 std::string("[") + where + "] the stream is empty (moved-from or closed)");
+}
+
+inline Result<void> check_stream(const Stream& s, const char* where) {
+    if (s.empty()) [[unlikely]] return empty_stream(where);
     return ok();
 }
 
-Result<void> check_view(const Stream& s, const char* where, const char* role, const DeviceView& view) {
-    const detail::DeviceSlot* slot = detail::Access::slot(view);
+[[gnu::cold, gnu::noinline]] Error foreign_view(const Stream& s, const char* where, const char* role,
+                                                const detail::DeviceSlot* slot) {
     if (slot == nullptr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      std::string("[") + where + "] " + role +
                          " is an empty view (a moved-from, freed or empty buffer)");
-    if (slot != &detail::Access::slot(s.device()))
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("[") + where + "] " + role +
-                                                       " is memory of " + slot->name +
-                                                       ", but the stream is on " + s.device().name());
+    return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string("[") + where + "] " + role + " is memory of " +
+                                                   slot->name + ", but the stream is on " + s.device().name());
+}
+
+inline Result<void> check_view(const Stream& s, const char* where, const char* role, const DeviceView& view) {
+    const detail::DeviceSlot* slot = detail::Access::slot(view);
+    if (slot != &detail::Access::slot(s.device())) [[unlikely]] return foreign_view(s, where, role, slot);
     return ok();
 }
 
@@ -343,8 +351,10 @@ Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
                          src.address() < dst.address() + src.size();
     if (overlap)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::copy] source and destination ranges overlap");
-    KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
-    KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
+    if (memory::checked_memory_anywhere()) [[unlikely]] {
+        KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
+        KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
+    }
     return detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
 }
 

@@ -77,17 +77,24 @@ private:
 
 // CPU ns per call of `enqueue`, the stream synchronized every 256 calls (as
 // table 6 does), after a warm-up; "" or the first error in `why`.
-double cpu_ns_per(const keel_plugin_api& api, keel_stream stream, int n, const std::function<keel_error*()>& enqueue,
-                  std::string& why) {
+EnqueueCpu cpu_ns_per(const keel_plugin_api& api, keel_stream stream, int n,
+                      const std::function<keel_error*()>& enqueue, std::string& why) {
     for (int i = 1; i <= n / 20 + 64 && why.empty(); ++i) why = failed(enqueue());
     if (why.empty()) why = failed(api.stream_synchronize(stream));
+    double in_sync = 0;
+    const auto synchronize = [&] {
+        const double s0 = thread_cpu_seconds();
+        why = failed(api.stream_synchronize(stream));
+        in_sync += thread_cpu_seconds() - s0;
+    };
     const double c0 = thread_cpu_seconds();
     for (int i = 1; i <= n && why.empty(); ++i) {
         why = failed(enqueue());
-        if (why.empty() && i % 256 == 0) why = failed(api.stream_synchronize(stream));
+        if (why.empty() && i % 256 == 0) synchronize();
     }
-    if (why.empty()) why = failed(api.stream_synchronize(stream));
-    return (thread_cpu_seconds() - c0) / n * 1e9;
+    if (why.empty()) synchronize();
+    const double total = thread_cpu_seconds() - c0;
+    return EnqueueCpu{total / n * 1e9, (total - in_sync) / n * 1e9};
 }
 
 }  // namespace
@@ -118,7 +125,7 @@ RawEnqueue raw_enqueue_cost(const keel::Runtime& runtime, const keel::Device& de
     if (why.empty()) why = failed(api.device_alloc(dev, kBytes, &dst));
     if (why.empty()) why = failed(api.kernel_get(dev, "fill", &fill));
     if (why.empty())
-        out.copy_cpu_ns = cpu_ns_per(api, stream, n, [&] { return api.memcpy_d2d(stream, dst, src, kBytes); }, why);
+        out.copy = cpu_ns_per(api, stream, n, [&] { return api.memcpy_d2d(stream, dst, src, kBytes); }, why);
     if (why.empty()) {
         keel_kernel_arg args[2]{};
         args[0].struct_size = args[1].struct_size = sizeof(keel_kernel_arg);
@@ -134,7 +141,7 @@ RawEnqueue raw_enqueue_cost(const keel::Runtime& runtime, const keel::Device& de
         launch.args = args;
         launch.arg_count = 2;
         launch.arg_struct_size = sizeof(keel_kernel_arg);
-        out.launch_cpu_ns = cpu_ns_per(api, stream, n, [&] { return api.kernel_launch(stream, fill, &launch); }, why);
+        out.launch = cpu_ns_per(api, stream, n, [&] { return api.kernel_launch(stream, fill, &launch); }, why);
     }
     if (stream != nullptr) (void)failed(api.stream_destroy(stream));
     if (src != 0) (void)failed(api.device_free(dev, src));

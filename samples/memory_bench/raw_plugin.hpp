@@ -11,10 +11,17 @@
 
 namespace keel_bench {
 
+// CPU ns per enqueue, the stream synchronized every 256 enqueues: with the
+// synchronize calls, and of the enqueue calls alone.
+struct EnqueueCpu {
+    double cpu_ns = 0;
+    double enqueue_ns = 0;
+};
+
 struct RawEnqueue {
-    double copy_cpu_ns = 0;    // per memcpy_d2d, stream synchronized every 256
-    double launch_cpu_ns = 0;  // per kernel_launch of "fill", likewise
-    std::string why_not;       // not empty: not measured, and why
+    EnqueueCpu copy;    // memcpy_d2d
+    EnqueueCpu launch;  // kernel_launch of "fill"
+    std::string why_not;  // not empty: not measured, and why
 };
 
 RawEnqueue raw_enqueue_cost(const keel::Runtime& runtime, const keel::Device& device, int n);

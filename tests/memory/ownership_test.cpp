@@ -1,9 +1,11 @@
-// How buffers keep their core alive without a shared counter per buffer:
-// each pool counts its blocks out, the core goes with the last of its
-// handles and blocks, whichever goes last, on any thread, exactly once.
+// How buffers and fences keep their core alive without a shared counter per
+// buffer or fence: each pool counts its blocks (and fences) out, the core
+// goes with the last of its handles, blocks and fences, whichever goes last,
+// on any thread, exactly once.
 #include "fake_device.hpp"
 
 #include "memory/buffer.hpp"
+#include "memory/fence.hpp"
 
 #include <gtest/gtest.h>
 
@@ -105,6 +107,45 @@ TEST(Ownership, ThreadsFreeingTheirBuffersWhileTheLastHandleGoesReleaseTheCoreOn
         EXPECT_TRUE(lifetime.expired()) << "round " << round;
         EXPECT_EQ(device.counters().live_device_bytes, 0u) << "round " << round;
     }
+    EXPECT_TRUE(device.violations().empty());
+}
+
+TEST(Ownership, FencesKeepTheCoreLikeBuffersWhicheverThreadDropsThem) {
+    // Run under TSan (label concurrency): fences taken on threads of their
+    // own (each counted in its thread's pool), the last handle gone, then
+    // every fence dropped on another thread than its own at once.
+    constexpr int kThreads = 4;
+    FakeDevice device;
+    std::vector<keel_stream> streams;
+    for (int t = 0; t < kThreads; ++t) streams.push_back(device.make_stream());
+    auto core = MemoryCore::create(device, quiet_config());
+    std::weak_ptr<MemoryCore> lifetime = core->lifetime();
+    std::vector<std::vector<Fence>> fences(kThreads);
+    {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < 8; ++i)
+                    fences[static_cast<std::size_t>(t)].push_back(
+                        record_fence(core, streams[static_cast<std::size_t>(t)]).value());
+            });
+        for (auto& th : threads) th.join();
+    }
+    core.reset();
+    device.complete_all();
+    EXPECT_FALSE(lifetime.expired()) << "gone while fences were out";
+    std::atomic<int> started{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            std::vector<Fence> theirs = std::move(fences[static_cast<std::size_t>((t + 1) % kThreads)]);
+            ++started;
+            while (started.load() < kThreads) std::this_thread::yield();
+            while (!theirs.empty()) theirs.pop_back();
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_TRUE(lifetime.expired()) << "the last fence did not release the core";
+    EXPECT_EQ(device.counters().events_live, 0u);
     EXPECT_TRUE(device.violations().empty());
 }
 

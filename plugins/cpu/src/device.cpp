@@ -88,20 +88,11 @@ Result<void> Device::destroy_stream(Stream* s) {
 }
 
 Result<Event*> Device::create_event(std::uint32_t flags) {
-    auto event = std::make_unique<Event>(*this, flags);
-    Event* raw = event.get();
-    std::lock_guard lock(handles_mutex_);
-    events_.emplace(raw, std::move(event));
-    return raw;
+    return events_.add(std::make_unique<Event>(*this, flags));
 }
 
 void Device::destroy_event(Event* e) {
-    std::unique_ptr<Event> owned;
-    std::lock_guard lock(handles_mutex_);
-    auto it = events_.find(e);
-    if (it == events_.end()) return;
-    owned = std::move(it->second);
-    events_.erase(it);
+    std::unique_ptr<Event> owned = events_.remove(e);  // destroyed here, outside the shard's lock
 }
 
 std::string Device::release_everything() {
@@ -109,12 +100,11 @@ std::string Device::release_everything() {
     auto allocations = memory_.live_allocations();
     auto blocks = pinned_.live_blocks();
     std::unordered_map<Stream*, std::unique_ptr<Stream>> streams;
-    std::unordered_map<Event*, std::unique_ptr<Event>> events;
     {
         std::lock_guard lock(handles_mutex_);
         streams.swap(streams_);
-        events.swap(events_);
     }
+    std::vector<std::unique_ptr<Event>> events = events_.take_all();
     if (!allocations.empty() || !blocks.empty() || !streams.empty() || !events.empty()) {
         std::uint64_t device_bytes = 0, pinned_bytes = 0;
         for (const auto& a : allocations) device_bytes += a.size;

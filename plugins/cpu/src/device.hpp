@@ -9,6 +9,7 @@
 #include "checker/checker.hpp"
 #include "config.hpp"
 #include "pinned_memory.hpp"
+#include "sharded_owners.hpp"
 
 #include <keel/keel.h>
 
@@ -76,7 +77,8 @@ private:
 
     std::mutex handles_mutex_;
     std::unordered_map<Stream*, std::unique_ptr<Stream>> streams_;
-    std::unordered_map<Event*, std::unique_ptr<Event>> events_;
+    // Events come and go at a high rate from many threads: no shared lock.
+    ShardedOwners<Event> events_;
 };
 
 }  // namespace keel::cpu

@@ -13,6 +13,7 @@
 
 #include "op.hpp"
 #include "park.hpp"
+#include "sharded_owners.hpp"
 #include "timeline.hpp"
 
 #include <keel/keel.h>
@@ -57,6 +58,11 @@ private:
     const std::uint32_t flags_;
     mutable SpinLock lock_;
     Record latest_;
+
+public:
+    // The device's, between create and destroy (ShardedOwners). After the
+    // magic, which must stay the first member (handle.hpp).
+    OwnerSlot slot;
 };
 
 }  // namespace keel::cpu

@@ -29,6 +29,7 @@ namespace keel {
 
 namespace memory {
 class MemoryCore;
+struct StreamPool;
 }  // namespace memory
 
 // Its event comes from the memory instance of the stream it was taken on,
@@ -52,7 +53,10 @@ private:
     friend struct detail::Access;
     KEEL_LOCAL void reset() noexcept;
 
-    std::shared_ptr<memory::MemoryCore> memory_;
+    // The memory instance, kept alive by a share counted in one of its pools
+    // (as a buffer's block is): no counter that other threads write.
+    memory::MemoryCore* memory_ = nullptr;
+    memory::StreamPool* share_ = nullptr;
     const detail::DeviceSlot* device_ = nullptr;
     keel_stream from_ = nullptr;
     keel_event event_ = nullptr;

@@ -26,7 +26,6 @@ namespace keel::memory {
 namespace {
 
 std::atomic<std::uint64_t> g_next_allocator_id{1};
-std::atomic<bool> g_checked_anywhere{false};
 
 // The pools of the stream this thread used last, so that the common case of
 // one stream per thread finds them without touching the shared map. Small
@@ -75,7 +74,7 @@ constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 62;
 
 }  // namespace
 
-bool checked_memory_anywhere() noexcept { return g_checked_anywhere.load(std::memory_order_relaxed); }
+alignas(64) std::atomic<bool> g_checked_memory_anywhere{false};
 
 BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTracker& tracker,
                                const AllocatorConfig& config, const BackPressureConfig& limits)
@@ -88,7 +87,7 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
       caching_(config.caching) {
     if (config.checked) {
         checked_ = std::make_unique<CheckedBlocks>(ops, events, caching_ ? config.quarantine_bytes : 0);
-        g_checked_anywhere.store(true, std::memory_order_relaxed);
+        g_checked_memory_anywhere.store(true, std::memory_order_relaxed);
     }
     auto policy = std::make_unique<SizePolicy>();
     policy->quantum = pow2_at_least(std::max(config.rounding, ops.alloc_alignment()));
@@ -530,6 +529,15 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     }
 }
 
+StreamPool& BlockAllocator::share_owner(keel_stream stream) {
+    StreamPool& pool = pool_for(stream, /*small=*/true);
+    std::lock_guard lock(pool.mu);
+    assert(!pool.orphaned);  // the caller holds a handle
+    ++pool.owners;
+    return pool;
+}
+
+// A block of `pool`, or another share of the owner, is no longer out.
 void BlockAllocator::let_go(StreamPool& pool) noexcept {
     std::shared_ptr<void> last;  // dropped after the lock
     std::lock_guard lock(pool.mu);

@@ -65,9 +65,15 @@ struct RecordedUse {
 // Sync: every member may be called from any thread. No lock is held across a
 // plugin call, except that wait-at-reuse enqueues device waits while the
 // block is reserved for the caller (no lock held either).
+// Set (never cleared) once some allocator of the process runs in checked
+// mode; a line of its own, read by every copy and launch.
+alignas(64) extern std::atomic<bool> g_checked_memory_anywhere;
+
 // Whether some allocator of the process runs in checked mode (so that the
-// hot paths of copies and launches test one flag when none does).
-[[nodiscard]] bool checked_memory_anywhere() noexcept;
+// hot paths of copies and launches test one flag, inline, when none does).
+[[nodiscard]] inline bool checked_memory_anywhere() noexcept {
+    return g_checked_memory_anywhere.load(std::memory_order_relaxed);
+}
 
 class BlockAllocator {
 public:
@@ -104,6 +110,12 @@ public:
     void set_owner(const std::shared_ptr<void>& owner);
     void orphan() noexcept;
     void adopt(const std::shared_ptr<void>& owner) noexcept;
+    // A share of the owner for something other than a block (a Fence),
+    // counted as a block out in the calling thread's pool of `stream`. The
+    // caller holds a handle of the owner (as for allocate()). Give it back
+    // with let_go(), from any thread: the owner may go with it.
+    [[nodiscard]] StreamPool& share_owner(keel_stream stream);
+    void let_go(StreamPool& pool) noexcept;
 
     // Declares that `block` is used on `stream`: the free will wait for
     // whatever `stream` has enqueued by then. No plugin call. No-op for the
@@ -160,8 +172,6 @@ private:
     void record_at_free(std::vector<RecordedUse>& uses) noexcept;
     // free() without giving back the block's share of the owner.
     void release_block(Block* block, std::vector<RecordedUse> uses) noexcept;
-    // A block of `pool` is no longer out: its share of the owner goes back.
-    void let_go(StreamPool& pool) noexcept;
     void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
     void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
     // Waits until the work enqueued so far on the pool's stream ran: what

@@ -11,15 +11,27 @@ namespace memory {
 
 Result<Fence> record_fence(const std::shared_ptr<MemoryCore>& core, keel_stream from) {
     if (from == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::fence] stream is null");
+    // The fence's share of the core first: every later failure gives it back.
+    StreamPool* share = nullptr;
+    try {
+        share = &core->allocator().share_owner(from);
+    } catch (...) {
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::fence] out of host memory");
+    }
     auto event = core->events().acquire();
-    if (!event.ok()) return std::move(event).error().context("Stream::fence");
+    if (!event.ok()) {
+        core->allocator().let_go(*share);
+        return std::move(event).error().context("Stream::fence");
+    }
     auto recorded = core->ops().event_record(*event, from);
     if (!recorded.ok()) {
         core->events().release(*event);
+        core->allocator().let_go(*share);
         return std::move(recorded).error().context("Stream::fence");
     }
     Fence fence;
-    detail::Access::memory(fence) = core;
+    detail::Access::memory(fence) = core.get();
+    detail::Access::share(fence) = share;
     detail::Access::device(fence) = core->device();
     detail::Access::from(fence) = from;
     detail::Access::event(fence) = *event;
@@ -46,7 +58,8 @@ Result<void> order_after(const std::shared_ptr<MemoryCore>& core, keel_stream to
 Fence::Fence() noexcept = default;
 
 Fence::Fence(Fence&& other) noexcept
-    : memory_(std::move(other.memory_)),
+    : memory_(std::exchange(other.memory_, nullptr)),
+      share_(std::exchange(other.share_, nullptr)),
       device_(std::exchange(other.device_, nullptr)),
       from_(std::exchange(other.from_, nullptr)),
       event_(std::exchange(other.event_, nullptr)),
@@ -55,7 +68,8 @@ Fence::Fence(Fence&& other) noexcept
 Fence& Fence::operator=(Fence&& other) noexcept {
     if (this != &other) {
         reset();
-        memory_ = std::move(other.memory_);
+        memory_ = std::exchange(other.memory_, nullptr);
+        share_ = std::exchange(other.share_, nullptr);
         device_ = std::exchange(other.device_, nullptr);
         from_ = std::exchange(other.from_, nullptr);
         event_ = std::exchange(other.event_, nullptr);
@@ -80,7 +94,8 @@ void Fence::reset() noexcept {
     event_ = nullptr;
     from_ = nullptr;
     device_ = nullptr;
-    memory_.reset();
+    memory_ = nullptr;
+    core.allocator().let_go(*std::exchange(share_, nullptr));  // last: the core may go with it
 }
 
 }  // namespace keel

@@ -46,6 +46,7 @@ struct Access {
     [[nodiscard]] static keel_device handle(const Device& device) noexcept;  // device.cpp
     [[nodiscard]] static keel_stream handle(const Stream& stream) noexcept { return stream.handle_; }
     [[nodiscard]] static keel_event handle(const Event& event) noexcept { return event.handle_; }
+    [[nodiscard]] static const DeviceSlot* slot(const Event& event) noexcept { return event.device_; }
     [[nodiscard]] static keel_kernel handle(const Kernel& kernel) noexcept { return kernel.handle_; }
 
     // ---- host functions and kernel arguments -------------------------------

@@ -6,39 +6,52 @@
 #include "logging.hpp"
 #include "plugin.hpp"
 
+#include <new>
 #include <utility>
 
 namespace keel {
 
 Result<Event> Event::create(const Device& device, EventTiming timing) {
+    const detail::DeviceSlot& slot = detail::Access::slot(device);
     keel_event handle = nullptr;
     const std::uint32_t flags = timing == EventTiming::on ? KEEL_EVENT_TIMING : KEEL_EVENT_DEFAULT;
-    KEEL_TRY(detail::Access::slot(device).api().event_create(detail::Access::handle(device), flags, &handle));
-    return Event(device, handle, timing);
+    KEEL_TRY(slot.api().event_create(slot.handle, flags, &handle));
+    return Event(&slot, handle, slot.plugin->shares().take(), timing);
 }
 
 Event::Event(Event&& other) noexcept
     : device_(other.device_),
       handle_(std::exchange(other.handle_, nullptr)),
+      share_(other.share_),
       timing_(other.timing_) {}
 
 Event& Event::operator=(Event&& other) noexcept {
     if (this != &other) {
-        if (handle_ != nullptr) {
-            if (auto r = detail::Access::slot(device_).api().event_destroy(handle_); !r)
-                detail::logger()->warn("[Event::operator=] {}", r.error().message());
-        }
+        reset();
         device_ = other.device_;
         handle_ = std::exchange(other.handle_, nullptr);
+        share_ = other.share_;
         timing_ = other.timing_;
     }
     return *this;
 }
 
-Event::~Event() {
+Event::~Event() { reset(); }
+
+void Event::reset() noexcept {
     if (handle_ == nullptr) return;
-    if (auto r = detail::Access::slot(device_).api().event_destroy(handle_); !r)
-        detail::logger()->warn("[Event::~Event] {}", r.error().message());
+    if (auto r = device_->api().event_destroy(std::exchange(handle_, nullptr)); !r)
+        detail::logger()->warn("[Event] {}", r.error().message());
+    device_->plugin->shares().let_go(share_);  // last: the plugin may go with it
+}
+
+Result<Device> Event::device() const {
+    KEEL_TRY(check("Event::device"));
+    try {
+        return detail::Access::device(device_->plugin->shares().handle(*device_));
+    } catch (const std::bad_alloc&) {
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Event::device] out of host memory");
+    }
 }
 
 Result<void> Event::check(const char* where) const {
@@ -53,37 +66,37 @@ Result<void> Event::record(const Stream& stream) const {
     if (stream.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Event::record] the stream is empty (moved-from or closed)");
-    if (stream.device() != device_)
+    if (&detail::Access::slot(stream.device()) != device_)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Event::record] the event is of " +
-                                                       device_.name() + " but the stream of " +
+                                                       device_->name + " but the stream of " +
                                                        stream.device().name());
-    return detail::Access::slot(device_).api().event_record(handle_, detail::Access::handle(stream));
+    return device_->api().event_record(handle_, detail::Access::handle(stream));
 }
 
 Result<bool> Event::query() const {
     KEEL_TRY(check("Event::query"));
     std::int32_t done = 0;
-    KEEL_TRY(detail::Access::slot(device_).api().event_query(handle_, &done));
+    KEEL_TRY(device_->api().event_query(handle_, &done));
     return done != 0;
 }
 
 Result<void> Event::synchronize() const {
     KEEL_TRY(check("Event::synchronize"));
-    return detail::Access::slot(device_).api().event_synchronize(handle_);
+    return device_->api().event_synchronize(handle_);
 }
 
 Result<float> Event::elapsed_ms(const Event& start, const Event& end) {
     KEEL_TRY(start.check("Event::elapsed_ms"));
     KEEL_TRY(end.check("Event::elapsed_ms"));
-    if (start.device() != end.device())
+    if (start.device_ != end.device_)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Event::elapsed_ms] the events are of " +
-                                                       start.device().name() + " and " +
-                                                       end.device().name());
+                                                       start.device_->name + " and " +
+                                                       end.device_->name);
     if (!start.timing() || !end.timing())
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
                      "[Event::elapsed_ms] both events must be created with EventTiming::on");
     float ms = 0.0f;
-    KEEL_TRY(detail::Access::slot(start.device()).api().event_elapsed_time(start.handle_, end.handle_, &ms));
+    KEEL_TRY(start.device_->api().event_elapsed_time(start.handle_, end.handle_, &ms));
     return ms;
 }
 

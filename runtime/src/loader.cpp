@@ -102,6 +102,7 @@ public:
         Plugin* raw = loaded->get();
         std::shared_ptr<Plugin> shared(std::move(loaded).value().release(),
                                        [](Plugin* p) { Registry::instance().retire(p); });
+        raw->shares().set_owner(shared);
         live_[key] = Entry{shared, raw};
         return shared;
     }

@@ -5,6 +5,7 @@
 
 #include "host_services.hpp"
 #include "plugin_api.hpp"
+#include "plugin_shares.hpp"
 
 #include <keel/device.hpp>
 #include <keel/keel.h>
@@ -22,7 +23,7 @@ namespace keel::detail {
 class Plugin;
 
 // One device of a plugin. Lives inside its Plugin; Device holds it through
-// a std::shared_ptr that shares the Plugin's ownership.
+// a std::shared_ptr that shares the plugin's handle group (plugin_shares.hpp).
 struct DeviceSlot {
     Plugin* plugin = nullptr;
     keel_device handle = nullptr;
@@ -60,6 +61,8 @@ public:
     [[nodiscard]] const std::vector<std::unique_ptr<DeviceSlot>>& devices() const noexcept {
         return devices_;
     }
+    // Who keeps this plugin alive besides the loader's callers.
+    [[nodiscard]] PluginShares& shares() noexcept { return shares_; }
 
 private:
     [[nodiscard]] Result<void> read_info();
@@ -74,6 +77,7 @@ private:
     std::string version_;
     std::string status_;
     std::vector<std::unique_ptr<DeviceSlot>> devices_;
+    PluginShares shares_;
 };
 
 inline const PluginApi& DeviceSlot::api() const noexcept { return plugin->api(); }

@@ -30,8 +30,8 @@ struct Runtime::State {
                            api.abi_minor(), api.table_size(), plugin->status(),
                            static_cast<std::uint32_t>(plugin->devices().size())});
         for (const auto& slot : plugin->devices())
-            // Aliasing: the Device points at its slot and owns the plugin.
-            devices.push_back(detail::Access::device(std::shared_ptr<const detail::DeviceSlot>(plugin, slot.get())));
+            // The Device points at its slot and shares the plugin's handle group.
+            devices.push_back(detail::Access::device(plugin->shares().handle(*slot)));
         detail::logger()->info("[loader] loaded plugin {} {} (ABI {}.{}) from {}: {} device(s){}{}",
                                plugin->type(), plugin->version(), api.abi_major(), api.abi_minor(),
                                plugin->path().string(), plugin->devices().size(),

@@ -37,9 +37,10 @@ Error out_of_range(const char* where, const char* what, std::uint64_t size, cons
                                                into + " of " + std::to_string(capacity) + " bytes");
 }
 
-Error cross_device(const char* where, const std::string& what, const Device& theirs, const Device& ours) {
+Error cross_device(const char* where, const std::string& what, const std::string& theirs,
+                   const Device& ours) {
     return Error(KEEL_STATUS_UNIMPLEMENTED, std::string("[") + where + "] " + what + " is of " +
-                                                theirs.name() + " and the stream of " + ours.name() +
+                                                theirs + " and the stream of " + ours.name() +
                                                 "; waits across devices are not part of ABI 1.0");
 }
 
@@ -223,7 +224,9 @@ Result<void> Stream::wait(const Event& event) const {
     KEEL_TRY(check_stream(*this, "Stream::wait"));
     if (event.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::wait] the event is empty (moved-from)");
-    if (event.device() != device_) return cross_device("Stream::wait", "the event", event.device(), device_);
+    const detail::DeviceSlot* theirs = detail::Access::slot(event);
+    if (theirs != &detail::Access::slot(device_))
+        return cross_device("Stream::wait", "the event", theirs->name, device_);
     return detail::Access::slot(device_).api().stream_wait_event(handle_, detail::Access::handle(event));
 }
 
@@ -233,7 +236,7 @@ Result<void> Stream::order_after(const Stream& from) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Stream::order_after] the stream to order after is empty (moved-from or closed)");
     if (from.device() != device_)
-        return cross_device("Stream::order_after", "the stream to order after", from.device(), device_);
+        return cross_device("Stream::order_after", "the stream to order after", from.device().name(), device_);
     if (from.handle_ == handle_) return ok();  // a stream is already in order with itself
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     return memory::order_after(*core, handle_, from.handle_);

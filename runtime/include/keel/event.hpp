@@ -6,6 +6,8 @@
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
+#include <cstdint>
+
 namespace keel {
 
 class Stream;
@@ -22,8 +24,13 @@ enum class EventTiming : bool { off = false, on = true };
 // INVALID_ARGUMENT. Destroying an event with a pending record is fine (the
 // record completes harmlessly; waits already enqueued on it stay valid).
 //
-// Threads: may be sent to another thread; record/query/synchronize are const
-// and may be called from several threads at once.
+// An event keeps its device's plugin loaded, as a Device does, but without
+// holding a Device: making and dropping events on several threads writes no
+// counter that the threads share. It may outlive every Device, Stream and
+// the Runtime.
+//
+// Threads: may be sent to another thread and dropped there; record/query/
+// synchronize are const and may be called from several threads at once.
 class KEEL_API Event {
 public:
     // EventTiming::on makes elapsed_ms() usable (may cost more per record).
@@ -36,7 +43,10 @@ public:
     Event& operator=(Event&& other) noexcept;
     ~Event();
 
-    [[nodiscard]] const Device& device() const noexcept { return device_; }
+    // A Device handle of the event's device (a new reference: prefer
+    // keeping the Device the event was made from). INVALID_ARGUMENT when
+    // the event is empty.
+    [[nodiscard]] Result<Device> device() const;
     [[nodiscard]] bool empty() const noexcept { return handle_ == nullptr; }
     [[nodiscard]] bool timing() const noexcept { return timing_ == EventTiming::on; }
 
@@ -53,12 +63,17 @@ public:
 
 private:
     friend struct detail::Access;
-    Event(Device device, keel_event handle, EventTiming timing) noexcept
-        : device_(std::move(device)), handle_(handle), timing_(timing) {}
+    Event(const detail::DeviceSlot* device, keel_event handle, std::uint32_t share,
+          EventTiming timing) noexcept
+        : device_(device), handle_(handle), share_(share), timing_(timing) {}
     [[nodiscard]] KEEL_LOCAL Result<void> check(const char* where) const;
+    KEEL_LOCAL void reset() noexcept;
 
-    Device device_;
+    // While handle_ is set, the event holds a share of its plugin counted
+    // in shard share_ (plugin_shares.hpp), which keeps device_ alive.
+    const detail::DeviceSlot* device_ = nullptr;
     keel_event handle_ = nullptr;
+    std::uint32_t share_ = 0;
     EventTiming timing_ = EventTiming::off;
 };
 

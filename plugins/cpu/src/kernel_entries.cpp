@@ -71,11 +71,14 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
             }
         }
         work.name = def->name;
-        auto owned = std::make_unique<KernelWork>(std::move(work));
-        KEEL_TRY(s->enqueue([&](Op& op) {
-            op.kind = OpKind::kernel;
-            op.kernel = std::move(owned);
-        }));
+        KEEL_TRY(s->enqueue(
+            [&](Op& op) {
+                op.kind = OpKind::kernel;
+                *op.kernel = std::move(work);
+            },
+            [](Op& op) {
+                if (!op.kernel) op.kernel = std::make_unique<KernelWork>();  // once per queue node
+            }));
         return ok();
     });
 }

@@ -24,13 +24,14 @@
 // built on one thread and then sent to one worker.
 #pragma once
 
+#include "kernel_body.hpp"
+
 #include <keel/keel.h>
 #include <keel/plugin/kernel_args.hpp>
 #include <keel/result.hpp>
 
 #include <array>
 #include <cstddef>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,7 +64,7 @@ private:
 class KernelWork {
 public:
     static constexpr std::size_t kMaxBuffers = 16;
-    using Body = std::function<Result<void>(const KernelBuffers&)>;
+    using Body = KernelBody;
 
     KernelWork() = default;
     KernelWork(const KernelWork&) = delete;
@@ -84,6 +85,12 @@ public:
         return count_++;
     }
     [[nodiscard]] std::span<const BufferUse> buffers() const noexcept { return {uses_.data(), count_}; }
+    // Empty again, keeping the storage (an op reuses it for its next launch).
+    void clear() noexcept {
+        body = nullptr;
+        name = "";
+        count_ = 0;
+    }
 
     Body body;
     const char* name = "";  // set by the registry

@@ -63,7 +63,7 @@ struct Op {
     void* user_data = nullptr;
     TimelinePoint wait_for;              // kind == wait
     std::shared_ptr<TimingSlot> timing;  // kind == timestamp
-    std::unique_ptr<KernelWork> kernel;  // kind == kernel
+    std::unique_ptr<KernelWork> kernel;  // kind == kernel; kept for the node's next launch
     std::unique_ptr<CheckedOp> check;    // checker mode only
     alignas(16) std::array<std::byte, KEEL_INLINE_COPY_MAX> inline_bytes;
 
@@ -72,6 +72,11 @@ struct Op {
     // Takes over every field of `from` but the queue links and the
     // position (checker mode: an op is filled and checked before queued).
     void take(Op& from) noexcept;
+};
+
+// An enqueue that needs no storage made ready first (OpQueue::push).
+struct NoPrepare {
+    void operator()(Op&) const noexcept {}
 };
 
 }  // namespace keel::cpu

@@ -42,10 +42,24 @@ public:
 
     // Producer side (any thread). `fill(Op&)` writes the op's fields; it runs
     // under the queue lock, so it must be short. Returns the op's position.
+    // `prepare(Op&)` runs first and may throw (it gives the node storage
+    // that the node keeps for later ops, so it allocates once per node at
+    // most): the node then goes back unused and nothing is enqueued.
     template <class Fill>
     std::uint64_t push(Fill&& fill) {
+        return push(std::forward<Fill>(fill), NoPrepare{});
+    }
+    template <class Fill, class Prepare>
+    std::uint64_t push(Fill&& fill, Prepare&& prepare) {
         std::lock_guard<SpinLock> lock(lock_);
         Op* op = take_node();
+        try {
+            prepare(*op);
+        } catch (...) {
+            op->pool_next = free_;
+            free_ = op;
+            throw;
+        }
         op->next.store(nullptr, std::memory_order_relaxed);
         op->position = ++last_position_;
         fill(*op);

@@ -43,8 +43,8 @@ Op::~Op() = default;
 void Op::reset() noexcept {
     wait_for = TimelinePoint{};
     timing.reset();
-    kernel.reset();
-    // `check` is kept (its storage is reused by the next checked op).
+    // `kernel` and `check` keep their storage for the node's next op.
+    if (kernel) kernel->clear();
 }
 
 void Op::take(Op& from) noexcept {
@@ -60,8 +60,8 @@ void Op::take(Op& from) noexcept {
     user_data = from.user_data;
     wait_for = std::move(from.wait_for);
     timing = std::move(from.timing);
-    kernel = std::move(from.kernel);
-    check.swap(from.check);  // the node's old storage goes back to `from`
+    kernel.swap(from.kernel);  // the node's old storage goes back to `from`
+    check.swap(from.check);
     if (kind == OpKind::copy_h2d_inline) std::memcpy(inline_bytes.data(), from.inline_bytes.data(), size);
 }
 

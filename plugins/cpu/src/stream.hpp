@@ -66,8 +66,9 @@ public:
     // Enqueues an op; `fill(Op&)` sets its fields under the queue lock.
     // Fails with the sticky error. In checker mode the op is filled first,
     // checked (Checker::admit) and queued only if the checker finds nothing.
-    template <class Fill>
-    Result<std::uint64_t> enqueue(Fill&& fill);
+    // `prepare(Op&)` (OpQueue::push) may throw before anything is enqueued.
+    template <class Fill, class Prepare = NoPrepare>
+    Result<std::uint64_t> enqueue(Fill&& fill, Prepare&& prepare = {});
     // What every enqueue does first: the sticky error, and waiting for the
     // worker when the queue is full (never while holding the checker's lock).
     [[nodiscard]] Result<void> prepare_enqueue();
@@ -121,15 +122,16 @@ inline Result<void> Stream::prepare_enqueue() {
     return ok();
 }
 
-template <class Fill>
-Result<std::uint64_t> Stream::enqueue(Fill&& fill) {
+template <class Fill, class Prepare>
+Result<std::uint64_t> Stream::enqueue(Fill&& fill, Prepare&& prepare) {
     KEEL_TRY(prepare_enqueue());
     if (checker_active_) [[unlikely]] {
         Op scratch;
+        prepare(scratch);
         fill(scratch);
         return enqueue_checked(scratch);
     }
-    const std::uint64_t position = queue_.push(fill);
+    const std::uint64_t position = queue_.push(fill, prepare);
     // Pairs with idle_wait(): the push's link was a seq_cst RMW.
     if (worker_parked_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_worker();
     return position;

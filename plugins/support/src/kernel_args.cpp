@@ -77,10 +77,9 @@ Result<BufferArg> LaunchArgsView::buffer(std::size_t i, const char* role,
                                          bool optional) const {
     if (i >= count_) return invalid(std::string("missing argument ") + std::to_string(i) + " (" + role + ")");
     const keel_kernel_arg& a = raw(i);
-    std::string expected = "buffer" + (dtypes.empty() ? std::string() : " of " + dtype_list(dtypes));
-    if (a.kind != KEEL_ARG_BUFFER) return mismatch(i, role, expected);
-    if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), a.dtype) == dtypes.end())
-        return mismatch(i, role, expected);
+    if (a.kind != KEEL_ARG_BUFFER ||
+        (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), a.dtype) == dtypes.end()))
+        return mismatch(i, role, "buffer" + (dtypes.empty() ? std::string() : " of " + dtype_list(dtypes)));
     BufferArg b{a.value.buffer.addr, a.value.buffer.size, a.dtype};
     if (b.absent()) {
         if (optional) return b;

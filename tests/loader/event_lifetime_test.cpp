@@ -18,27 +18,27 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-fs::path good_file() { return fs::weakly_canonical(fake_file("good", "fake")); }
+fs::path event_plugin_file() { return fs::weakly_canonical(fake_file("good", "fake")); }
 
-constexpr int kThreads = 4;
-constexpr int kPerThread = 64;
+constexpr int kEventThreads = 4;
+constexpr int kEventsPerThread = 64;
 
 TEST(EventLifetime, EventsMadeOnSeveralThreadsOutliveTheRuntimeAndTheLastOneUnloadsThePlugin) {
     PluginTrace trace("events_outlive_runtime");
     // Events made on each thread, dropped later by another thread.
-    std::vector<std::vector<Event>> made(kThreads);
+    std::vector<std::vector<Event>> made(kEventThreads);
     {
         auto rt = Runtime::create(only({fake_dir("good")}));
         ASSERT_TRUE(rt.ok());
         const Device device = rt->devices().at(0);
         const Stream stream = Stream::create(device).expect("a stream");
         std::vector<std::thread> threads;
-        for (int t = 0; t < kThreads; ++t)
+        for (int t = 0; t < kEventThreads; ++t)
             threads.emplace_back([&, t] {
                 // Churn first: shares taken and given back on this thread's shard.
-                for (int i = 0; i < kPerThread; ++i)
+                for (int i = 0; i < kEventsPerThread; ++i)
                     (void)Event::create(device).expect("an event");
-                for (int i = 0; i < kPerThread; ++i) {
+                for (int i = 0; i < kEventsPerThread; ++i) {
                     Event e = Event::create(device).expect("an event");
                     if (i % 8 == 0) {
                         ASSERT_TRUE(e.record(stream).ok());
@@ -50,7 +50,7 @@ TEST(EventLifetime, EventsMadeOnSeveralThreadsOutliveTheRuntimeAndTheLastOneUnlo
         ASSERT_TRUE(stream.synchronize().ok());
     }  // the stream, every Device and the Runtime are gone
     EXPECT_EQ(trace.lines(), (Lines{"init fake", "stream_destroy fake"}));
-    EXPECT_TRUE(is_loaded(good_file())) << "the events hold the plugin";
+    EXPECT_TRUE(is_loaded(event_plugin_file())) << "the events hold the plugin";
 
     // An event still works and still names its device.
     Event& first = made[0][0];
@@ -69,17 +69,17 @@ TEST(EventLifetime, EventsMadeOnSeveralThreadsOutliveTheRuntimeAndTheLastOneUnlo
 
     // Each thread drops another thread's events, all at once; the last one
     // (whichever thread it is on) shuts the plugin down.
-    std::barrier start(kThreads);
+    std::barrier start(kEventThreads);
     std::vector<std::thread> droppers;
-    for (int t = 0; t < kThreads; ++t)
+    for (int t = 0; t < kEventThreads; ++t)
         droppers.emplace_back([&, t] {
-            std::vector<Event> mine = std::move(made[static_cast<std::size_t>((t + 1) % kThreads)]);
+            std::vector<Event> mine = std::move(made[static_cast<std::size_t>((t + 1) % kEventThreads)]);
             start.arrive_and_wait();
             while (!mine.empty()) mine.pop_back();
         });
     for (std::thread& th : droppers) th.join();
     EXPECT_EQ(trace.lines(), (Lines{"init fake", "stream_destroy fake", "shutdown fake"}));
-    EXPECT_FALSE(is_loaded(good_file()));
+    EXPECT_FALSE(is_loaded(event_plugin_file()));
 }
 
 TEST(EventLifetime, APluginKeptOnlyByEventsLoadsOnceForANewRuntime) {
@@ -90,19 +90,19 @@ TEST(EventLifetime, APluginKeptOnlyByEventsLoadsOnceForANewRuntime) {
         ASSERT_TRUE(rt.ok());
         kept.emplace(Event::create(rt->devices().at(0)).expect("an event"));
     }
-    EXPECT_TRUE(is_loaded(good_file()));
+    EXPECT_TRUE(is_loaded(event_plugin_file()));
     {
         // The loaded plugin is shared again: its Devices start a new handle
         // group, and events of either side keep it.
         auto rt = Runtime::create(only({fake_dir("good")}));
         ASSERT_TRUE(rt.ok());
         kept.reset();
-        EXPECT_TRUE(is_loaded(good_file())) << "the second Runtime holds it";
+        EXPECT_TRUE(is_loaded(event_plugin_file())) << "the second Runtime holds it";
         Event fresh = Event::create(rt->devices().at(0)).expect("an event");
         EXPECT_TRUE(fresh.synchronize().ok());
     }
     EXPECT_EQ(trace.lines(), (Lines{"init fake", "shutdown fake"}));
-    EXPECT_FALSE(is_loaded(good_file()));
+    EXPECT_FALSE(is_loaded(event_plugin_file()));
 }
 
 }  // namespace

@@ -316,6 +316,22 @@ TEST_F(CheckerDelays, HoldBackEveryOperationSoTheHostMovesOnFirst) {
     EXPECT_EQ(r.seen(), std::vector<int>{1});
 }
 
+// A checker that only delays (or injects faults) does not track ranges: the
+// plugin's own launch check must still refuse a buffer past its allocation.
+class CheckerDelaysOnly : public CpuPluginTest {
+    ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_DELAY", "random:200"}}; }
+};
+
+TEST_F(CheckerDelaysOnly, StillRefuseAKernelBufferPastItsAllocationAtLaunch) {
+    keel_stream s = stream();
+    keel_device_addr x = alloc(16);
+    auto e = fill(s, x, 1024, 1.0f);
+    ASSERT_TRUE(e) << "a 1024-byte buffer over a 16-byte allocation was enqueued";
+    EXPECT_EQ(e->code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e->message, "[fill] buffer argument (out)")) << e->message;
+    KEEL_EXPECT_OK(api().stream_synchronize(s)) << "the refused launch failed its stream";
+}
+
 class CheckerAllocFaults : public CpuPluginTest {
     ScopedEnv::Vars environment() const override { return {{"KEEL_CPU_FAIL_ALLOC_AFTER", "2"}}; }
 };

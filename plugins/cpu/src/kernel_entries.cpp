@@ -60,9 +60,10 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
         // docs/kernels.md: a buffer outside the device's allocations is
         // refused before anything is enqueued, so the stream stays usable
-        // (the checker, when on, refuses it at enqueue with its finding).
+        // (a checker tracking races refuses it at enqueue with its finding;
+        // one that only delays or injects faults does not look).
         // Running checks it again: it may be freed before then.
-        if (s->device().checker() == nullptr) {
+        if (const Checker* checker = s->device().checker(); checker == nullptr || !checker->config().races) {
             for (const BufferUse& b : work.buffers()) {
                 if (b.addr == 0 && b.size == 0) continue;  // absent optional buffer
                 if (auto live = s->device().memory().locate(b.addr, b.size); !live.ok())

@@ -333,10 +333,11 @@ int main(int argc, char** argv) {
             std::printf("# below 64 KiB: largest keel/raw time ratio %.2fx (goal <= 1.2x; best round against best "
                         "round %.2fx), CPU time ratio %.2fx\n",
                         worst_small_time, worst_small_best, worst_small_cpu);
-        if (worst_large < 1e9)
-            std::printf("# keel/raw busbw from 1 MiB up (goal >= 0.9x; best round against best round %.2fx), "
-                        "smallest: %.2fx\n",
-                        worst_large_best, worst_large);
+        if (worst_large < 1e9) {
+            std::printf("# from 1 MiB up: goal >= 0.9x; best round against best round, smallest %.2fx\n",
+                        worst_large_best);
+            std::printf("# smallest keel/raw busbw ratio from 1 MiB up: %.2fx\n", worst_large);
+        }
         else
             std::printf("# keel/raw busbw from 1 MiB up: no size >= 1 MiB measured: n/a\n");
     }

@@ -2,18 +2,16 @@
 
 #include "collectives.hpp"
 #include "p2p.hpp"
+#include "preamble.hpp"
+#include "sigpipe_guard.hpp"
 
 #include <keel/plugin_table.hpp>
 
 #include <gloo/transport/unbound_buffer.h>
 
-#include <gloo/allgather.h>
-
 #include <algorithm>
 #include <cassert>
-#include <csignal>
 #include <exception>
-#include <pthread.h>
 #include <stdexcept>
 
 namespace keel {
@@ -150,8 +148,8 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         std::lock_guard lock(mutex_);
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
-    Result<void> gated =
-        stream.enqueue_host_func([this, op](Status) -> Result<void> { return run_gate(op); });
+    post_preamble(*op);
+    Result<void> gated = stream.enqueue_host_func([this, op](Status) -> Result<void> { return run_gate(op); });
     if (!gated.ok()) {
         {
             std::lock_guard lock(mutex_);
@@ -163,6 +161,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
                                                          "the communicator cannot go on: " + gated.error().message());
         }
         cv_.notify_all();
+        forget_preamble(*op);
         if (!inputs.empty()) (void)stream.hold(std::move(op));
         return gated;
     }
@@ -188,7 +187,6 @@ void Communicator::Impl::remember_staging(keel_stream stream,
 
 Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     std::optional<Error> failed;
-    bool check = false;
     {
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
@@ -197,12 +195,11 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
         if (error_)
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
-        else
-            check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
     }
+    if (failed) forget_preamble(*op);
     if (!failed) {
         try {
-            run_op(*op, check);
+            run_op(*op);
         } catch (const std::exception& e) {
             // After abort() Gloo reports whatever the shut-down connections
             // made of the wait (a closed pair, a peer that left): name the cause.
@@ -236,74 +233,24 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     return {};
 }
 
-void Communicator::Impl::run_op(comm::Op& op, bool check) {
-    // A write to a peer that died must fail with EPIPE, not kill the
-    // process: SIGPIPE is blocked while Gloo runs on this (the plugin's)
-    // thread, and one raised meanwhile is taken before it is unblocked. Only
-    // a failed write raises one, and a failed write fails the operation:
-    // a successful one skips that look.
-    sigset_t pipe, previous;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &previous);
-    struct Restore {
-        sigset_t& pipe;
-        sigset_t& previous;
-        const int exceptions = std::uncaught_exceptions();
-        ~Restore() {
-            if (sigismember(&previous, SIGPIPE)) return;  // was blocked: leave it so
-            if (std::uncaught_exceptions() > exceptions) {
-                sigset_t pending;
-                const timespec zero{0, 0};
-                if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
-                    (void)sigtimedwait(&pipe, nullptr, &zero);
-            }
-            pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        }
-    } restore{pipe, previous};
-    if (check) check_signatures(op);
+void Communicator::Impl::run_op(comm::Op& op) {
+    const comm::SigpipeBlocked blocked;  // the gate's thread is the plugin's
+    if (op.preamble) op.preamble->check(*this, op);
     if (op.collective()) {
         comm::run_collective(op, mesh->context(), timeout);
         return;
     }
-    if (check_sizes) comm::compare_sizes(*this, op.transfers);
     comm::transfer(*this, op.transfers);
 }
 
-void Communicator::Impl::check_signatures(const comm::Op& op) {
-    using comm::Signature;  // kind 0: no operation known there
-    std::vector<Signature> mine(kSignatureWindow, Signature{});
-    {
-        std::lock_guard lock(mutex_);
-        std::size_t n = 0;
-        for (const auto& queued : queue_)  // `op` first: it is the head
-            if (queued->collective() && n < kSignatureWindow) mine[n++] = queued->signature();
-    }
-    std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
-    gloo::AllgatherOptions o(mesh->context());
-    o.setInput(mine.data()->data(), mine.size() * 4);
-    o.setOutput(all.data()->data(), all.size() * 4);
-    o.setTimeout(timeout);
-    gloo::allgather(o);
-    // The collectives every rank knows of and agrees on, from `op` on.
-    std::size_t agreed = 0;
-    for (; agreed < kSignatureWindow; ++agreed) {
-        bool same = mine[agreed][0] != 0;
-        for (int r = 0; same && r < size; ++r)
-            same = all[static_cast<std::size_t>(r) * kSignatureWindow + agreed] == mine[agreed];
-        if (!same) break;
-    }
-    if (agreed > 0) {
-        std::lock_guard lock(mutex_);
-        verified_ = op.collective_index + agreed;
-        return;
-    }
-    for (int r = 0; r < size; ++r) {
-        const Signature& theirs = all[static_cast<std::size_t>(r) * kSignatureWindow];
-        if (theirs == mine[0]) continue;
-        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
-                                 " where this rank enqueued " + comm::signature_text(mine[0]) + ": counts or operations differ between ranks");
-    }
+void Communicator::Impl::post_preamble(comm::Op& op) {
+    if (check_sizes && (!op.collective() || size > 1)) op.preamble = comm::Preamble::post(*this, op);
+}
+
+void Communicator::Impl::forget_preamble(comm::Op& op) {
+    if (!op.preamble) return;
+    op.preamble->untrack(*this);
+    keep_until_closed(std::move(op.preamble));
 }
 
 }  // namespace keel

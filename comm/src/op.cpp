@@ -56,4 +56,8 @@ std::string signature_text(const Signature& s) {
            std::to_string(s[2]) + ", root/op " + std::to_string(s[3]) + ")";
 }
 
+std::string describe(const Transfer& t) {
+    return std::string(t.send ? "send to" : "recv from") + " peer " + std::to_string(t.peer);
+}
+
 }  // namespace keel::comm

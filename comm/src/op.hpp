@@ -16,6 +16,8 @@
 
 namespace keel::comm {
 
+class Preamble;
+
 enum class OpKind : std::uint8_t { all_reduce = 1, broadcast = 2, all_gather = 3, reduce_scatter = 4, send_recv = 5 };
 
 // One send or receive of a batch, on host memory Gloo reads or writes
@@ -28,6 +30,9 @@ struct Transfer {
     std::byte* data;
     std::uint64_t size;
 };
+
+// "send to peer 1", "recv from peer 0": a transfer in a message.
+[[nodiscard]] std::string describe(const Transfer& t);
 
 // What every rank must agree on before a collective runs (kind, bytes,
 // dtype, reduction or root): Gloo stops the process when counts differ.
@@ -53,6 +58,9 @@ struct Op {
     // The staging blocks, kept until the stream passed the output copies;
     // later operations on the same stream may share them (Impl::stage).
     std::vector<std::shared_ptr<StagingLease>> staging;
+    // The sizes and signature the ranks tell each other before the data
+    // moves (preamble.hpp); null when CommOptions::check_sizes is off.
+    std::shared_ptr<Preamble> preamble;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
     [[nodiscard]] Signature signature() const noexcept;

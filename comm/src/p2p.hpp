@@ -16,10 +16,4 @@ namespace keel::comm {
 // fails.
 void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch);
 
-// Both sides of each matching send and receive tell each other their sizes
-// (8 bytes each way, all in one round trip) and throw, naming the peer and
-// both sizes, when they differ: a receive smaller than its send would make
-// Gloo stop the process on its own thread.
-void compare_sizes(Communicator::Impl& engine, const std::vector<Transfer>& batch);
-
 }  // namespace keel::comm

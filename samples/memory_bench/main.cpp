@@ -17,7 +17,8 @@
 // Usage: keel-memory-bench [--device NAME] [--quick] [--sections 123456] [--op NAME]
 //                          [--threads 1,2,4] [--reps N]
 // (--sections: which of the six tables to print, e.g. 5; --op: only that
-// row of table 6, e.g. "alloc+free 64K", to profile one loop; --threads: the
+// row of table 6, e.g. "alloc+free 64K", to profile one loop, or "own enqueue"
+// for its own-time lines alone; --threads: the
 // thread counts of table 6, ascending, e.g. 1,2,4,8,16 on a many-core host;
 // --reps: runs per row of table 6, the best printed, default 3, 1 with --quick).
 // Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,

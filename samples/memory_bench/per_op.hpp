@@ -18,8 +18,7 @@ struct PerOpOptions {
     int reps = 3;                     // runs per row; the best is printed
 };
 
-// Also prints keel's own enqueue time: the 1-thread copy and launch rows
-// against the same loop through the plugin alone (raw_plugin.hpp).
+// Also prints keel's own enqueue time of a copy and a launch (own_enqueue.hpp).
 void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options);
 
 }  // namespace keel_bench

@@ -196,19 +196,23 @@ void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, cons
         PerOp first[2];
         for (int threads : options.threads) {
             PerOp r[2];
-            for (int one = 0; one < (op.keel ? 2 : 1); ++one)
-                r[one] = run(device, op, threads, one != 0, per_thread, options.reps);
+            const bool measured[2] = {options.own_streams, op.keel && options.one_stream};
+            for (int one = 0; one < 2; ++one)
+                if (measured[one]) r[one] = run(device, op, threads, one != 0, per_thread, options.reps);
             if (threads == options.threads.front()) first[0] = r[0], first[1] = r[1];
             const double x1 = r[0].cpu_ns / first[0].cpu_ns;
             const double speedup = first[0].wall_ns / r[0].wall_ns;
-            std::printf("   %-16s %7d %9.1f %9.1f %5.2fx %5.2f %7.2fx", op.name, threads, r[0].wall_ns, r[0].cpu_ns,
-                        x1, r[0].parallel, speedup);
-            if (op.keel)
+            std::printf("   %-16s %7d", op.name, threads);
+            if (measured[0])
+                std::printf(" %9.1f %9.1f %5.2fx %5.2f %7.2fx", r[0].wall_ns, r[0].cpu_ns, x1, r[0].parallel, speedup);
+            else
+                std::printf(" %9s %9s %6s %5s %8s", "-", "-", "-", "-", "-");
+            if (measured[1])
                 std::printf(" %9.1f %9.1f %5.2fx %5.2f\n", r[1].wall_ns, r[1].cpu_ns, r[1].cpu_ns / first[1].cpu_ns,
                             r[1].parallel);
             else
                 std::printf(" %9s %9s %6s %5s\n", "-", "-", "-", "-");
-            if (threads != 2 || options.threads.front() != 1) continue;
+            if (threads != 2 || options.threads.front() != 1 || !options.own_streams || !options.one_stream) continue;
             const std::string name = op.name;
             if (name == "malloc+free 64K") malloc_x1 = x1;
             if (name == "mutex list 64K") list_x1 = x1;

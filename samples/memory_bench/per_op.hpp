@@ -16,6 +16,8 @@ struct PerOpOptions {
     std::string only;                 // just the operation of that name ("" = all), e.g. under perf
     std::vector<int> threads{1, 2, 4};  // ascending; the first is the x1 and speed-up reference
     int reps = 3;                     // runs per row; the best is printed
+    bool own_streams = true;          // the "own" columns: a stream per thread
+    bool one_stream = true;           // the "one" columns: all threads on one stream
 };
 
 // Also prints keel's own enqueue time of a copy and a launch (own_enqueue.hpp).

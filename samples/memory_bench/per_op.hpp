@@ -13,7 +13,8 @@ namespace keel_bench {
 
 struct PerOpOptions {
     bool quick = false;
-    std::string only;                 // just the operation of that name ("" = all), e.g. under perf
+    std::string only;                 // just the operation of that name ("" = all; "own enqueue": the
+                                      // own-time lines alone), e.g. under perf
     std::vector<int> threads{1, 2, 4};  // ascending; the first is the x1 and speed-up reference
     int reps = 3;                     // runs per row; the best is printed
     bool own_streams = true;          // the "own" columns: a stream per thread

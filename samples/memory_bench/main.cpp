@@ -15,11 +15,13 @@
 //      and a mutex-guarded free list (per_op.cpp)
 //
 // Usage: keel-memory-bench [--device NAME] [--quick] [--sections 123456] [--op NAME]
-//                          [--threads 1,2,4] [--reps N]
+//                          [--threads 1,2,4] [--reps N] [--streams own|one]
 // (--sections: which of the six tables to print, e.g. 5; --op: only that
-// row of table 6, e.g. "alloc+free 64K", to profile one loop; --threads: the
+// row of table 6, e.g. "alloc+free 64K", to profile one loop, or "own enqueue"
+// for its own-time lines alone; --threads: the
 // thread counts of table 6, ascending, e.g. 1,2,4,8,16 on a many-core host;
-// --reps: runs per row of table 6, the best printed, default 3, 1 with --quick).
+// --reps: runs per row of table 6, the best printed, default 3, 1 with --quick;
+// --streams: only table 6's columns of a stream per thread, or of one stream).
 // Table 3 runs the default StagingConfig; KEEL_BENCH_THREADS, KEEL_BENCH_CHUNK_KIB,
 // KEEL_BENCH_AHEAD and KEEL_BENCH_RING override its copy_threads, chunk_bytes,
 // stage_ahead and ring_chunks (for tuning on a new machine).
@@ -502,10 +504,14 @@ int main(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) per_op.only = argv[++i];
         else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc && parse_counts(argv[++i], per_op.threads)) {
         } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc && (reps = std::atoi(argv[++i])) > 0) {
+        } else if (std::strcmp(argv[i], "--streams") == 0 && i + 1 < argc &&
+                   (std::strcmp(argv[i + 1], "own") == 0 || std::strcmp(argv[i + 1], "one") == 0)) {
+            per_op.own_streams = std::strcmp(argv[++i], "own") == 0;
+            per_op.one_stream = !per_op.own_streams;
         } else {
             std::fprintf(stderr,
                          "usage: %s [--device NAME] [--quick] [--sections 123456] [--op NAME] "
-                         "[--threads 1,2,4 (ascending, 1 to 256)] [--reps N]\n",
+                         "[--threads 1,2,4 (ascending, 1 to 256)] [--reps N] [--streams own|one]\n",
                          argv[0]);
             return 2;
         }

@@ -1,7 +1,7 @@
 #include "per_op.hpp"
 
 #include "bench_util.hpp"
-#include "raw_plugin.hpp"
+#include "own_enqueue.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -103,7 +103,6 @@ struct PerOp {
     double wall_ns = 0;  // elapsed time / operations of all threads
     double cpu_ns = 0;   // CPU time of all threads / their operations
     double parallel = 0; // CPU time of all threads / elapsed time: threads that really ran at once
-    double enqueue_cpu_ns = 0;  // cpu_ns less the CPU time of the synchronize calls (enqueues only)
 };
 
 PerOp run_once(const keel::Device& device, const Op& op, int threads, bool one_stream, int per_thread) {
@@ -132,7 +131,6 @@ PerOp run_once(const keel::Device& device, const Op& op, int threads, bool one_s
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::vector<double> cpu(static_cast<std::size_t>(threads), 0.0);
-    std::vector<double> sync_cpu(static_cast<std::size_t>(threads), 0.0);
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
@@ -142,22 +140,13 @@ PerOp run_once(const keel::Device& device, const Op& op, int threads, bool one_s
             if (op.sync_every != 0) check(l.stream->synchronize(), "Stream::synchronize");
             ++ready;
             while (!go.load()) std::this_thread::yield();
-            // The synchronize calls' own CPU time (spinning while the worker
-            // runs) is counted apart: what is left is the enqueues'.
-            double in_sync = 0;
-            const auto synchronize = [&] {
-                const double s0 = thread_cpu_seconds();
-                check(l.stream->synchronize(), "Stream::synchronize");
-                in_sync += thread_cpu_seconds() - s0;
-            };
             const double c0 = thread_cpu_seconds();
             for (int i = 1; i <= per_thread; ++i) {
                 op.run(l);
-                if (op.sync_every != 0 && i % op.sync_every == 0) synchronize();
+                if (op.sync_every != 0 && i % op.sync_every == 0) check(l.stream->synchronize(), "Stream::synchronize");
             }
-            if (op.sync_every != 0) synchronize();
+            if (op.sync_every != 0) check(l.stream->synchronize(), "Stream::synchronize");
             cpu[static_cast<std::size_t>(t)] = thread_cpu_seconds() - c0;
-            sync_cpu[static_cast<std::size_t>(t)] = in_sync;
         });
     }
     while (ready.load() != threads) std::this_thread::yield();
@@ -165,11 +154,10 @@ PerOp run_once(const keel::Device& device, const Op& op, int threads, bool one_s
     go = true;
     for (auto& th : pool) th.join();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    double cpu_total = 0, sync_total = 0;
+    double cpu_total = 0;
     for (double c : cpu) cpu_total += c;
-    for (double c : sync_cpu) sync_total += c;
     const double ops = threads * static_cast<double>(per_thread);
-    return PerOp{secs / ops * 1e9, cpu_total / ops * 1e9, cpu_total / secs, (cpu_total - sync_total) / ops * 1e9};
+    return PerOp{secs / ops * 1e9, cpu_total / ops * 1e9, cpu_total / secs};
 }
 
 // The best of `reps` runs: the least CPU and the least elapsed time per
@@ -179,7 +167,6 @@ PerOp run(const keel::Device& device, const Op& op, int threads, bool one_stream
     for (int r = 1; r < reps; ++r) {
         const PerOp next = run_once(device, op, threads, one_stream, per_thread);
         best.cpu_ns = std::min(best.cpu_ns, next.cpu_ns);
-        best.enqueue_cpu_ns = std::min(best.enqueue_cpu_ns, next.enqueue_cpu_ns);
         if (next.wall_ns < best.wall_ns) best.wall_ns = next.wall_ns, best.parallel = next.parallel;
     }
     return best;
@@ -196,34 +183,36 @@ void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, cons
         "   speed-up = 1 thread's wall / N threads' wall (aggregate throughput vs 1 thread). \"own\": a stream\n"
         "   per thread, \"one\": all threads on one stream. Best of %d runs each. malloc+free and the mutex\n"
         "   list are the controls: their x1 is what the machine itself adds with N threads (SMT siblings,\n"
-        "   shared caches, clock). Enqueues (copy, launch, hold, fence) synchronize every 256 operations.\n",
+        "   shared caches, clock). Enqueues (copy, launch, hold, fence) synchronize every 256 operations: their\n"
+        "   cpu holds the synchronize calls too (spinning while the stream's worker runs the operations).\n",
         options.reps);
     std::printf("   %-16s %7s %9s %9s %6s %5s %8s %9s %9s %6s %5s\n", "operation", "threads", "own wall", "own cpu",
                 "x1", "par", "speed-up", "one wall", "one cpu", "x1", "par");
     const int per_thread = options.quick ? 20'000 : 200'000;
     // Figures the goals are read from: the 2-thread rows.
     double alloc_own_x1 = 0, alloc_one_x1 = 0, alloc_speedup = 0, alloc_par = 0, malloc_x1 = 0, list_x1 = 0;
-    PerOp copy1, launch1;  // 1 thread, own stream
     for (const Op& op : kOps) {
         if (!options.only.empty() && options.only != op.name) continue;
         PerOp first[2];
         for (int threads : options.threads) {
             PerOp r[2];
-            for (int one = 0; one < (op.keel ? 2 : 1); ++one)
-                r[one] = run(device, op, threads, one != 0, per_thread, options.reps);
+            const bool measured[2] = {options.own_streams, op.keel && options.one_stream};
+            for (int one = 0; one < 2; ++one)
+                if (measured[one]) r[one] = run(device, op, threads, one != 0, per_thread, options.reps);
             if (threads == options.threads.front()) first[0] = r[0], first[1] = r[1];
-            if (threads == 1 && std::string(op.name) == "copy d2d 256B") copy1 = r[0];
-            if (threads == 1 && std::string(op.name) == "launch fill") launch1 = r[0];
             const double x1 = r[0].cpu_ns / first[0].cpu_ns;
             const double speedup = first[0].wall_ns / r[0].wall_ns;
-            std::printf("   %-16s %7d %9.1f %9.1f %5.2fx %5.2f %7.2fx", op.name, threads, r[0].wall_ns, r[0].cpu_ns,
-                        x1, r[0].parallel, speedup);
-            if (op.keel)
+            std::printf("   %-16s %7d", op.name, threads);
+            if (measured[0])
+                std::printf(" %9.1f %9.1f %5.2fx %5.2f %7.2fx", r[0].wall_ns, r[0].cpu_ns, x1, r[0].parallel, speedup);
+            else
+                std::printf(" %9s %9s %6s %5s %8s", "-", "-", "-", "-", "-");
+            if (measured[1])
                 std::printf(" %9.1f %9.1f %5.2fx %5.2f\n", r[1].wall_ns, r[1].cpu_ns, r[1].cpu_ns / first[1].cpu_ns,
                             r[1].parallel);
             else
                 std::printf(" %9s %9s %6s %5s\n", "-", "-", "-", "-");
-            if (threads != 2 || options.threads.front() != 1) continue;
+            if (threads != 2 || options.threads.front() != 1 || !options.own_streams || !options.one_stream) continue;
             const std::string name = op.name;
             if (name == "malloc+free 64K") malloc_x1 = x1;
             if (name == "mutex list 64K") list_x1 = x1;
@@ -234,30 +223,7 @@ void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, cons
         }
     }
     const auto verdict = [](bool met) { return met ? "met" : "MISSED"; };
-    if (copy1.cpu_ns != 0 && launch1.cpu_ns != 0) {
-        // The same enqueues through the plugin alone, best of as many runs.
-        RawEnqueue raw = raw_enqueue_cost(runtime, device, per_thread);
-        for (int r = 1; r < options.reps && raw.why_not.empty(); ++r) {
-            const RawEnqueue next = raw_enqueue_cost(runtime, device, per_thread);
-            raw.copy = {std::min(raw.copy.cpu_ns, next.copy.cpu_ns), std::min(raw.copy.enqueue_ns, next.copy.enqueue_ns)};
-            raw.launch = {std::min(raw.launch.cpu_ns, next.launch.cpu_ns),
-                          std::min(raw.launch.enqueue_ns, next.launch.enqueue_ns)};
-            raw.why_not = next.why_not;
-        }
-        if (!raw.why_not.empty()) {
-            std::printf("   keel's own enqueue time: not measured (the plugin alone: %s)\n", raw.why_not.c_str());
-        } else {
-            const double copy_own = copy1.enqueue_cpu_ns - raw.copy.enqueue_ns;
-            const double launch_own = launch1.enqueue_cpu_ns - raw.launch.enqueue_ns;
-            std::printf("   keel's own enqueue time, 1 thread, cpu ns of the enqueue calls (the synchronize calls left out):\n"
-                        "   copy %.1f - plugin alone %.1f = %.1f, launch %.1f - plugin alone %.1f = %.1f (<= 100: %s;\n"
-                        "   the plugin alone: a second instance of it through the C ABI). With the synchronize calls\n"
-                        "   (the rows' cpu, which also holds the spin while the worker runs): copy %.1f - %.1f, launch %.1f - %.1f\n",
-                        copy1.enqueue_cpu_ns, raw.copy.enqueue_ns, copy_own, launch1.enqueue_cpu_ns,
-                        raw.launch.enqueue_ns, launch_own, verdict(copy_own <= 100 && launch_own <= 100), copy1.cpu_ns,
-                        raw.copy.cpu_ns, launch1.cpu_ns, raw.launch.cpu_ns);
-        }
-    }
+    if (options.only.empty() || options.only == "own enqueue") print_own_enqueue(runtime, device, options.quick);
     if (alloc_own_x1 == 0) return;  // no 1- and 2-thread alloc+free rows
     std::printf("   goals, 2 threads vs 1, 64 KiB alloc+free: cpu x1 own %.2f (<= 1.2: %s), one %.2f (<= 1.3: %s);\n"
                 "   own speed-up %.2fx at par %.2f (>= 1.8 on a quiet machine: %s);\n"

@@ -13,13 +13,15 @@ namespace keel_bench {
 
 struct PerOpOptions {
     bool quick = false;
-    std::string only;                 // just the operation of that name ("" = all), e.g. under perf
+    std::string only;                 // just the operation of that name ("" = all; "own enqueue": the
+                                      // own-time lines alone), e.g. under perf
     std::vector<int> threads{1, 2, 4};  // ascending; the first is the x1 and speed-up reference
     int reps = 3;                     // runs per row; the best is printed
+    bool own_streams = true;          // the "own" columns: a stream per thread
+    bool one_stream = true;           // the "one" columns: all threads on one stream
 };
 
-// Also prints keel's own enqueue time: the 1-thread copy and launch rows
-// against the same loop through the plugin alone (raw_plugin.hpp).
+// Also prints keel's own enqueue time of a copy and a launch (own_enqueue.hpp).
 void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options);
 
 }  // namespace keel_bench

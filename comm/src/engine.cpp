@@ -7,6 +7,7 @@
 
 #include <keel/plugin_table.hpp>
 
+#include <gloo/allgather.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
@@ -187,6 +188,7 @@ void Communicator::Impl::remember_staging(keel_stream stream,
 
 Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     std::optional<Error> failed;
+    bool check = false;
     {
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
@@ -195,11 +197,13 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
         if (error_)
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
+        else
+            check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
     }
     if (failed) forget_preamble(*op);
     if (!failed) {
         try {
-            run_op(*op);
+            run_op(*op, check);
         } catch (const std::exception& e) {
             // After abort() Gloo reports whatever the shut-down connections
             // made of the wait (a closed pair, a peer that left): name the cause.
@@ -233,8 +237,9 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     return {};
 }
 
-void Communicator::Impl::run_op(comm::Op& op) {
+void Communicator::Impl::run_op(comm::Op& op, bool check) {
     const comm::SigpipeBlocked blocked;  // the gate's thread is the plugin's
+    if (check) check_signatures(op);
     if (op.preamble) op.preamble->check(*this, op);
     if (op.collective()) {
         comm::run_collective(op, mesh->context(), timeout);
@@ -244,13 +249,49 @@ void Communicator::Impl::run_op(comm::Op& op) {
 }
 
 void Communicator::Impl::post_preamble(comm::Op& op) {
-    if (check_sizes && (!op.collective() || size > 1)) op.preamble = comm::Preamble::post(*this, op);
+    if (check_sizes && !op.collective()) op.preamble = comm::Preamble::post(*this, op);
 }
 
 void Communicator::Impl::forget_preamble(comm::Op& op) {
     if (!op.preamble) return;
     op.preamble->untrack(*this);
     keep_until_closed(std::move(op.preamble));
+}
+
+void Communicator::Impl::check_signatures(const comm::Op& op) {
+    using comm::Signature;  // kind 0: no operation known there
+    std::vector<Signature> mine(kSignatureWindow, Signature{});
+    {
+        std::lock_guard lock(mutex_);
+        std::size_t n = 0;
+        for (const auto& queued : queue_)  // `op` first: it is the head
+            if (queued->collective() && n < kSignatureWindow) mine[n++] = queued->signature();
+    }
+    std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
+    gloo::AllgatherOptions o(mesh->context());
+    o.setInput(mine.data()->data(), mine.size() * 4);
+    o.setOutput(all.data()->data(), all.size() * 4);
+    o.setTimeout(timeout);
+    gloo::allgather(o);
+    // The collectives every rank knows of and agrees on, from `op` on.
+    std::size_t agreed = 0;
+    for (; agreed < kSignatureWindow; ++agreed) {
+        bool same = mine[agreed][0] != 0;
+        for (int r = 0; same && r < size; ++r)
+            same = all[static_cast<std::size_t>(r) * kSignatureWindow + agreed] == mine[agreed];
+        if (!same) break;
+    }
+    if (agreed > 0) {
+        std::lock_guard lock(mutex_);
+        verified_ = op.collective_index + agreed;
+        return;
+    }
+    for (int r = 0; r < size; ++r) {
+        const Signature& theirs = all[static_cast<std::size_t>(r) * kSignatureWindow];
+        if (theirs == mine[0]) continue;
+        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
+                                 " where this rank enqueued " + comm::signature_text(mine[0]) + ": counts or operations differ between ranks");
+    }
 }
 
 }  // namespace keel

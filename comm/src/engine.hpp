@@ -136,10 +136,16 @@ struct Communicator::Impl {
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
     Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
-    // Checks the preamble first, where there is one.
-    void run_op(comm::Op& op);
-    // Posts what the peers must agree on (preamble.hpp), when
-    // CommOptions::check_sizes asks for it; the gate checks it.
+    // `check`: compare the collective's signature with the peers' first;
+    // a batch's preamble is checked first where there is one.
+    void run_op(comm::Op& op, bool check);
+    // Throws when the ranks enqueued different collectives at this point.
+    // Compares the signatures of the next kSignatureWindow collectives each
+    // rank knows of in one all-gather; those found equal everywhere need no
+    // check of their own.
+    void check_signatures(const comm::Op& op);
+    // Posts a batch's sizes to its peers (preamble.hpp), when
+    // CommOptions::check_sizes asks for it; the gate checks them.
     void post_preamble(comm::Op& op);
     // A preamble the gate will not check: its messages may still be
     // pending in Gloo, so it lives until the pairs close.
@@ -147,6 +153,8 @@ private:
     void fail(const Error& error);
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
+
+    static constexpr std::size_t kSignatureWindow = 64;
 
     // The blocks of the last operation enqueued on each of the last few
     // streams (Impl::stage); guarded by enqueue_mutex_.
@@ -163,6 +171,7 @@ private:
     std::condition_variable cv_;  // the head of queue_ changed, or abort()
     std::deque<std::shared_ptr<comm::Op>> queue_;  // enqueued, not yet run; guarded by mutex_
     std::uint64_t collectives_ = 0;  // enqueued so far; guarded by enqueue_mutex_
+    std::uint64_t verified_ = 0;     // collectives before this index were compared; guarded by mutex_
     bool aborted_ = false;
     std::optional<Error> error_;
     std::map<int, std::uint64_t> send_slots_;

@@ -58,8 +58,9 @@ struct Op {
     // The staging blocks, kept until the stream passed the output copies;
     // later operations on the same stream may share them (Impl::stage).
     std::vector<std::shared_ptr<StagingLease>> staging;
-    // The sizes and signature the ranks tell each other before the data
-    // moves (preamble.hpp); null when CommOptions::check_sizes is off.
+    // send_recv: the sizes both sides of each transfer tell each other
+    // before the data moves (preamble.hpp); null for a collective or when
+    // CommOptions::check_sizes is off.
     std::shared_ptr<Preamble> preamble;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }

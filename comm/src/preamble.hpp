@@ -1,19 +1,19 @@
-// What the ranks of an operation tell each other before its data moves: a
-// collective's signature (kind, bytes, dtype, reduction or root) to every
-// peer, and each send's and receive's size to its peer. Gloo stops the
-// process when two sides disagree on a size, so the gate compares them
-// first.
+// What the two sides of each send and receive of a batch tell each other
+// before the data moves: their sizes (8 bytes each way). Gloo stops the
+// process when a receive is smaller than its send, so the gate compares
+// them first.
 //
-// The messages are posted when the operation is enqueued and awaited by
-// its gate. By the time the gate runs, the peers' have usually arrived, so
-// the check costs no round trip of its own; an all-gather at the gate cost
-// one for every collective enqueued alone (the common case in a training
-// step), which doubled the latency of a small all_reduce.
+// The messages are posted when the batch is enqueued and awaited by its
+// gate, so their round trip overlaps whatever the stream does before the
+// gate. (Collectives compare their signatures at the gate instead, in one
+// all-gather for every collective queued by then: messages per operation
+// would cost a small all_reduce more CPU than the round trip they save
+// when many are in flight.)
 //
 // Threads: posted by the enqueuing thread, checked by the gate's; the
 // communicator's queue (under its lock) hands it over. Its messages may be
-// pending in Gloo until they completed, so an operation that failed keeps
-// its preamble until the pairs close (GlooMesh::keep_until_closed).
+// pending in Gloo until they completed, so a batch that failed keeps its
+// preamble until the pairs close (GlooMesh::keep_until_closed).
 #pragma once
 
 #include "op.hpp"
@@ -31,8 +31,7 @@ namespace keel::comm {
 
 class Preamble {
 public:
-    // Posts `op`'s messages (its collective index or its transfers' slots
-    // are set) and tracks their buffers for abort(). The enqueuing thread
+    // Posts the messages of `op`, a send_recv batch whose slots are set, and tracks their buffers for abort(). The enqueuing thread
     // never sees the network fail: what Gloo throws here (a peer that died)
     // is kept for check(), so it fails the gate and thus the stream.
     static std::shared_ptr<Preamble> post(Communicator::Impl& engine, const Op& op);
@@ -54,11 +53,9 @@ private:
     };
     Preamble() = default;
 
-    // Entry i: what this rank tells peers_[i] (mine_) and what it tells
-    // this rank (theirs_), kWords words each for a collective, one for a
-    // transfer.
+    // Entry i, for the batch's transfer i: the size this rank tells
+    // peers_[i] (mine_) and the one it tells this rank (theirs_).
     std::vector<Peer> peers_;
-    std::size_t words_ = 0;
     std::vector<std::uint64_t> mine_;
     std::vector<std::uint64_t> theirs_;
     std::unique_ptr<gloo::transport::UnboundBuffer> out_;

@@ -55,7 +55,7 @@ struct Args {
     std::string redop = "sum";
     std::uint64_t min_bytes = 32u << 20, max_bytes = 32u << 20;
     double factor = 2;
-    int iters = 20, warmup = 5, check = 1, rounds = 3;
+    int iters = 20, warmup = 5, check = 1, rounds = 7;
     int check_sizes = 1;  // CommOptions::check_sizes
 };
 
@@ -177,8 +177,8 @@ int main(int argc, char** argv) {
     };
 
     if (rank == 0) {
-        std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, best of %d "
-                    "alternating rounds\n",
+        std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, %d "
+                    "alternating rounds (keel, raw) per size\n",
                     a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, a.rounds);
         std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
                     a.check_sizes ? "yes" : "no");

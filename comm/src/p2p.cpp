@@ -1,43 +1,67 @@
 #include "p2p.hpp"
 
+#include "sigpipe_guard.hpp"
+
 #include <gloo/transport/unbound_buffer.h>
 
 #include <exception>
-#include <memory>
 #include <stdexcept>
-#include <string>
 
 namespace keel::comm {
 
-void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
-    using Buffers = std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>;
-    Buffers buffers(batch.size());
-    struct Untrack {
-        Communicator::Impl& engine;
-        Buffers& buffers;
-        ~Untrack() {
-            for (auto& b : buffers)
-                if (b) engine.track(b.get(), false);
-            // Failed midway: the batch's other operations may still be
-            // pending in Gloo, which would signal freed buffers.
-            if (std::uncaught_exceptions() > 0) engine.keep_until_closed(std::make_shared<Buffers>(std::move(buffers)));
+PostedTransfers::PostedTransfers(Communicator::Impl& engine, std::vector<Transfer> batch)
+    : batch_(std::move(batch)), buffers_(batch_.size()) {
+    tracked_ = true;
+    try {
+        const SigpipeBlocked blocked;  // the caller's thread may be the application's
+        for (std::size_t i = 0; i < batch_.size(); ++i) {
+            const Transfer& t = batch_[i];
+            if (t.size == 0) continue;
+            buffers_[i] = engine.mesh->context()->createUnboundBuffer(t.data, t.size);
+            engine.track(buffers_[i].get(), true);
+            if (t.send)
+                buffers_[i]->send(t.peer, t.slot);
+            else
+                buffers_[i]->recv(t.peer, t.slot);
         }
-    } untrack{engine, buffers};
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        const Transfer& t = batch[i];
-        if (t.size == 0) continue;
-        buffers[i] = engine.mesh->context()->createUnboundBuffer(t.data, t.size);
-        engine.track(buffers[i].get(), true);
-        if (t.send)
-            buffers[i]->send(t.peer, t.slot);
-        else
-            buffers[i]->recv(t.peer, t.slot);
+    } catch (const std::exception& e) {
+        failed_to_post_ = e.what();
     }
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (!buffers[i]) continue;
-        const Transfer& t = batch[i];
-        const bool done = t.send ? buffers[i]->waitSend(engine.timeout) : buffers[i]->waitRecv(engine.timeout);
+}
+
+PostedTransfers::~PostedTransfers() = default;
+
+void PostedTransfers::untrack(Communicator::Impl& engine) noexcept {
+    if (!tracked_) return;
+    for (auto& b : buffers_)
+        if (b) engine.track(b.get(), false);
+    tracked_ = false;
+}
+
+void PostedTransfers::wait(Communicator::Impl& engine) {
+    struct Untrack {
+        PostedTransfers& posted;
+        Communicator::Impl& engine;
+        ~Untrack() { posted.untrack(engine); }
+    } untrack{*this, engine};
+    if (!failed_to_post_.empty()) throw std::runtime_error(failed_to_post_);
+    for (std::size_t i = 0; i < batch_.size(); ++i) {
+        if (!buffers_[i]) continue;
+        const Transfer& t = batch_[i];
+        const bool done = t.send ? buffers_[i]->waitSend(engine.timeout) : buffers_[i]->waitRecv(engine.timeout);
         if (!done) throw std::runtime_error(describe(t) + " aborted");
+    }
+}
+
+void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
+    auto posted = std::make_shared<PostedTransfers>(engine, batch);
+    try {
+        posted->wait(engine);
+    } catch (...) {
+        // Failed midway: the batch's other transfers may still be pending in
+        // Gloo, which would signal freed buffers.
+        engine.keep_until_closed(std::move(posted));
+        throw;
     }
 }
 

@@ -1,19 +1,53 @@
-// Point-to-point transfers of a send_recv batch over Gloo's unbound buffers,
-// run by the gate of their operation.
+// Point-to-point transfers of a send_recv batch over Gloo's unbound buffers:
+// posted, then waited for, by the gate of their operation or (the sizes of a
+// batch, preamble.hpp) posted at enqueue and waited for by the gate.
 #pragma once
 
 #include "engine.hpp"
 #include "op.hpp"
 
-#include <cstddef>
-#include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
+
+namespace gloo::transport {
+class UnboundBuffer;
+}
 
 namespace keel::comm {
 
-// Posts every transfer with bytes, then waits for each (the communicator's
-// timeout; abort() wakes the waits). Throws, naming the peer, when one
-// fails.
+// A batch's transfers with bytes, posted to Gloo and tracked for abort()
+// until wait() or untrack(). Gloo may still fill or signal the buffers of a
+// batch that failed or was never waited for until the pairs close: such a
+// batch (and the memory its transfers name) is kept until then
+// (Impl::keep_until_closed). Send, not Sync: posted on one thread, waited
+// for on another, handed over under the communicator's lock.
+class PostedTransfers {
+public:
+    // Posts every transfer with bytes, SIGPIPE blocked on the calling
+    // thread. What Gloo throws while posting (a peer that died) is kept for
+    // wait(), so the caller never sees the network fail here.
+    PostedTransfers(Communicator::Impl& engine, std::vector<Transfer> batch);
+    PostedTransfers(const PostedTransfers&) = delete;
+    PostedTransfers& operator=(const PostedTransfers&) = delete;
+    ~PostedTransfers();
+
+    // Waits for each (the communicator's timeout; abort() wakes the waits).
+    // Throws, naming the transfer and its peer, when one fails. No longer
+    // tracked afterwards.
+    void wait(Communicator::Impl& engine);
+    // No longer tracked for abort(): nobody will wait.
+    void untrack(Communicator::Impl& engine) noexcept;
+
+private:
+    std::vector<Transfer> batch_;
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers_;  // null: no bytes
+    bool tracked_ = false;
+    std::string failed_to_post_;
+};
+
+// Posts every transfer with bytes, then waits for each: PostedTransfers at
+// once. A batch that failed is kept until the pairs close.
 void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch);
 
 }  // namespace keel::comm

@@ -17,51 +17,36 @@
 #pragma once
 
 #include "op.hpp"
+#include "p2p.hpp"
 
 #include <cstdint>
 #include <memory>
-#include <string>
+#include <optional>
 #include <vector>
-
-namespace gloo::transport {
-class UnboundBuffer;
-}
 
 namespace keel::comm {
 
 class Preamble {
 public:
-    // Posts the messages of `op`, a send_recv batch whose slots are set, and tracks their buffers for abort(). The enqueuing thread
-    // never sees the network fail: what Gloo throws here (a peer that died)
-    // is kept for check(), so it fails the gate and thus the stream.
+    // Posts the sizes of `op`, a send_recv batch whose slots are set (two
+    // 8-byte transfers for each of its transfers, PostedTransfers). The
+    // enqueuing thread never sees the network fail: that fails the check.
     static std::shared_ptr<Preamble> post(Communicator::Impl& engine, const Op& op);
 
-    // Waits for every message (the communicator's timeout; abort() wakes
-    // the waits) and compares: throws, naming the peer, when a message
-    // failed or a peer's side differs. No longer tracked afterwards.
+    // Waits for the sizes (the communicator's timeout; abort() wakes the
+    // waits) and compares: throws, naming the peer, when a message failed
+    // or a peer's side differs. No longer tracked afterwards.
     void check(Communicator::Impl& engine, const Op& op);
     // No longer tracked for abort(): the gate will not check it.
     void untrack(Communicator::Impl& engine) noexcept;
 
-    ~Preamble();
-
 private:
-    struct Peer {
-        int rank;
-        std::uint64_t send_slot;
-        std::uint64_t recv_slot;
-    };
-    Preamble() = default;
-
-    // Entry i, for the batch's transfer i: the size this rank tells
-    // peers_[i] (mine_) and the one it tells this rank (theirs_).
-    std::vector<Peer> peers_;
+    // Entry i, for the batch's transfer i: the size this rank tells its
+    // peer (mine_) and the one the peer tells this rank (theirs_). Sized
+    // before posting: the transfers point into them.
     std::vector<std::uint64_t> mine_;
     std::vector<std::uint64_t> theirs_;
-    std::unique_ptr<gloo::transport::UnboundBuffer> out_;
-    std::unique_ptr<gloo::transport::UnboundBuffer> in_;
-    bool tracked_ = false;
-    std::string failed_to_post_;  // what Gloo threw while posting
+    std::optional<PostedTransfers> posted_;
 };
 
 }  // namespace keel::comm

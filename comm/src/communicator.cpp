@@ -28,6 +28,16 @@ std::byte* host_address(const DeviceView& view) noexcept {
 
 std::byte* bytes_of(PinnedBuffer* staged) noexcept { return static_cast<std::byte*>(staged->data()); }
 
+// On a host-addressable device: Gloo works on `in` and `out` in place, the
+// operation is its gate alone (no staging, no copies).
+Result<void> enqueue_in_place(Communicator::Impl& impl, const std::unique_lock<std::mutex>& order,
+                              const Stream& stream, std::shared_ptr<Op> op, const DeviceView& in,
+                              const DeviceView& out) {
+    op->in = host_address(in);
+    op->out = host_address(out);
+    return impl.enqueue(order, stream, std::move(op), {}, {});
+}
+
 std::span<const StagedCopy> one(const StagedCopy& c) noexcept { return {&c, 1}; }
 
 }  // namespace
@@ -160,11 +170,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     op->bytes = n;
     op->dtype = dtype;
     op->reduce = reduce;
-    if (impl.host_addressable) {
-        op->in = host_address(in);
-        op->out = host_address(out);
-        return impl.enqueue(order, stream, std::move(op), {}, {});
-    }
+    if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
     op->staging.reserve(1);
     KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
     op->in = op->out = bytes_of(staged);
@@ -196,11 +202,7 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     const std::unique_lock order = impl.order();
     op->bytes = n;
     op->root = root;
-    if (impl.host_addressable) {
-        op->in = host_address(is_root ? in : out);
-        op->out = host_address(out);
-        return impl.enqueue(order, stream, std::move(op), {}, {});
-    }
+    if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), is_root ? in : out, out);
     op->staging.reserve(1);
     KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
     op->in = op->out = bytes_of(staged);
@@ -230,11 +232,7 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
     auto op = std::make_shared<Op>(OpKind::all_gather);
     const std::unique_lock order = impl.order();
     op->bytes = n;
-    if (impl.host_addressable) {
-        op->in = host_address(in);
-        op->out = host_address(out);
-        return impl.enqueue(order, stream, std::move(op), {}, {});
-    }
+    if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
     op->staging.reserve(2);
     KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, n));
     KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, out.size()));
@@ -266,11 +264,7 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     op->staging.reserve(3);
     KEEL_TRY_ASSIGN(PinnedBuffer* scratch, impl.stage(stream, *op, in.size()));
     op->scratch = bytes_of(scratch);
-    if (impl.host_addressable) {
-        op->in = host_address(in);
-        op->out = host_address(out);
-        return impl.enqueue(order, stream, std::move(op), {}, {});
-    }
+    if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
     KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, in.size()));
     KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, k));
     op->in = bytes_of(sin);

@@ -48,7 +48,13 @@ void PostedTransfers::wait(Communicator::Impl& engine) {
     for (std::size_t i = 0; i < batch_.size(); ++i) {
         if (!buffers_[i]) continue;
         const Transfer& t = batch_[i];
-        const bool done = t.send ? buffers_[i]->waitSend(engine.timeout) : buffers_[i]->waitRecv(engine.timeout);
+        bool done = false;
+        try {
+            done = t.send ? buffers_[i]->waitSend(engine.timeout) : buffers_[i]->waitRecv(engine.timeout);
+        } catch (const std::exception& e) {
+            // Gloo's timeout does not say which peer kept it waiting.
+            throw std::runtime_error(describe(t) + ": " + e.what());
+        }
         if (!done) throw std::runtime_error(describe(t) + " aborted");
     }
 }

@@ -1,5 +1,7 @@
 #include "raw_plugin.hpp"
 
+#include <keel/c_error.hpp>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -19,10 +21,8 @@ void hold_worker(void* gate, keel_status) { static_cast<WorkerGate*>(gate)->hold
 }  // namespace
 
 std::string error_text(keel_error* e) {
-    if (e == nullptr) return "";
-    std::string message = e->message != nullptr ? e->message : "";
-    if (e->destroy != nullptr) e->destroy(e);
-    return message.empty() ? "error" : message;
+    const keel::Result<void> taken = keel::take_c_error(e);
+    return taken.ok() ? "" : taken.error().message();
 }
 
 // The plugin file, copied, loaded and initialised; shut down and unloaded

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <utility>
 
 namespace keel_bench {
@@ -17,11 +18,13 @@ inline double thread_cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+[[noreturn]] inline void stop(const char* what, const std::string& message) {
+    std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, message.c_str());
+    std::exit(1);
+}
+
 inline void check(keel::Result<void> r, const char* what) {
-    if (!r.ok()) {
-        std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, r.error().message().c_str());
-        std::exit(1);
-    }
+    if (!r.ok()) stop(what, r.error().message());
 }
 
 template <class T>

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -18,11 +17,6 @@ namespace {
 // Enqueues timed per gate: far below the CPU plugin's queue depth
 // (Stream::kMaxDepth, 65,536), past which an enqueue waits for the worker.
 constexpr int kBatch = 256;
-
-[[noreturn]] void stop(const char* what, const std::string& message) {
-    std::fprintf(stderr, "keel-memory-bench: %s: %s\n", what, message.c_str());
-    std::exit(1);
-}
 
 // Keeps the calling thread on the CPU it is on, and so the stream workers
 // it creates meanwhile (a new thread inherits its creator's affinity); the

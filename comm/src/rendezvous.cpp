@@ -1,16 +1,19 @@
 #include "rendezvous.hpp"
 
+#include "sigpipe_guard.hpp"
+
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
-#include <csignal>
+#include <chrono>
 #include <cstring>
 #include <net/if.h>
-#include <pthread.h>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <unistd.h>
+#include <vector>
 
 namespace keel::comm {
 namespace {
@@ -49,17 +52,42 @@ private:
     std::chrono::milliseconds timeout_;
 };
 
-// The local ends of this rank's connections to its peers: once a Gloo
-// pair connected, its address() is its socket's own address (Gloo sets it
-// from getsockname on the connected socket, on the side that accepted and
-// on the side that connected alike).
+// The local end of this rank's connection to each rank (none to itself):
+// once a Gloo pair connected, its address() is its socket's own address
+// (Gloo sets it from getsockname on the connected socket, on the side that
+// accepted and on the side that connected alike).
 std::vector<sockaddr_storage> pair_ends(gloo::rendezvous::Context& context) {
-    std::vector<sockaddr_storage> ends;
+    std::vector<sockaddr_storage> ends(static_cast<std::size_t>(context.size));
     for (int peer = 0; peer < context.size; ++peer) {
         if (peer == context.rank) continue;
-        ends.push_back(gloo::transport::tcp::Address(context.getPair(peer)->address().bytes()).getSockaddr());
+        ends[static_cast<std::size_t>(peer)] =
+            gloo::transport::tcp::Address(context.getPair(peer)->address().bytes()).getSockaddr();
     }
     return ends;
+}
+
+// This rank's connections to its peers, both ends: the remote end of its
+// connection to a peer is the local end of the peer's connection to it,
+// which each rank puts in the store under `name`.
+Result<std::vector<Connection>> pair_connections(const Store& store, const std::string& name,
+                                                 gloo::rendezvous::Context& context,
+                                                 std::chrono::milliseconds timeout) {
+    const std::vector<sockaddr_storage> mine = pair_ends(context);
+    const auto key = [&](int rank) { return name + "/socket-ends/" + std::to_string(rank); };
+    KEEL_TRY(store.set(key(context.rank), std::as_bytes(std::span(mine))));
+    std::vector<Connection> connections;
+    for (int peer = 0; peer < context.size; ++peer) {
+        if (peer == context.rank) continue;
+        KEEL_TRY_ASSIGN(const std::vector<std::byte> theirs, store.get(key(peer), timeout));
+        const std::size_t at = static_cast<std::size_t>(context.rank) * sizeof(sockaddr_storage);
+        if (theirs.size() != mine.size() * sizeof(sockaddr_storage))
+            return Error(KEEL_STATUS_INTERNAL, "rank " + std::to_string(peer) + " put " +
+                                                   std::to_string(theirs.size()) + " bytes of socket ends");
+        Connection c{mine[static_cast<std::size_t>(peer)], {}};
+        std::memcpy(&c.remote, theirs.data() + at, sizeof(sockaddr_storage));
+        connections.push_back(c);
+    }
+    return connections;
 }
 
 std::string where(const std::string& name, int rank, int size) {
@@ -110,22 +138,18 @@ Result<Connected> connect(const Store& store, const std::string& name, int rank,
     // Gloo's device thread inherits this thread's signal mask: with SIGPIPE
     // blocked there, a write to a dead peer fails with EPIPE instead of
     // killing the process. Restored before returning.
-    sigset_t pipe, previous;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &previous);
-    struct Restore {
-        sigset_t mask;
-        ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-    } restore{previous};
+    const SigpipeBlocked blocked;
     try {
         auto device = gloo::transport::tcp::CreateDevice(attr);
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
         context->setTimeout(options.timeout);
         GlooStore gloo_store(store, name + "/gloo/", options.timeout);
         context->connectFullMesh(gloo_store, device);
-        SocketSet sockets = SocketSet::with_local_ends(pair_ends(*context));
-        return Connected{std::move(context), std::move(sockets)};
+        Result<std::vector<Connection>> connections = pair_connections(store, name, *context, options.timeout);
+        if (!connections.ok())
+            return Error(KEEL_STATUS_UNAVAILABLE,
+                         here + ": exchanging the connections' ends: " + connections.error().message());
+        return Connected{std::move(context), SocketSet::with_connections(*connections)};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());
     }

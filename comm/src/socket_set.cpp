@@ -26,12 +26,13 @@ bool same_end(const sockaddr_storage& a, const sockaddr_storage& b) {
     return false;
 }
 
-bool any_is(const std::vector<sockaddr_storage>& ends, const sockaddr_storage& end) {
-    return std::any_of(ends.begin(), ends.end(), [&](const sockaddr_storage& e) { return same_end(e, end); });
+bool any_local_end_is(const std::vector<Connection>& connections, const sockaddr_storage& end) {
+    return std::any_of(connections.begin(), connections.end(),
+                       [&](const Connection& c) { return same_end(c.local, end); });
 }
 
-// `fd` is a connected stream socket whose local end is one of `ends`.
-bool has_local_end(int fd, const std::vector<sockaddr_storage>& ends) {
+// `fd` is a connected stream socket that is one of `connections`.
+bool is_one_of(int fd, const std::vector<Connection>& connections) {
     int type = 0, listening = 1;
     socklen_t len = sizeof(int);
     if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
@@ -42,12 +43,14 @@ bool has_local_end(int fd, const std::vector<sockaddr_storage>& ends) {
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
         ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0)
         return false;
-    return any_is(ends, local);
+    return std::any_of(connections.begin(), connections.end(), [&](const Connection& c) {
+        return same_end(c.local, local) && same_end(c.remote, remote);
+    });
 }
 
 }  // namespace
 
-SocketSet SocketSet::with_local_ends(const std::vector<sockaddr_storage>& ends) {
+SocketSet SocketSet::with_connections(const std::vector<Connection>& connections) {
     SocketSet set;
     DIR* dir = ::opendir("/proc/self/fd");
     if (dir == nullptr) return set;  // no /proc: abort() then ends collectives by their timeout
@@ -61,15 +64,16 @@ SocketSet SocketSet::with_local_ends(const std::vector<sockaddr_storage>& ends) 
         if (std::find(set.fds_.begin(), set.fds_.end(), fd) != set.fds_.end()) continue;
         // Another thread's descriptor is only asked its local address (no
         // effect on it, and none when it is not a socket or just closed);
-        // only one with one of our ends is duplicated.
+        // only one with one of our local ends is duplicated.
         sockaddr_storage local{};
         socklen_t local_len = sizeof(local);
-        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 || !any_is(ends, local))
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 || !any_local_end_is(connections, local))
             continue;
         const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (copy < 0) continue;
-        // Judged again on the copy: the number may have been reused meanwhile.
-        if (has_local_end(copy, ends))
+        // Judged again on the copy, both ends: the number may have been
+        // reused meanwhile, and another connection may share the local end.
+        if (is_one_of(copy, connections))
             set.fds_.push_back(copy);
         else
             (void)::close(copy);

@@ -7,13 +7,17 @@
 //
 // Gloo keeps its descriptors to itself (and Debian's headers for its tcp
 // pair do not compile), but a connected pair's public address() is its
-// socket's local end (address and port), which no other connected socket
-// of the host has. The process's descriptors are only asked their local
-// address (getsockname: no effect on them); one whose local end is one of
-// the pairs' is duplicated and checked again on the copy, so a socket
-// another thread opens, or a descriptor Gloo closes and the process reuses,
-// is never duplicated, shut down or closed. The copies are ours to shut
-// down and close. Move-only; shut_down() from any thread.
+// socket's local end (address and port), and the peer's pair's address()
+// is that socket's remote end; the ranks tell each other theirs through the
+// store (rendezvous.cpp). Both ends are needed: Linux gives a connecting
+// socket a local port another connected socket already has when their
+// remote ends differ (one in a few thousand connections opened by another
+// thread matched a pair's local end alone). The process's descriptors are
+// only asked their local address (getsockname: no effect on them); one with
+// a pair's local end is duplicated and checked on the copy, both ends, so a
+// socket another thread opens, or a descriptor Gloo closes and the process
+// reuses, is never duplicated, shut down or closed. The copies are ours to
+// shut down and close. Move-only; shut_down() from any thread.
 #pragma once
 
 #include <sys/socket.h>
@@ -22,12 +26,18 @@
 
 namespace keel::comm {
 
+// One connection's two ends (IPv4 or IPv6 address and port).
+struct Connection {
+    sockaddr_storage local;
+    sockaddr_storage remote;
+};
+
 class SocketSet {
 public:
     SocketSet() = default;
-    // Duplicates of the process's connected stream sockets whose local end
-    // is one of `ends` (IPv4 or IPv6 address and port).
-    [[nodiscard]] static SocketSet with_local_ends(const std::vector<sockaddr_storage>& ends);
+    // Duplicates of the process's connected stream sockets that are one of
+    // `connections` (both ends).
+    [[nodiscard]] static SocketSet with_connections(const std::vector<Connection>& connections);
 
     SocketSet(SocketSet&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
     SocketSet& operator=(SocketSet&& other) noexcept;

@@ -169,9 +169,19 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     if (!checked && !op->staging.empty()) remember_staging(plugin_handle(stream), op->staging);
     if (outputs.empty()) return {};
     Result<void> out = comm::enqueue_outputs(stream, outputs, checked);
-    Result<void> held = stream.hold(std::move(op));
-    if (!out.ok()) return out;
-    return held;
+    Result<void> held = stream.hold(op);
+    if (out.ok() && held.ok()) return {};
+    // The gate may already have run and failed (its peers had answered),
+    // failing the stream, which then refuses the copies and the hold: the
+    // operation was enqueued, and its failure is the stream's and the
+    // communicator's error, reported there like any later one. (A refused
+    // hold synchronizes and releases the staging: nothing runs after the
+    // failed gate.)
+    {
+        std::lock_guard lock(mutex_);
+        if (op->gate_failed) return {};
+    }
+    return !out.ok() ? out : held;
 }
 
 void Communicator::Impl::remember_staging(keel_stream stream,
@@ -226,6 +236,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
     }
     {
         std::lock_guard lock(mutex_);
+        op->gate_failed = failed.has_value();
         if (!queue_.empty() && queue_.front() == op) {
             queue_.pop_front();
         } else if (auto it = std::find(queue_.begin(), queue_.end(), op); it != queue_.end()) {

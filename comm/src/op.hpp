@@ -62,6 +62,8 @@ struct Op {
     // before the data moves (preamble.hpp); null for a collective or when
     // CommOptions::check_sizes is off.
     std::shared_ptr<Preamble> preamble;
+    // Its gate ran and failed; guarded by Communicator::Impl's mutex.
+    bool gate_failed = false;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
     [[nodiscard]] Signature signature() const noexcept;

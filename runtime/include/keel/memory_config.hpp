@@ -103,7 +103,9 @@ struct BackPressureConfig {
     // Number of such pending frees.
     std::uint32_t max_pending_free_count = 4096;
     // Tracked operations (copies, holds, fences, pending frees) outstanding
-    // per stream; each holds one event. 0 = unbounded.
+    // per stream; each holds one event. Past it, the host waits until half
+    // of it is left (so it waits once per half a window, not per operation).
+    // 0 = unbounded.
     std::uint32_t max_queued_per_stream = 1024;
 
     friend bool operator==(const BackPressureConfig&, const BackPressureConfig&) = default;
@@ -113,9 +115,11 @@ struct MemoryConfig {
     AllocatorConfig allocator;
     StagingConfig staging;
     BackPressureConfig limits;
-    // A background thread sweeps completed work at this period while
-    // something is outstanding, so memory and held objects come back even
-    // when nothing calls into the allocator. Zero disables the thread.
+    // A background thread sweeps completed work while something is
+    // outstanding, so memory and held objects come back even when nothing
+    // calls into the allocator: this period after work turns up, then half
+    // as often after each sweep while work stays outstanding, down to one
+    // sweep per 16 periods. Zero disables the thread.
     std::chrono::microseconds reclaim_interval{1000};
 
     friend bool operator==(const MemoryConfig&, const MemoryConfig&) = default;

@@ -5,6 +5,7 @@
 #include "memory/peak.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace keel::memory {
 
@@ -138,8 +139,7 @@ void CompletionTracker::forget_stream(keel_stream stream) noexcept {
 void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event event,
                               bool owns_event, WorkKind kind, HostFunc task) {
     std::shared_ptr<StreamQueue> queue = queue_for(stream);
-    std::size_t queued = 0;
-    std::uint64_t oldest = 0;
+    std::optional<std::uint64_t> drained_at;  // past the bound: the entry to wait for
     bool turned_busy = false;
     for (;;) {
         StreamQueue& q = *queue;
@@ -159,8 +159,11 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
                                        [](std::uint64_t s, const Entry& e) { return s < e.seq; });
             q.entries.insert(at, std::move(entry));
         }
-        queued = q.entries.size();
-        oldest = q.entries.front().seq;
+        // Past the bound, wait until half of it is left, not for one entry:
+        // a host that runs ahead then waits (and wakes) once per half a
+        // window of work instead of once per operation.
+        if (max_queued_per_stream_ != 0 && q.entries.size() > max_queued_per_stream_)
+            drained_at = q.entries[q.entries.size() - 1 - max_queued_per_stream_ / 2].seq;
         ++q.by_kind[static_cast<std::size_t>(kind)];
         turned_busy = q.count++ == 0;
         q.peak = std::max(q.peak, q.count);
@@ -170,13 +173,16 @@ void CompletionTracker::track(keel_stream stream, std::uint64_t seq, keel_event 
         break;
     }
     if (turned_busy && reclaimer_.joinable()) {
-        { std::lock_guard lock(reclaim_mu_); }
+        {
+            std::lock_guard lock(reclaim_mu_);
+            ++busy_epoch_;
+        }
         reclaim_cv_.notify_one();
     }
-    if (max_queued_per_stream_ != 0 && queued > max_queued_per_stream_) {
-        // The host ran too far ahead of this stream: wait for its oldest work.
+    if (drained_at) {
+        // The host ran too far ahead of this stream.
         queue_waits_.fetch_add(1, std::memory_order_relaxed);
-        wait_entry(*queue, oldest);
+        wait_entry(*queue, *drained_at);
     }
 }
 
@@ -444,11 +450,24 @@ void CompletionTracker::wait_unanswered() noexcept {
             wait_entry(*q, seq);
 }
 
+// Work that turns up after a quiet spell comes back within about one
+// reclaim_interval_. While work stays outstanding the period doubles, to
+// kMaxReclaimBackoff times it: each wake-up takes a core from the threads
+// doing that work (on 2 cores, sweeping every 1 ms made a stream of 8-byte
+// all-reduces a quarter slower), and meanwhile the host's own calls sweep
+// and its bounds wait (allocation sweeps while frees are pending, the
+// back-pressure bounds wait for the oldest work).
 void CompletionTracker::reclaimer_loop() {
     std::unique_lock lock(reclaim_mu_);
+    std::uint64_t seen_epoch = busy_epoch_;
+    std::chrono::microseconds period = reclaim_interval_;
     while (!stop_) {
         reclaim_cv_.wait(lock, [this] { return stop_ || !idle(); });
         if (stop_) break;
+        if (busy_epoch_ != seen_epoch) {
+            seen_epoch = busy_epoch_;
+            period = reclaim_interval_;
+        }
         lock.unlock();
         sweep();
         // A failed stream's events fail every query, so its entries (and
@@ -457,7 +476,8 @@ void CompletionTracker::reclaimer_loop() {
         // waits for them, and a failed stream answers a wait at once.
         wait_unanswered();
         lock.lock();
-        reclaim_cv_.wait_for(lock, reclaim_interval_, [this] { return stop_; });
+        reclaim_cv_.wait_for(lock, period, [this] { return stop_; });
+        period = std::min(period * 2, reclaim_interval_ * kMaxReclaimBackoff);
     }
 }
 

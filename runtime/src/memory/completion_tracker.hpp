@@ -49,8 +49,8 @@ inline constexpr std::size_t kWorkKinds = 4;
 // never while a tracker lock is held, and never on a plugin thread.
 class CompletionTracker {
 public:
-    // `max_queued_per_stream` (0 = unbounded): past it, track() waits for the
-    // stream's oldest entry. `reclaim_interval` zero: no background thread.
+    // `max_queued_per_stream` (0 = unbounded): past it, track() waits until
+    // half of it is left on the stream. `reclaim_interval` zero: no background thread.
     CompletionTracker(DeviceOps& ops, EventPool& events, std::uint32_t max_queued_per_stream,
                       std::chrono::microseconds reclaim_interval);
     CompletionTracker(const CompletionTracker&) = delete;
@@ -195,6 +195,12 @@ private:
     std::mutex reclaim_mu_;
     std::condition_variable reclaim_cv_;
     bool stop_ = false;
+    // Times the tracker turned busy (guarded by reclaim_mu_): the reclaimer
+    // starts again from its shortest period on each.
+    std::uint64_t busy_epoch_ = 0;
+    // The reclaimer's period doubles while the tracker stays busy, up to
+    // this many times reclaim_interval_.
+    static constexpr int kMaxReclaimBackoff = 16;
     std::thread reclaimer_;
 };
 

@@ -5,14 +5,16 @@
 //
 // -b/-e min/max bytes, -f step factor, -n iterations, -w warm-up
 // iterations, -c 1 checks the results (#wrong), --op all_reduce |
-// broadcast | all_gather | reduce_scatter | send_recv, -o sum|prod|max|min|avg.
+// broadcast | all_gather | reduce_scatter | send_recv, -o sum|prod|max|min|avg,
+// -r rounds (default: as many as fill about 2 s per size, 7 to 63).
 // Each size is timed in alternating rounds (keel, raw, keel, raw, ...): the
 // time columns are each side's best round; the ratios are the median over
 // rounds of keel's round against the raw round right after it. A shared
 // machine's load comes and goes in bursts longer than a round, so a pair
 // of neighbouring rounds sees the same load, while two best rounds may come
-// from different bursts. The last line is the smallest keel/raw busbw ratio
-// from 1 MiB up.
+// from different bursts; a short round is one burst's sample, so short
+// sizes take more pairs for a median as steady as a long size's. The last
+// line is the smallest keel/raw busbw ratio from 1 MiB up.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
 
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +58,8 @@ struct Args {
     std::string redop = "sum";
     std::uint64_t min_bytes = 32u << 20, max_bytes = 32u << 20;
     double factor = 2;
-    int iters = 20, warmup = 5, check = 1, rounds = 7;
+    int iters = 20, warmup = 5, check = 1;
+    int rounds = 0;  // 0: rounds_for()
     int check_sizes = 1;  // CommOptions::check_sizes
 };
 
@@ -75,7 +79,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
                  "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
-                 "[-c 0|1] [-r rounds] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
+                 "[-c 0|1] [-r rounds (0: about 2 s per size)] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
                  "KEEL_COMM_STORE)\n");
     return 2;
 }
@@ -123,6 +127,24 @@ double median(std::vector<double> v) {
     return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Rounds of a size when -r does not say: enough pairs to fill about
+// kSecondsPerSize, at least kMinRounds, at most kMaxRounds. Rank 0's first
+// pair decides for every rank (they must run the same rounds).
+constexpr int kMinRounds = 7, kMaxRounds = 63;
+constexpr double kSecondsPerSize = 2.0;
+
+int rounds_for(const std::shared_ptr<gloo::Context>& raw, double first_pair_seconds) {
+    int rounds = kMaxRounds;
+    if (first_pair_seconds > 0)
+        rounds = static_cast<int>(std::clamp(std::ceil(kSecondsPerSize / first_pair_seconds),
+                                             static_cast<double>(kMinRounds), static_cast<double>(kMaxRounds)));
+    gloo::BroadcastOptions o(raw);
+    o.setOutput(&rounds, 1);
+    o.setRoot(0);
+    gloo::broadcast(o);
+    return rounds;
+}
+
 float input_value(int rank, std::size_t i) { return static_cast<float>((i * 7 + rank * 3) % 5 + 1); }
 
 }  // namespace
@@ -148,7 +170,7 @@ int main(int argc, char** argv) {
     }
     const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
                        a.op == "reduce_scatter" || a.op == "send_recv";
-    if (!known || a.factor < 1.01 || a.iters < 1 || a.min_bytes < 4 || a.max_bytes < a.min_bytes) return usage();
+    if (!known || a.factor < 1.01 || a.iters < 1 || a.rounds < 0 || a.min_bytes < 4 || a.max_bytes < a.min_bytes) return usage();
 
     keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
     keel::Device device = runtime.device(a.device).expect("finding the device");
@@ -177,9 +199,13 @@ int main(int argc, char** argv) {
     };
 
     if (rank == 0) {
-        std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, %d "
+        const std::string rounds = a.rounds > 0 ? std::to_string(a.rounds)
+                                                : std::to_string(kMinRounds) + "-" + std::to_string(kMaxRounds) +
+                                                      " (about " + std::to_string(static_cast<int>(kSecondsPerSize)) +
+                                                      " s per size; column rounds)";
+        std::printf("# keel-comm-bench: %s, %d ranks, device %s, redop %s, %d iterations, %d warm-up, %s "
                     "alternating rounds (keel, raw) per size\n",
-                    a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, a.rounds);
+                    a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, rounds.c_str());
         std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
                     a.check_sizes ? "yes" : "no");
         std::printf("# keel's engine: %s\n", comm.engine().c_str());
@@ -187,9 +213,9 @@ int main(int argc, char** argv) {
         std::printf("# ratio = keel busbw / raw busbw, time x = keel time / raw time: the median over rounds of keel's\n"
                     "#   round against the raw round after it (best round against best round: in the summary)\n");
         std::printf("# cpu = this process's CPU time per operation (all its threads), keel and raw, best round\n");
-        std::printf("#%11s %12s %6s %6s %10s %10s %10s %7s %10s %10s %7s %9s %9s %7s\n", "size", "count", "type",
-                    "redop", "time(us)", "algbw", "busbw", "#wrong", "raw(us)", "raw busbw", "ratio", "cpu(us)",
-                    "raw cpu", "time x");
+        std::printf("#%11s %12s %6s %6s %10s %10s %10s %7s %10s %10s %7s %9s %9s %7s %6s\n", "size", "count",
+                    "type", "redop", "time(us)", "algbw", "busbw", "#wrong", "raw(us)", "raw busbw", "ratio",
+                    "cpu(us)", "raw cpu", "time x", "rounds");
     }
     double worst_large = 1e9, worst_large_best = 1e9;
     double worst_small_time = 0, worst_small_best = 0;
@@ -264,9 +290,11 @@ int main(int argc, char** argv) {
         for (int i = 0; i < a.warmup; ++i) raw_op();
         double best_keel = 1e30, best_raw = 1e30, cpu_keel = 1e30, cpu_raw = 1e30;
         std::vector<double> time_ratios;  // keel / raw, per pair of rounds
-        for (int round = 0; round < a.rounds; ++round) {
+        int rounds = a.rounds > 0 ? a.rounds : 1;
+        for (int round = 0; round < rounds; ++round) {
             barrier();
-            auto t0 = Clock::now();
+            const auto pair_start = Clock::now();
+            auto t0 = pair_start;
             double c0 = process_cpu_us();
             for (int i = 0; i < a.iters; ++i) keel_op().value();
             stream.synchronize().value();
@@ -281,6 +309,8 @@ int main(int argc, char** argv) {
             best_keel = std::min(best_keel, keel_us);
             best_raw = std::min(best_raw, raw_us);
             time_ratios.push_back(keel_us / raw_us);
+            if (round == 0 && a.rounds == 0)
+                rounds = rounds_for(raw, std::chrono::duration<double>(Clock::now() - pair_start).count());
         }
         comm.error().expect("the benchmark's operations");
         long wrong = 0;
@@ -323,9 +353,9 @@ int main(int argc, char** argv) {
             worst_small_cpu = std::max(worst_small_cpu, cpu_keel / cpu_raw);
         }
         if (rank == 0)
-            std::printf(" %11llu %12zu %6s %6s %10.1f %10.3f %10.3f %7ld %10.1f %10.3f %6.2fx %9.1f %9.1f %6.2fx\n",
+            std::printf(" %11llu %12zu %6s %6s %10.1f %10.3f %10.3f %7ld %10.1f %10.3f %6.2fx %9.1f %9.1f %6.2fx %6d\n",
                         static_cast<unsigned long long>(bytes), count, "float", a.redop.c_str(), best_keel, algbw,
-                        busbw, wrong, best_raw, raw_busbw, ratio, cpu_keel, cpu_raw, time_x);
+                        busbw, wrong, best_raw, raw_busbw, ratio, cpu_keel, cpu_raw, time_x, rounds);
         if (bytes == a.max_bytes) break;
     }
     if (rank == 0) {

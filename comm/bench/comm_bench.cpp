@@ -6,7 +6,7 @@
 // -b/-e min/max bytes, -f step factor, -n iterations, -w warm-up
 // iterations, -c 1 checks the results (#wrong), --op all_reduce |
 // broadcast | all_gather | reduce_scatter | send_recv, -o sum|prod|max|min|avg,
-// -r rounds (default: as many as fill about 2 s per size, 7 to 63).
+// -r rounds (default: as many as fill about 4 s per size, 7 to 63).
 // Each size is timed in alternating rounds (keel, raw, keel, raw, ...): the
 // time columns are each side's best round; the ratios are the median over
 // rounds of keel's round against the raw round right after it. A shared
@@ -79,7 +79,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
                  "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
-                 "[-c 0|1] [-r rounds (0: about 2 s per size)] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
+                 "[-c 0|1] [-r rounds (0: about 4 s per size)] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
                  "KEEL_COMM_STORE)\n");
     return 2;
 }
@@ -131,7 +131,7 @@ double median(std::vector<double> v) {
 // kSecondsPerSize, at least kMinRounds, at most kMaxRounds. Rank 0's first
 // pair decides for every rank (they must run the same rounds).
 constexpr int kMinRounds = 7, kMaxRounds = 63;
-constexpr double kSecondsPerSize = 2.0;
+constexpr double kSecondsPerSize = 4.0;
 
 int rounds_for(const std::shared_ptr<gloo::Context>& raw, double first_pair_seconds) {
     int rounds = kMaxRounds;

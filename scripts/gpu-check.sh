@@ -189,7 +189,7 @@ if [ -n "$gpu_why" ]; then
 elif nccl=$(find_nccl) && [ -n "$nccl" ]; then
   echo "gpu-check: NCCL at $nccl"
   run_part comm-nccl 25 env KEEL_NCCL_LIBRARY="$nccl" "$B/tests/comm/keel_comm_native_tests" \
-    --gtest_filter='CommNativeDispatch.*'
+    --gtest_filter='CommNativeDispatch.*:CommNativeNccl.*'
 else
   skip_part comm-nccl "libnccl.so.2 not found (python3 -c 'import nvidia.nccl' failed, not in torch/lib, not in ldconfig)"
 fi

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -172,17 +173,33 @@ TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEvery
     }
 }
 
-// One rank on cuda:0 through the CUDA plugin's NCCL entries. Skips, saying
-// why, without a GPU, or when the plugin declined (NCCL not found: set
-// KEEL_NCCL_LIBRARY).
-TEST(CommNativeDispatch, AOneRankGroupOnCuda0RunsOnNccl) {
-    const Runtime rt = Runtime::create().value();
-    Result<Device> dev = rt.device("cuda:0");
-    if (!dev.ok()) GTEST_SKIP() << "no cuda:0 here: " << dev.error().message();
-    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
-                              Communicator::create(*dev, Store::file(fresh_directory()).value(), 0, 1));
-    if (!comm.uses_native_engine()) GTEST_SKIP() << "cuda:0 has no NCCL path: " << comm.engine();
-    const Stream s = Stream::create(*dev).value();
+// A communicator of one rank on cuda:0 through the CUDA plugin's NCCL
+// entries. Skips, saying why, without a GPU, or when the plugin declined
+// (NCCL not found: set KEEL_NCCL_LIBRARY).
+class CommNativeNccl : public ::testing::Test {
+protected:
+    void SetUp() override {
+        Result<Device> dev = rt_.device("cuda:0");
+        if (!dev.ok()) GTEST_SKIP() << "no cuda:0 here: " << dev.error().message();
+        dev_.emplace(*dev);
+        KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                                  Communicator::create(*dev_, Store::file(fresh_directory()).value(), 0, 1));
+        if (!comm.uses_native_engine()) GTEST_SKIP() << "cuda:0 has no NCCL path: " << comm.engine();
+        comm_.emplace(std::move(comm));
+    }
+
+    const Device& device() const { return *dev_; }
+    const Communicator& comm() const { return *comm_; }
+
+private:
+    Runtime rt_ = Runtime::create().value();
+    std::optional<Device> dev_;
+    std::optional<Communicator> comm_;
+};
+
+TEST_F(CommNativeNccl, AOneRankGroupOnCuda0RunsOnNccl) {
+    const Communicator& comm = this->comm();
+    const Stream s = Stream::create(device()).value();
     const std::vector<float> v = iota(1 << 20, 1.0f);
     EXPECT_EQ(all_reduce(comm, s, v), v);
     Buffer in = Buffer::allocate(s, 4096).value();
@@ -203,25 +220,20 @@ TEST(CommNativeDispatch, AOneRankGroupOnCuda0RunsOnNccl) {
 // function so that the all_reduce is enqueued and not complete when
 // abort() runs; a thread releases it (ncclCommAbort may wait for the
 // device).
-TEST(CommNativeDispatch, AnNcclOperationInFlightWhenTheCommunicatorFailsFailsItsStream) {
-    const Runtime rt = Runtime::create().value();
-    Result<Device> dev = rt.device("cuda:0");
-    if (!dev.ok()) GTEST_SKIP() << "no cuda:0 here: " << dev.error().message();
-    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
-                              Communicator::create(*dev, Store::file(fresh_directory()).value(), 0, 1));
-    if (!comm.uses_native_engine()) GTEST_SKIP() << "cuda:0 has no NCCL path: " << comm.engine();
-    const Stream s = Stream::create(*dev).value();
+TEST_F(CommNativeNccl, AnNcclOperationInFlightWhenTheCommunicatorFailsFailsItsStream) {
+    const Communicator& comm = this->comm();
+    const Stream s = Stream::create(device()).value();
     if (!s.host_funcs_can_fail()) GTEST_SKIP() << "the plugin's streams cannot be failed by host functions";
     Buffer b = Buffer::allocate(s, 4096).value();
     KEEL_ASSERT_OK(s.memset(b.view(), 0));
-    const Event before = Event::create(*dev).value();
+    const Event before = Event::create(device()).value();
     KEEL_ASSERT_OK(before.record(s));
     std::atomic<bool> go{false};
     KEEL_ASSERT_OK(s.enqueue_host_func([&go](Status) {
         while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }));
     KEEL_ASSERT_OK(comm.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum));
-    const Event after = Event::create(*dev).value();
+    const Event after = Event::create(device()).value();
     KEEL_ASSERT_OK(after.record(s));
     std::thread release([&go] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -14,7 +14,9 @@
 // of neighbouring rounds sees the same load, while two best rounds may come
 // from different bursts; a short round is one burst's sample, so short
 // sizes take more pairs for a median as steady as a long size's. The last
-// line is the smallest keel/raw busbw ratio from 1 MiB up.
+// line is the smallest keel/raw busbw ratio from 1 MiB up. --raw-vs-raw
+// puts a second raw Gloo context where keel was: the same work on both
+// sides, so its ratios are what this machine alone moves them by.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
 
@@ -61,6 +63,7 @@ struct Args {
     int iters = 20, warmup = 5, check = 1;
     int rounds = 0;  // 0: rounds_for()
     int check_sizes = 1;  // CommOptions::check_sizes
+    bool raw_vs_raw = false;
 };
 
 std::uint64_t parse_size(const char* s) {
@@ -79,7 +82,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
                  "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
-                 "[-c 0|1] [-r rounds (0: about 4 s per size)] [--check-sizes 0|1]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
+                 "[-c 0|1] [-r rounds (0: about 4 s per size)] [--check-sizes 0|1] [--raw-vs-raw]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
                  "KEEL_COMM_STORE)\n");
     return 2;
 }
@@ -95,12 +98,12 @@ keel::ReduceOp parse_redop(const std::string& s) {
 // keel's store as Gloo's, for the raw baseline's own context.
 class RawStore final : public gloo::rendezvous::Store {
 public:
-    explicit RawStore(keel::Store s) : s_(std::move(s)) {}
+    RawStore(keel::Store s, std::string prefix) : s_(std::move(s)), prefix_(std::move(prefix)) {}
     void set(const std::string& k, const std::vector<char>& v) override {
-        s_.set("raw/" + k, std::as_bytes(std::span(v.data(), v.size()))).value();
+        s_.set(prefix_ + k, std::as_bytes(std::span(v.data(), v.size()))).value();
     }
     std::vector<char> get(const std::string& k) override {
-        auto b = s_.get("raw/" + k, std::chrono::seconds(60)).value();
+        auto b = s_.get(prefix_ + k, std::chrono::seconds(60)).value();
         std::vector<char> out(b.size());
         std::memcpy(out.data(), b.data(), b.size());
         return out;
@@ -112,7 +115,19 @@ public:
 
 private:
     keel::Store s_;
+    std::string prefix_;
 };
+
+// A Gloo context of its own over tcp on loopback, for the raw baseline.
+std::shared_ptr<gloo::Context> raw_context(const keel::Store& store, const std::string& prefix, int rank, int n) {
+    RawStore raw_store(store, prefix);
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, n);
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    context->connectFullMesh(raw_store, device);
+    return context;
+}
 
 double bus_factor(const std::string& op, int n) {
     if (op == "all_reduce") return 2.0 * (n - 1) / n;
@@ -166,6 +181,7 @@ int main(int argc, char** argv) {
         else if (f == "-c" && (v = next())) a.check = std::atoi(v);
         else if (f == "-r" && (v = next())) a.rounds = std::atoi(v);
         else if (f == "--check-sizes" && (v = next())) a.check_sizes = std::atoi(v);
+        else if (f == "--raw-vs-raw") a.raw_vs_raw = true;
         else return usage();
     }
     const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
@@ -185,14 +201,11 @@ int main(int argc, char** argv) {
     }
     const keel::ReduceOp redop = parse_redop(a.redop);
 
-    // The raw baseline: Gloo alone, its own context, host buffers.
-    keel::Store store = keel::Store::from_env().value();
-    RawStore raw_store(store);
-    gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
-    auto raw = std::make_shared<gloo::rendezvous::Context>(rank, n);
-    std::shared_ptr<gloo::transport::Device> raw_device = gloo::transport::tcp::CreateDevice(attr);
-    raw->connectFullMesh(raw_store, raw_device);
+    // The raw baseline: Gloo alone, its own context, host buffers; with
+    // --raw-vs-raw a second one in keel's place.
+    const keel::Store store = keel::Store::from_env().value();
+    const std::shared_ptr<gloo::Context> raw = raw_context(store, "raw/", rank, n);
+    const std::shared_ptr<gloo::Context> raw2 = a.raw_vs_raw ? raw_context(store, "raw2/", rank, n) : nullptr;
     auto barrier = [&] {
         gloo::BarrierOptions o(raw);
         gloo::barrier(o);
@@ -209,6 +222,9 @@ int main(int argc, char** argv) {
         std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
                     a.check_sizes ? "yes" : "no");
         std::printf("# keel's engine: %s\n", comm.engine().c_str());
+        if (a.raw_vs_raw)
+            std::printf("# --raw-vs-raw: the keel columns are a second raw Gloo context, not keel (the same work on both "
+                        "sides: the ratios show this machine's noise)\n");
         std::printf("# raw = Gloo alone on host buffers in this run; time columns: best round of each\n");
         std::printf("# ratio = keel busbw / raw busbw, time x = keel time / raw time: the median over rounds of keel's\n"
                     "#   round against the raw round after it (best round against best round: in the summary)\n");
@@ -236,7 +252,7 @@ int main(int argc, char** argv) {
         stream.copy(din.view(0, in_count * 4).value(), host_in).value();
         keel::DeviceView vin = din.view(0, in_count * 4).value();
         keel::DeviceView vout = dout.view(0, out_count * 4).value();
-        std::vector<float> raw_in = host_in, raw_out(out_count);
+        std::vector<float> raw_in = host_in;
 
         auto keel_op = [&] {
             if (a.op == "all_reduce") return comm.all_reduce(stream, vin, vout, KEEL_DTYPE_F32, redop);
@@ -246,46 +262,64 @@ int main(int argc, char** argv) {
             const keel::P2P ops[] = {keel::P2P::send(vin, 1 - rank), keel::P2P::recv(vout, 1 - rank)};
             return comm.send_recv(stream, ops);
         };
-        std::uint64_t slot = 0;
-        std::vector<float> received(a.op == "reduce_scatter" ? in_count : 0);
-        auto raw_op = [&] {
+        // One operation of raw Gloo on `raw`'s context and its own output.
+        struct RawSide {
+            std::shared_ptr<gloo::Context> context;
+            std::vector<float> out;
+            std::vector<float> received;  // reduce_scatter: every rank's parts
+            std::uint64_t slot = 0;       // send_recv
+        };
+        const auto raw_side = [&](std::shared_ptr<gloo::Context> context) {
+            return RawSide{std::move(context), std::vector<float>(out_count),
+                           std::vector<float>(a.op == "reduce_scatter" ? in_count : 0)};
+        };
+        RawSide baseline = raw_side(raw);
+        RawSide second = raw_side(raw2);
+        auto run_raw = [&](RawSide& side) {
             if (a.op == "all_reduce") {
-                gloo::AllreduceOptions o(raw);
+                gloo::AllreduceOptions o(side.context);
                 o.setInput(raw_in.data(), in_count);
-                o.setOutput(raw_out.data(), out_count);
+                o.setOutput(side.out.data(), out_count);
                 o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
                 gloo::allreduce(o);
             } else if (a.op == "broadcast") {
-                gloo::BroadcastOptions o(raw);
+                gloo::BroadcastOptions o(side.context);
                 if (rank == 0) o.setInput(raw_in.data(), in_count);
-                o.setOutput(raw_out.data(), out_count);
+                o.setOutput(side.out.data(), out_count);
                 o.setRoot(0);
                 gloo::broadcast(o);
             } else if (a.op == "all_gather") {
-                gloo::AllgatherOptions o(raw);
+                gloo::AllgatherOptions o(side.context);
                 o.setInput(raw_in.data(), in_count);
-                o.setOutput(raw_out.data(), out_count);
+                o.setOutput(side.out.data(), out_count);
                 gloo::allgather(o);
             } else if (a.op == "reduce_scatter") {
                 // The same algorithm as keel's: all-to-all, then reduce.
-                gloo::AlltoallOptions o(raw);
+                gloo::AlltoallOptions o(side.context);
                 o.setInput(raw_in.data(), in_count);
-                o.setOutput(received.data(), in_count);
+                o.setOutput(side.received.data(), in_count);
                 gloo::alltoall(o);
-                std::memcpy(raw_out.data(), received.data(), out_count * 4);
+                std::memcpy(side.out.data(), side.received.data(), out_count * 4);
                 for (int j = 1; j < n; ++j)
-                    gloo::sum<float>(raw_out.data(), raw_out.data(), received.data() + j * out_count, out_count);
+                    gloo::sum<float>(side.out.data(), side.out.data(), side.received.data() + j * out_count, out_count);
             } else {
-                auto s = raw->createUnboundBuffer(raw_in.data(), in_bytes);
-                auto r = raw->createUnboundBuffer(raw_out.data(), out_bytes);
-                s->send(1 - rank, slot);
-                r->recv(1 - rank, slot);
-                ++slot;
+                auto s = side.context->createUnboundBuffer(raw_in.data(), in_bytes);
+                auto r = side.context->createUnboundBuffer(side.out.data(), out_bytes);
+                s->send(1 - rank, side.slot);
+                r->recv(1 - rank, side.slot);
+                ++side.slot;
                 s->waitSend();
                 r->waitRecv();
             }
         };
-        for (int i = 0; i < a.warmup; ++i) keel_op().value();
+        const auto raw_op = [&] { run_raw(baseline); };
+        // The measured side: keel, or with --raw-vs-raw the second context.
+        const auto side_op = [&]() -> keel::Result<void> {
+            if (!a.raw_vs_raw) return keel_op();
+            run_raw(second);
+            return {};
+        };
+        for (int i = 0; i < a.warmup; ++i) side_op().value();
         stream.synchronize().value();
         for (int i = 0; i < a.warmup; ++i) raw_op();
         double best_keel = 1e30, best_raw = 1e30, cpu_keel = 1e30, cpu_raw = 1e30;
@@ -296,7 +330,7 @@ int main(int argc, char** argv) {
             const auto pair_start = Clock::now();
             auto t0 = pair_start;
             double c0 = process_cpu_us();
-            for (int i = 0; i < a.iters; ++i) keel_op().value();
+            for (int i = 0; i < a.iters; ++i) side_op().value();
             stream.synchronize().value();
             const double keel_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / a.iters;
             cpu_keel = std::min(cpu_keel, (process_cpu_us() - c0) / a.iters);
@@ -315,7 +349,8 @@ int main(int argc, char** argv) {
         comm.error().expect("the benchmark's operations");
         long wrong = 0;
         if (a.check) {
-            const std::vector<float> got = stream.copy_to_vector<float>(vout).value().get().value();
+            const std::vector<float> got =
+                a.raw_vs_raw ? second.out : stream.copy_to_vector<float>(vout).value().get().value();
             for (std::size_t i = 0; i < out_count; ++i) {
                 float want = 0;
                 if (a.op == "all_reduce" && redop == keel::ReduceOp::sum) {

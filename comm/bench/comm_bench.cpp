@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
                            std::vector<float>(a.op == "reduce_scatter" ? in_count : 0)};
         };
         RawSide baseline = raw_side(raw);
-        RawSide second = raw_side(raw2);
+        RawSide second = a.raw_vs_raw ? raw_side(raw2) : RawSide{};  // no buffers unless measured
         auto run_raw = [&](RawSide& side) {
             if (a.op == "all_reduce") {
                 gloo::AllreduceOptions o(side.context);

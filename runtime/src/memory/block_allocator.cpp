@@ -84,7 +84,9 @@ BlockAllocator::BlockAllocator(DeviceOps& ops, EventPool& events, CompletionTrac
       config_(config),
       max_pending_count_(limits.max_pending_free_count),
       id_(g_next_allocator_id.fetch_add(1)),
-      caching_(config.caching) {
+      caching_(config.caching),
+      leftovers_(std::make_unique<StreamPool>(nullptr, 0)) {
+    leftovers_->closed = true;
     if (config.checked) {
         checked_ = std::make_unique<CheckedBlocks>(ops, events, caching_ ? config.quarantine_bytes : 0);
         g_checked_memory_anywhere.store(true, std::memory_order_relaxed);
@@ -137,7 +139,7 @@ std::uint64_t BlockAllocator::round_size(std::uint64_t size) const noexcept {
 keel_device_addr BlockAllocator::address(const Block* block) noexcept { return block->addr; }
 std::uint64_t BlockAllocator::size(const Block* block) noexcept { return block->size; }
 keel_stream BlockAllocator::stream(const Block* block) noexcept {
-    return block->segment->pool->stream;
+    return pool_of(*block->segment)->stream;
 }
 
 StreamPool& BlockAllocator::shard_pool(keel_stream stream, std::uint32_t shard) {
@@ -175,6 +177,7 @@ std::vector<StreamPool*> BlockAllocator::all_pools() const {
     for (const auto& [stream, shards] : pools_)
         for (const auto& pool : shards->shard)
             if (pool) out.push_back(pool.get());
+    out.push_back(leftovers_.get());
     return out;
 }
 
@@ -217,6 +220,7 @@ std::uint64_t count_in_pool(StreamPool& pool, const Block* block, std::uint64_t 
     assert(!pool.orphaned);
     ++pool.allocations;
     ++pool.allocated_count;
+    pool.closed = false;  // a stream on the handle allocates from it again
     ++pool.owners;
     pool.requested_bytes += requested;
     pool.allocated_bytes += block->size;
@@ -312,6 +316,36 @@ Block* BlockAllocator::adopt_segment(StreamPool& pool, keel_device_addr addr, st
     return block;
 }
 
+Block* BlockAllocator::take_leftover(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested) {
+    Block* block = nullptr;
+    std::uint64_t grow = 0;
+    std::shared_ptr<void> last;  // dropped after the locks (never the last: `pool` holds one)
+    {
+        std::lock_guard moving(move_mu_);
+        StreamPool& from = *leftovers_;
+        std::lock_guard from_lock(from.mu);
+        FreeTree& tree = policy_->is_small(rounded) ? from.small_free : from.large_free;
+        Segment* found = nullptr;
+        // Best fit among the first few that may move (a segment with a
+        // pending block stays until it settles).
+        int looked = 0;
+        for (auto it = tree.lower_bound(rounded, SizeKey{}); it != tree.end() && looked < 8; ++it, ++looked)
+            if (movable(*it->segment)) {
+                found = it->segment;
+                break;
+            }
+        if (found == nullptr) return nullptr;
+        std::lock_guard to_lock(pool.mu);
+        move_owner_shares(from, pool, move_segment(from, pool, *found), last);
+        block = take_free_block(pool, *policy_, rounded, requested);
+        assert(block != nullptr);  // the segment brought one
+        ++pool.cache_hits;
+        grow = count_in_pool(pool, block, requested);
+    }
+    if (grow != 0) count_allocated(grow);
+    return block;
+}
+
 Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rounded,
                                              std::uint64_t requested) {
     // 1. Completed pending frees come back without blocking, and parked
@@ -323,6 +357,10 @@ Result<Block*> BlockAllocator::allocate_slow(StreamPool& pool, std::uint64_t rou
         pool.closed = false;  // a new stream on the handle: cache for it
     }
     if (Block* block = try_take(pool, rounded, requested)) return block;
+    // What closed streams left beside their live blocks, before new memory.
+    if (caching_) {
+        if (Block* block = take_leftover(pool, rounded, requested)) return block;
+    }
     // Optionally reuse a pending block of this stream by ordering the stream
     // after its other-stream uses on the device.
     if (config_.wait_at_reuse && claim_pending_with_device_wait(pool, rounded)) {
@@ -423,10 +461,11 @@ void BlockAllocator::record_at_free(std::vector<RecordedUse>& uses) noexcept {
 
 void BlockAllocator::return_blocks(const std::vector<Block*>& blocks) noexcept {
     for (Block* b : blocks) {
-        StreamPool& pool = *b->segment->pool;
+        StreamPool& pool = lock_pool_of(b);
         bool closed = false;
         {
-            std::lock_guard lock(pool.mu);
+            std::lock_guard lock(pool.mu, std::adopt_lock);
+            b->held_back = false;
             return_block(pool, b);
             closed = pool.closed;
         }
@@ -437,35 +476,49 @@ void BlockAllocator::return_blocks(const std::vector<Block*>& blocks) noexcept {
     }
 }
 
-void BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) noexcept {
-    StreamPool& pool = *block->segment->pool;
-    // The owner may be closed (a buffer may outlive its stream): then its
-    // work is done, uses are waited for here and the block is quarantined
-    // without the guard check and poison, which would run on that stream.
-    const OpenStream owner = keep_open(pool.stream, pool.opened_as, Match::or_newer);
+StreamPool& BlockAllocator::free_checked(Block* block, std::vector<RecordedUse> uses) noexcept {
+    keel_stream stream = nullptr;
+    StreamGeneration opened_as = 0;
+    {
+        StreamPool& seen = lock_pool_of(block);
+        std::lock_guard lock(seen.mu, std::adopt_lock);
+        stream = seen.stream;
+        opened_as = seen.opened_as;
+    }
+    // The owner may be closed (a buffer may outlive its stream; a leftover
+    // segment has no stream): then its work is done, uses are waited for
+    // here and the block is quarantined without the guard check and poison,
+    // which would run on that stream. (Only a closed stream's segment moves,
+    // so an owner seen open stays the block's while it is kept open.)
+    const OpenStream owner =
+        stream != nullptr ? keep_open(stream, opened_as, Match::or_newer) : OpenStream{};
     // Other streams' uses are ordered before the owner on the device, so the
     // poison, and every later owner, runs after them.
     for (const RecordedUse& use : uses) {
-        if (!owner || !ops_.stream_wait_event(pool.stream, use.event).ok())
+        if (!owner || !ops_.stream_wait_event(stream, use.event).ok())
             (void)wait_for_event(ops_, use.event);
         events_.release(use.event);
     }
     const keel_device_addr addr = block->addr;
     const std::uint64_t bytes = block->size;
     std::uint64_t requested = 0;
+    StreamPool& pool = lock_pool_of(block);
     {
-        std::lock_guard lock(pool.mu);
+        std::lock_guard lock(pool.mu, std::adopt_lock);
         requested = block->requested;
         --pool.allocated_count;
         pool.requested_bytes -= requested;
         pool.allocated_bytes -= bytes;
+        block->held_back = true;
     }
     allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-    return_blocks(checked_->retire(block, owner ? pool.stream : nullptr, addr, requested, bytes));
+    return_blocks(checked_->retire(block, owner ? stream : nullptr, addr, requested, bytes));
+    return pool;
 }
 
-void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept {
-    StreamPool& pool = *block->segment->pool;
+StreamPool& BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept {
+    // Without caching no segment moves: the pool is the block's for good.
+    StreamPool& pool = *pool_of(*block->segment);
     // As a device free without a cache: the memory goes back once its
     // stream and every recorded use are done.
     for (const RecordedUse& use : uses) {
@@ -490,14 +543,14 @@ void BlockAllocator::free_uncached(Block* block, std::vector<RecordedUse> uses) 
     }
     allocated_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     free_segments(segments, nullptr);
+    return pool;
 }
 
 void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (block == nullptr) return;
-    StreamPool& pool = *block->segment->pool;
     if (!uses.empty() || !caching_ || checked_) [[unlikely]] {
-        release_block(block, std::move(uses));
-        let_go(pool);  // last: the owner may go with it
+        StreamPool& counted = release_block(block, std::move(uses));
+        let_go(counted);  // last: the owner may go with it
         return;
     }
     // The common case in one section of the pool's lock, which also gives
@@ -507,8 +560,9 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
     maybe_sweep();
     std::shared_ptr<void> last;
     bool closed = false;
+    StreamPool& pool = lock_pool_of(block);
     {
-        std::lock_guard lock(pool.mu);
+        std::lock_guard lock(pool.mu, std::adopt_lock);
         const std::uint64_t bytes = block->size;
         --pool.allocated_count;
         pool.requested_bytes -= block->requested;
@@ -521,8 +575,9 @@ void BlockAllocator::free(Block* block, std::vector<RecordedUse> uses) noexcept 
         if (!closed && --pool.owners == 0 && pool.orphaned) last = std::move(pool.owner);
     }
     if (closed) [[unlikely]] {
-        // The closed stream's free segments go back to the plugin, before
-        // the block's share of the owner (which may be its last) is dropped.
+        // The closed stream's segments go back to the plugin or to the
+        // leftovers, before the block's share of the owner (which may be its
+        // last) is dropped.
         flush_credit(pool);
         release_closed(pool);
         let_go(pool);
@@ -547,6 +602,8 @@ void BlockAllocator::let_go(StreamPool& pool) noexcept {
 void BlockAllocator::set_owner(const std::shared_ptr<void>& owner) {
     std::unique_lock lock(pools_mu_);
     owner_ = owner;
+    std::lock_guard pool_lock(leftovers_->mu);
+    leftovers_->owner = owner;
 }
 
 void BlockAllocator::orphan() noexcept {
@@ -555,48 +612,55 @@ void BlockAllocator::orphan() noexcept {
     // the last one: the caller still holds one.
     std::unique_lock lock(pools_mu_);
     orphaned_ = true;
+    auto orphan_pool = [](StreamPool& pool) {
+        std::lock_guard pool_lock(pool.mu);
+        pool.orphaned = true;
+        if (pool.owners == 0) pool.owner.reset();
+    };
     for (const auto& [stream, shards] : pools_)
-        for (const auto& pool : shards->shard) {
-            if (!pool) continue;
-            std::lock_guard pool_lock(pool->mu);
-            pool->orphaned = true;
-            if (pool->owners == 0) pool->owner.reset();
-        }
+        for (const auto& pool : shards->shard)
+            if (pool) orphan_pool(*pool);
+    orphan_pool(*leftovers_);
 }
 
 void BlockAllocator::adopt(const std::shared_ptr<void>& owner) noexcept {
     std::unique_lock lock(pools_mu_);
     orphaned_ = false;
+    auto adopt_pool = [&owner](StreamPool& pool) {
+        std::lock_guard pool_lock(pool.mu);
+        pool.orphaned = false;
+        if (!pool.owner) pool.owner = owner;
+    };
     for (const auto& [stream, shards] : pools_)
-        for (const auto& pool : shards->shard) {
-            if (!pool) continue;
-            std::lock_guard pool_lock(pool->mu);
-            pool->orphaned = false;
-            if (!pool->owner) pool->owner = owner;
-        }
+        for (const auto& pool : shards->shard)
+            if (pool) adopt_pool(*pool);
+    adopt_pool(*leftovers_);
 }
 
-void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) noexcept {
+StreamPool& BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) noexcept {
     if (!uses.empty() && detail::in_host_func()) [[unlikely]] {
         // No plugin call is allowed here, so no event: keeping the block is
         // the only safe choice.
         detail::log_error("[Buffer] a buffer declared with record_stream was freed inside a host function, "
                           "where no event can be recorded: its " + std::to_string(block->size) +
                           " bytes are kept out of the cache (leaked); drop such buffers outside host functions");
-        return;
+        StreamPool& pool = lock_pool_of(block);
+        std::lock_guard lock(pool.mu, std::adopt_lock);
+        block->held_back = true;
+        return pool;
     }
     record_at_free(uses);
     if (!caching_) [[unlikely]]
         return free_uncached(block, std::move(uses));
     if (checked_) [[unlikely]]
         return free_checked(block, std::move(uses));
-    StreamPool& pool = *block->segment->pool;
     const std::uint64_t bytes = block->size;
     if (uses.empty()) {
         // Every recorded stream was closed: a free without uses.
         bool closed = false;
+        StreamPool& pool = lock_pool_of(block);
         {
-            std::lock_guard lock(pool.mu);
+            std::lock_guard lock(pool.mu, std::adopt_lock);
             --pool.allocated_count;
             pool.requested_bytes -= block->requested;
             pool.allocated_bytes -= bytes;
@@ -605,11 +669,11 @@ void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) 
             closed = pool.closed;
         }
         if (closed) [[unlikely]] release_closed(pool);
-        return;
+        return pool;
     }
     std::shared_ptr<PendingFree> pending;
     try {
-        pending = std::make_shared<PendingFree>(block, &pool, &events_, std::move(uses),
+        pending = std::make_shared<PendingFree>(block, nullptr, &events_, std::move(uses),
                                                 free_order_.fetch_add(1, std::memory_order_relaxed));
     } catch (...) {
         // No host memory for the record: wait for the uses here instead.
@@ -618,11 +682,14 @@ void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) 
             events_.release(use.event);
         }
         uses.clear();
-        release_block(block, {});
-        return;
+        return release_block(block, {});
     }
+    // A segment with a pending block does not move, so the pool stays the
+    // block's until the pending free settles.
+    StreamPool& pool = lock_pool_of(block);
     {
-        std::lock_guard lock(pool.mu);
+        std::lock_guard lock(pool.mu, std::adopt_lock);
+        pending->pool = &pool;
         block->state = BlockState::pending;
         --pool.allocated_count;
         pool.requested_bytes -= block->requested;
@@ -645,7 +712,7 @@ void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) 
         return_block(pool, block);
         pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
         pending_count_.fetch_sub(1, std::memory_order_relaxed);
-        return;
+        return pool;
     }
     for (const RecordedUse& use : pending->uses) {
         try {
@@ -657,6 +724,7 @@ void BlockAllocator::release_block(Block* block, std::vector<RecordedUse> uses) 
         }
     }
     enforce_pending_bounds();
+    return pool;
 }
 
 void BlockAllocator::settle_locked(StreamPool& pool, PendingFree& pending) {
@@ -672,8 +740,14 @@ void BlockAllocator::settle_locked(StreamPool& pool, PendingFree& pending) {
 
 void BlockAllocator::on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept {
     StreamPool& pool = *pending->pool;
-    std::lock_guard lock(pool.mu);
-    if (--pending->remaining == 0 && !pending->settled) settle_locked(pool, *pending);
+    bool closed = false;
+    {
+        std::lock_guard lock(pool.mu);
+        if (--pending->remaining != 0 || pending->settled) return;
+        settle_locked(pool, *pending);
+        closed = pool.closed;
+    }
+    if (closed) release_closed(pool);
 }
 
 void BlockAllocator::wait_and_settle(const std::shared_ptr<PendingFree>& pending) noexcept {
@@ -682,8 +756,14 @@ void BlockAllocator::wait_and_settle(const std::shared_ptr<PendingFree>& pending
         if (!r.ok()) detail::log_debug("[BlockAllocator] " + r.error().message());
     }
     StreamPool& pool = *pending->pool;
-    std::lock_guard lock(pool.mu);
-    if (!pending->settled) settle_locked(pool, *pending);
+    bool closed = false;
+    {
+        std::lock_guard lock(pool.mu);
+        if (pending->settled) return;
+        settle_locked(pool, *pending);
+        closed = pool.closed;
+    }
+    if (closed) release_closed(pool);
 }
 
 void BlockAllocator::wait_pending() noexcept {
@@ -748,6 +828,7 @@ Result<void> BlockAllocator::check_view(const char* where, const char* role, kee
 }
 
 void BlockAllocator::wait_for_stream(const StreamPool& pool) noexcept {
+    if (pool.stream == nullptr) return;  // the leftovers: no stream's work uses them
     keel_event event = nullptr;
     {
         const OpenStream open = keep_open(pool.stream, pool.opened_as, Match::or_newer);
@@ -785,42 +866,6 @@ Result<void> BlockAllocator::release_cached() {
     Result<void> result = ok();
     free_segments(segments, &result);
     return result;
-}
-
-void BlockAllocator::stream_closed(keel_stream stream) noexcept {
-    std::vector<StreamPool*> pools;
-    {
-        std::shared_lock lock(pools_mu_);
-        auto it = pools_.find(stream);
-        if (it == pools_.end()) return;
-        for (const auto& pool : it->second->shard)
-            if (pool) pools.push_back(pool.get());
-    }
-    for (StreamPool* pool : pools) {
-        {
-            std::lock_guard lock(pool->mu);
-            pool->closed = true;
-        }
-        flush_credit(*pool);
-        release_closed(*pool);
-    }
-}
-
-void BlockAllocator::release_closed(StreamPool& pool) noexcept {
-    // No plugin call from a host function: the segments stay cached then.
-    if (detail::in_host_func()) return;
-    std::vector<ReleasedSegment> segments;
-    try {
-        std::lock_guard lock(pool.mu);
-        collect_free_segments(pool, segments);
-    } catch (...) {
-        return;  // out of host memory: they stay cached
-    }
-    if (segments.empty()) return;
-    // At once for the closed stream; a new stream on the handle that
-    // cleared nothing yet is waited for, as in release_cached.
-    wait_for_stream(pool);
-    free_segments(segments, nullptr);
 }
 
 void BlockAllocator::free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept {

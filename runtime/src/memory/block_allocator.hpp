@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <unordered_map>
@@ -146,9 +147,14 @@ public:
     // Returns every entirely free segment to the plugin.
     [[nodiscard]] Result<void> release_cached();
     // `stream` closed (after its work, before the plugin destroys it): the
-    // free segments of its pools go back to the plugin, and so do those that
-    // become free later (buffers that outlive the stream), so that streams
-    // coming and going do not accumulate cached memory no stream reuses.
+    // free segments of its pools go back to the plugin, and its segments
+    // that still hold live buffers move to the leftovers pool, which every
+    // stream reads before it reserves a new segment. A block that comes back
+    // to a closed stream's pool later (a pending free settling, a block
+    // leaving the quarantine) does the same, so no pool that no stream reads
+    // keeps free memory: streams coming and going while some of their
+    // buffers live on keep reserved memory within a small multiple of what
+    // is alive.
     void stream_closed(keel_stream stream) noexcept;
 
     [[nodiscard]] AllocatorStats stats() const;
@@ -170,10 +176,11 @@ private:
     Result<Block*> handed_out(Result<Block*> block, keel_stream stream, std::uint64_t requested);
     // Records the free-time event of each use; drops the uses of closed streams.
     void record_at_free(std::vector<RecordedUse>& uses) noexcept;
-    // free() without giving back the block's share of the owner.
-    void release_block(Block* block, std::vector<RecordedUse> uses) noexcept;
-    void free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
-    void free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
+    // free() without giving back the block's share of the owner; returns the
+    // pool that counts that share (the segment's pool at the free).
+    StreamPool& release_block(Block* block, std::vector<RecordedUse> uses) noexcept;
+    StreamPool& free_checked(Block* block, std::vector<RecordedUse> uses) noexcept;
+    StreamPool& free_uncached(Block* block, std::vector<RecordedUse> uses) noexcept;
     // Waits until the work enqueued so far on the pool's stream ran: what
     // a segment of the pool needs before it goes back to the plugin. At
     // once when that stream was closed (closing waited for its work).
@@ -181,8 +188,17 @@ private:
     // Blocks back from quarantine go to their pools' free trees.
     void return_blocks(const std::vector<Block*>& blocks) noexcept;
     void free_segments(const std::vector<ReleasedSegment>& segments, Result<void>* result) noexcept;
-    // A free on a closed stream's pool: its entirely free segments go back.
+    // A closed stream's pool (or the leftovers pool) got memory back: its
+    // entirely free segments go back to the plugin, and, while no newer
+    // stream on the handle allocated from it, its other segments move to
+    // the leftovers pool (block_allocator_closed.cpp).
     void release_closed(StreamPool& pool) noexcept;
+    void move_to_leftovers(StreamPool& pool) noexcept;
+    // Before a new segment: a leftover segment with a free block of at least
+    // `rounded` bytes moves to `pool`, which allocates from it.
+    Block* take_leftover(StreamPool& pool, std::uint64_t rounded, std::uint64_t requested);
+    // After a pending free settled: a closed pool gives its memory back.
+    void settled_in(StreamPool& pool) noexcept;
     void on_use_complete(const std::shared_ptr<PendingFree>& pending) noexcept;
     // Under pool.mu: the pending block goes back to the free tree.
     void settle_locked(StreamPool& pool, PendingFree& pending);
@@ -211,6 +227,14 @@ private:
     std::unordered_map<keel_stream, std::unique_ptr<StreamShards>> pools_;
     std::weak_ptr<void> owner_;  // guarded by pools_mu_, as is:
     bool orphaned_ = false;
+    // What closed streams left: segments that still hold live blocks (no
+    // stream's work uses their free blocks any more). Its stream is null and
+    // it is always closed. Every stream takes a segment from it before it
+    // reserves a new one; its segments go back to the plugin as they empty.
+    const std::unique_ptr<StreamPool> leftovers_;
+    // Taken first by whatever moves a segment between pools, which then
+    // locks the pool it moves from before the pool it moves to.
+    std::mutex move_mu_;
 
     // Read by every allocation, written only by cross-stream frees: a line
     // of its own, apart from the counters below and the fields above.

@@ -231,6 +231,53 @@ void readopt_segment(StreamPool& pool, const ReleasedSegment& released) {
     tree_of(pool, released.small).insert(*block);
 }
 
+StreamPool& lock_pool_of(const Block* block) noexcept {
+    for (;;) {
+        StreamPool* pool = pool_of(*block->segment);
+        pool->mu.lock();
+        if (pool_of(*block->segment) == pool) return *pool;
+        pool->mu.unlock();  // it moved meanwhile
+    }
+}
+
+bool movable(const Segment& segment) noexcept {
+    for (const Block* b = segment.first; b != nullptr; b = b->next)
+        if (b->state == BlockState::pending || b->parked) return false;
+    return true;
+}
+
+std::uint64_t move_segment(StreamPool& from, StreamPool& to, Segment& segment) {
+    std::uint64_t out = 0;
+    for (Block* b = segment.first; b != nullptr; b = b->next) {
+        if (b->state == BlockState::free) {
+            tree_of(from, segment.small).erase(tree_of(from, segment.small).iterator_to(*b));
+            tree_of(to, segment.small).insert(*b);
+        } else if (!b->held_back) {
+            ++out;
+            --from.allocated_count;
+            from.allocated_bytes -= b->size;
+            from.requested_bytes -= b->requested;
+            ++to.allocated_count;
+            to.allocated_bytes += b->size;
+            to.requested_bytes += b->requested;
+        }
+    }
+    from.segments.erase(from.segments.iterator_to(segment));
+    --from.segment_count;
+    to.segments.push_back(segment);
+    ++to.segment_count;
+    std::atomic_ref<StreamPool*>(segment.pool).store(&to, std::memory_order_release);
+    return out;
+}
+
+void move_owner_shares(StreamPool& from, StreamPool& to, std::uint64_t count, std::shared_ptr<void>& last) {
+    if (count == 0) return;
+    if (!to.owner) to.owner = from.owner;  // `from` holds one while it has blocks out
+    to.owners += count;
+    from.owners -= count;
+    if (from.owners == 0 && from.orphaned) last = std::move(from.owner);
+}
+
 void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out) {
     for (Segment& segment : pool.segments) {
         SegmentSnapshot s;

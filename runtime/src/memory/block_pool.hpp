@@ -15,6 +15,7 @@
 #include <boost/intrusive/set.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,10 @@ struct Block {
     // Free but parked in the exact-size cache: not in a tree, not merged.
     bool parked = false;
     Block* parked_next = nullptr;
+    // Freed but held back from the free trees (by the quarantine of checked
+    // mode, or leaked by a free that could not be ordered): allocated in
+    // state, but no longer out (its share of the owner went at the free).
+    bool held_back = false;
     bi::set_member_hook<bi::link_mode<bi::normal_link>> tree_hook;
 };
 
@@ -48,6 +53,10 @@ struct Segment {
     keel_device_addr addr = 0;
     std::uint64_t size = 0;
     bool small = false;
+    // The pool that owns the segment. It changes only when the segment moves
+    // (move_segment, under both pools' locks), so a thread that holds one of
+    // its blocks reads it with pool_of() and checks it again under the lock
+    // (lock_pool_of).
     StreamPool* pool = nullptr;
     Block* first = nullptr;
     bi::list_member_hook<bi::link_mode<bi::normal_link>> list_hook;
@@ -117,7 +126,7 @@ struct PendingFree {
     }
 
     Block* const block;
-    StreamPool* const pool;
+    StreamPool* pool;  // set under that pool's lock before anyone else sees it
     EventPool* const events;
     const std::vector<RecordedUse> uses;
     const std::uint64_t free_seq;  // order of frees, to find the oldest
@@ -184,8 +193,10 @@ struct alignas(64) StreamPool {
     bool orphaned = false;  // the instance's handles are gone
     std::shared_ptr<void> owner;
     // Its stream closed (BlockAllocator::stream_closed): no stream reuses
-    // what is freed here, so a segment that becomes entirely free goes back
-    // to the plugin. Cleared when a new stream on the handle allocates anew.
+    // what is freed here, so its segments move to the leftovers pool and go
+    // back to the plugin as they empty. Cleared by any allocation from the
+    // pool (a new stream on the handle): from then on its free blocks may
+    // have that stream's work queued on them, and they stay.
     bool closed = false;
 };
 
@@ -248,5 +259,27 @@ void collect_free_segments(StreamPool& pool, std::vector<ReleasedSegment>& out);
 // Takes back a segment the plugin refused to free, as one free block.
 void readopt_segment(StreamPool& pool, const ReleasedSegment& segment);
 void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out);
+
+// The pool that owns `segment` now (may change unless its lock is held).
+[[nodiscard]] inline StreamPool* pool_of(const Segment& segment) noexcept {
+    return std::atomic_ref<StreamPool*>(const_cast<StreamPool*&>(segment.pool)).load(std::memory_order_acquire);
+}
+// Locks and returns the pool that owns `block`'s segment; the caller unlocks
+// its mu.
+[[nodiscard]] StreamPool& lock_pool_of(const Block* block) noexcept;
+
+// Moving a segment from one pool to another (a closed stream's segments that
+// still hold live blocks go to a pool other streams read). Only a segment
+// with no pending or parked block moves (pending records name their pool;
+// parked blocks are unparked first).
+[[nodiscard]] bool movable(const Segment& segment) noexcept;
+// Both pools locked; `segment` movable and in `from`. Its free blocks and
+// the counts of its allocated blocks go with it; returns how many blocks out
+// it holds (their shares of the owner: the caller moves them).
+std::uint64_t move_segment(StreamPool& from, StreamPool& to, Segment& segment);
+// Both pools locked: `count` blocks out moved from `from` to `to`, and so do
+// their shares of the owner. A reference `from` lets go of lands in `last`,
+// for the caller to drop after the locks.
+void move_owner_shares(StreamPool& from, StreamPool& to, std::uint64_t count, std::shared_ptr<void>& last);
 
 }  // namespace keel::memory

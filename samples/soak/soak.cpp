@@ -4,13 +4,16 @@
 // hand-offs through events, holds, and pageable and pinned read-backs that
 // are verified element by element. A call that fails is counted and its
 // stream dropped and recreated, as a framework recovers; a read-back that
-// succeeded with wrong data is a mismatch, which must never happen.
+// succeeded with wrong data is a mismatch, which must never happen. With
+// --churn, side streams come and go while some of their buffers live on
+// (read back and checked later on other streams).
 //
-//   keel-soak --device cpu:0 --seconds 60 --threads 4 [--faults]
+//   keel-soak --device cpu:0 --seconds 60 --threads 4 [--faults] [--churn]
 //
-// Prints steps/s, mismatches, failed calls, RSS at each quarter and the
-// memory statistics at the end; exits 1 on a mismatch, or with
-// --max-rss-growth when RSS grew from the second quarter to the last.
+// Prints steps/s, mismatches, failed calls, RSS and reserved device memory
+// at each quarter and the memory statistics at the end; exits 1 on a
+// mismatch, or with --max-rss-growth / --max-reserved-growth when RSS or
+// reserved memory grew from the second quarter to the last.
 #include "faults.hpp"
 #include "matrix.hpp"
 #include "worker.hpp"
@@ -70,6 +73,14 @@ int main(int argc, char** argv) {
     app.add_option("--max-rss-growth", max_rss_growth_mib,
                    "fail (exit 1) when RSS grows by more than this many MiB from the second quarter to the last "
                    "(memory must be flat once caches and the checker's quarantine are full)");
+    double max_reserved_growth_mib = 0;
+    app.add_option("--max-reserved-growth", max_reserved_growth_mib,
+                   "fail (exit 1) when the device memory reserved by the allocator grows by more than this many MiB "
+                   "from the second quarter to the last");
+    bool churn = false;
+    app.add_flag("--churn", churn,
+                 "a third of the steps open a side stream, fill buffers of sub-segment sizes on it and close it "
+                 "while one or two of them live on");
     CLI11_PARSE(app, argc, argv);
     if (matrix) {
         matrix_options.device = device_name;
@@ -93,17 +104,22 @@ int main(int argc, char** argv) {
     const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] { soak::Worker(*device, shared, shared_mu, counters, 1000 + t, faults).run(until); });
-    std::printf("keel-soak on %s, %u threads, %.0f s%s\n", device_name.c_str(), threads, seconds,
-                faults ? ", faults injected" : "");
-    std::printf("| quarter | steps | RSS MiB | heap in use MiB | heap kept free MiB |\n| --- | --- | --- | --- | --- |\n");
+        pool.emplace_back([&, t] { soak::Worker(*device, shared, shared_mu, counters, 1000 + t, faults, churn).run(until); });
+    std::printf("keel-soak on %s, %u threads, %.0f s%s%s\n", device_name.c_str(), threads, seconds,
+                faults ? ", faults injected" : "", churn ? ", stream churn" : "");
+    std::printf("| quarter | steps | RSS MiB | heap in use MiB | heap kept free MiB | reserved MiB | allocated MiB |\n"
+                "| --- | --- | --- | --- | --- | --- | --- |\n");
     double rss_mib[5] = {};
+    double reserved_mib[5] = {};
     for (int q = 1; q <= 4; ++q) {
         std::this_thread::sleep_until(start + (until - start) * q / 4);
         const Heap h = heap();
         rss_mib[q] = static_cast<double>(soak::rss_bytes()) / (1 << 20);
-        std::printf("| %d | %llu | %.1f | %.1f | %.1f |\n", q, static_cast<unsigned long long>(counters.steps.load()),
-                    rss_mib[q], h.in_use_mib, h.free_mib);
+        const keel::AllocatorStats stats = memory.stats();
+        reserved_mib[q] = static_cast<double>(stats.reserved_bytes) / (1 << 20);
+        std::printf("| %d | %llu | %.1f | %.1f | %.1f | %.1f | %.1f |\n", q,
+                    static_cast<unsigned long long>(counters.steps.load()), rss_mib[q], h.in_use_mib, h.free_mib,
+                    reserved_mib[q], static_cast<double>(stats.allocated_bytes) / (1 << 20));
         std::fflush(stdout);
     }
     for (std::thread& t : pool) t.join();
@@ -111,11 +127,12 @@ int main(int argc, char** argv) {
     if (shared && !shared->synchronize().ok()) counters.failed_calls.fetch_add(1);
     shared.reset();
     memory.synchronize();
-    std::printf("steps/s %.0f, mismatches %llu, failed calls %llu, streams replaced %llu\n",
+    std::printf("steps/s %.0f, mismatches %llu, failed calls %llu, streams replaced %llu, side streams closed %llu\n",
                 static_cast<double>(counters.steps.load()) / took,
                 static_cast<unsigned long long>(counters.mismatches.load()),
                 static_cast<unsigned long long>(counters.failed_calls.load()),
-                static_cast<unsigned long long>(counters.streams_replaced.load()));
+                static_cast<unsigned long long>(counters.streams_replaced.load()),
+                static_cast<unsigned long long>(counters.streams_churned.load()));
     std::printf("memory: %s\n", memory.stats().to_string().c_str());
     std::printf("tracker: %s\n", memory.tracker_stats().to_string().c_str());
     std::printf("staging: %s\n", memory.staging_stats().to_string().c_str());
@@ -125,5 +142,10 @@ int main(int argc, char** argv) {
     if (max_rss_growth_mib > 0)
         std::printf("RSS from quarter 2 to 4: %+.1f MiB (limit %.1f): %s\n", growth, max_rss_growth_mib,
                     grew ? "GREW" : "flat");
-    return counters.mismatches.load() == 0 && !grew ? 0 : 1;
+    const double reserved_growth = reserved_mib[4] - reserved_mib[2];
+    const bool reserved_grew = max_reserved_growth_mib > 0 && reserved_growth > max_reserved_growth_mib;
+    if (max_reserved_growth_mib > 0)
+        std::printf("reserved from quarter 2 to 4: %+.1f MiB (limit %.1f): %s\n", reserved_growth,
+                    max_reserved_growth_mib, reserved_grew ? "GREW" : "flat");
+    return counters.mismatches.load() == 0 && !grew && !reserved_grew ? 0 : 1;
 }

@@ -43,9 +43,58 @@ const char* step_name(Step step) {
 void Worker::run(std::chrono::steady_clock::time_point until) {
     while (std::chrono::steady_clock::now() < until) {
         if (faults_) maybe_inject(rng_);
+        if (churn_ && rng_() % 3 == 0) {
+            if (!churn()) {
+                fail();
+                stream_.reset();
+                counters_.streams_replaced.fetch_add(1, std::memory_order_relaxed);
+            }
+            counters_.steps.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
         (void)step(static_cast<Step>(rng_() % kSteps));
     }
+    survivors_.clear();
     stream_.reset();
+}
+
+bool Worker::churn() {
+    constexpr std::size_t kKept = 16;  // survivors per worker at most
+    {
+        auto side = keel::Stream::create(device_);
+        if (!ok(side)) return false;
+        std::vector<Survivor> made;
+        const int n = 2 + static_cast<int>(rng_() % 7);
+        for (int i = 0; i < n; ++i) {
+            // 16 KiB to 528 KiB: well under a segment, several to one.
+            const std::size_t elements = 4096 + rng_() % (128 * 1024);
+            std::vector<std::uint32_t> want = pattern(static_cast<std::uint32_t>(rng_()), elements);
+            auto buf = keel::Buffer::allocate(*side, elements * 4);
+            if (!ok(buf) || !ok(side->copy(*buf, want))) return false;
+            made.push_back(Survivor{std::move(*buf), std::move(want)});
+        }
+        // Filled, or failed: a buffer of a failed stream is not kept.
+        if (!ok(side->synchronize())) return false;
+        const int keep = 1 + static_cast<int>(rng_() % 2);
+        for (int k = 0; k < keep; ++k) survivors_.push_back(std::move(made[rng_() % made.size()]));
+        // The rest is dropped here, then the side stream closes.
+    }
+    counters_.streams_churned.fetch_add(1, std::memory_order_relaxed);
+    while (survivors_.size() > kKept)
+        if (!check_oldest_survivor()) return false;
+    return rng_() % 2 == 0 || survivors_.empty() || check_oldest_survivor();
+}
+
+bool Worker::check_oldest_survivor() {
+    Survivor survivor = std::move(survivors_.front());
+    survivors_.pop_front();
+    if (survivor.buffer.empty()) return true;  // moved from twice (picked twice above)
+    if (!stream_) {
+        auto s = keel::Stream::create(device_);
+        if (!ok(s)) return false;
+        stream_.emplace(std::move(*s));
+    }
+    return read_back(*stream_, survivor.buffer, survivor.want);
 }
 
 bool Worker::step(Step step) {

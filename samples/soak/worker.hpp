@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,7 @@ struct Counters {
     std::atomic<std::uint64_t> mismatches{0};
     std::atomic<std::uint64_t> failed_calls{0};
     std::atomic<std::uint64_t> streams_replaced{0};
+    std::atomic<std::uint64_t> streams_churned{0};  // side streams closed while buffers of theirs lived on
 };
 
 // The kinds of step, as the matrix names them.
@@ -36,10 +38,13 @@ inline constexpr unsigned kSteps = 5;
 class Worker {
 public:
     Worker(const keel::Device& device, std::optional<keel::Stream>& shared, std::mutex& shared_mu, Counters& counters,
-           std::uint64_t seed, bool faults)
-        : device_(device), shared_(shared), shared_mu_(shared_mu), counters_(counters), rng_(seed), faults_(faults) {}
+           std::uint64_t seed, bool faults, bool churn = false)
+        : device_(device), shared_(shared), shared_mu_(shared_mu), counters_(counters), rng_(seed), faults_(faults),
+          churn_(churn) {}
 
-    // Random steps until `until`, with injected faults now and then if asked.
+    // Random steps until `until`, with injected faults now and then if asked;
+    // with churn, a third of them open a side stream and close it while some
+    // of its buffers live on.
     void run(std::chrono::steady_clock::time_point until);
     // One step: false when a call failed (counted; its stream was dropped
     // and is replaced at the next step). A wrong read-back is counted as a
@@ -67,6 +72,13 @@ private:
     bool hand_off();
     bool pinned_round_trip();
     bool hold_and_move_in();
+    // A side stream per request: a few buffers of sub-segment sizes filled on
+    // it, one or two kept past its close; the oldest kept one is read back
+    // (on this worker's stream) and dropped. False when a call failed.
+    bool churn();
+    // Reads the oldest buffer kept from a closed side stream back on this
+    // worker's stream, checks it and drops it.
+    bool check_oldest_survivor();
 
     const keel::Device& device_;
     std::optional<keel::Stream>& shared_;  // guarded by shared_mu_
@@ -74,8 +86,16 @@ private:
     Counters& counters_;
     std::mt19937_64 rng_;
     bool faults_;
+    bool churn_;
     std::optional<keel::Stream> stream_;
     std::string last_error_;
+    // Buffers that outlived the side stream they were filled on, with what
+    // they must hold.
+    struct Survivor {
+        keel::Buffer buffer;
+        std::vector<std::uint32_t> want;
+    };
+    std::deque<Survivor> survivors_;
 };
 
 }  // namespace soak

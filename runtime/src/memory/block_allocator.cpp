@@ -324,6 +324,7 @@ Block* BlockAllocator::take_leftover(StreamPool& pool, std::uint64_t rounded, st
         std::lock_guard moving(move_mu_);
         StreamPool& from = *leftovers_;
         std::lock_guard from_lock(from.mu);
+        unpark_all(from);  // a leftover freed here may have been parked
         FreeTree& tree = policy_->is_small(rounded) ? from.small_free : from.large_free;
         Segment* found = nullptr;
         // Best fit among the first few that may move (a segment with a

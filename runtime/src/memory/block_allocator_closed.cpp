@@ -31,12 +31,16 @@ void BlockAllocator::stream_closed(keel_stream stream) noexcept {
 
 void BlockAllocator::move_to_leftovers(StreamPool& pool) noexcept {
     if (!caching_ || &pool == leftovers_.get()) return;
+    // The plugin may give a destroyed handle to a new stream (even before
+    // stream_closed runs): while a stream is open on the handle, the pool's
+    // free blocks may have its work queued on them, and they stay its own.
+    // One that opens after this check allocates before it can free, and an
+    // allocation clears `closed` (checked under the pool's lock below).
+    if (keep_open(pool.stream, pool.opened_as, Match::or_newer)) return;
     std::shared_ptr<void> last;  // dropped after the locks (never the last: the leftovers hold one)
     std::lock_guard moving(move_mu_);
     std::lock_guard from_lock(pool.mu);
-    // Cleared by an allocation since the close: a newer stream on the handle
-    // may have work queued on the pool's free blocks, which must stay its own.
-    if (!pool.closed) return;
+    if (!pool.closed) return;  // a newer stream on the handle allocated from it
     unpark_all(pool);
     std::lock_guard to_lock(leftovers_->mu);
     std::uint64_t out = 0;

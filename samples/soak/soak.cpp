@@ -24,6 +24,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
     app.add_option("--max-reserved-growth", max_reserved_growth_mib,
                    "fail (exit 1) when the device memory reserved by the allocator grows by more than this many MiB "
                    "from the second quarter to the last");
+    double max_reserved_mib = 0;
+    app.add_option("--max-reserved", max_reserved_mib,
+                   "fail (exit 1) when the device memory reserved by the allocator passes this many MiB at a "
+                   "quarter");
     bool churn = false;
     app.add_flag("--churn", churn,
                  "a third of the steps open a side stream, fill buffers of sub-segment sizes on it and close it "
@@ -143,7 +148,14 @@ int main(int argc, char** argv) {
         std::printf("RSS from quarter 2 to 4: %+.1f MiB (limit %.1f): %s\n", growth, max_rss_growth_mib,
                     grew ? "GREW" : "flat");
     const double reserved_growth = reserved_mib[4] - reserved_mib[2];
-    const bool reserved_grew = max_reserved_growth_mib > 0 && reserved_growth > max_reserved_growth_mib;
+    bool reserved_grew = max_reserved_growth_mib > 0 && reserved_growth > max_reserved_growth_mib;
+    if (max_reserved_mib > 0) {
+        double most = 0;
+        for (int q = 1; q <= 4; ++q) most = std::max(most, reserved_mib[q]);
+        std::printf("reserved at most %.1f MiB at a quarter (limit %.1f): %s\n", most, max_reserved_mib,
+                    most > max_reserved_mib ? "TOO MUCH" : "within");
+        if (most > max_reserved_mib) reserved_grew = true;
+    }
     if (max_reserved_growth_mib > 0)
         std::printf("reserved from quarter 2 to 4: %+.1f MiB (limit %.1f): %s\n", reserved_growth,
                     max_reserved_growth_mib, reserved_grew ? "GREW" : "flat");

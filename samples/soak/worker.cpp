@@ -55,11 +55,13 @@ void Worker::run(std::chrono::steady_clock::time_point until) {
         (void)step(static_cast<Step>(rng_() % kSteps));
     }
     survivors_.clear();
+    long_lived_.clear();
     stream_.reset();
 }
 
 bool Worker::churn() {
-    constexpr std::size_t kKept = 16;  // survivors per worker at most
+    constexpr std::size_t kKept = 16;  // short-lived survivors per worker at most
+    constexpr std::size_t kLongLived = 48;
     {
         auto side = keel::Stream::create(device_);
         if (!ok(side)) return false;
@@ -76,7 +78,19 @@ bool Worker::churn() {
         // Filled, or failed: a buffer of a failed stream is not kept.
         if (!ok(side->synchronize())) return false;
         const int keep = 1 + static_cast<int>(rng_() % 2);
-        for (int k = 0; k < keep; ++k) survivors_.push_back(std::move(made[rng_() % made.size()]));
+        for (int k = 0; k < keep; ++k) {
+            Survivor& kept = made[rng_() % made.size()];
+            if (rng_() % 4 != 0) {
+                survivors_.push_back(std::move(kept));
+            } else if (long_lived_.size() < kLongLived) {
+                long_lived_.push_back(std::move(kept));
+            } else {
+                Survivor& replaced = long_lived_[rng_() % long_lived_.size()];
+                Survivor gone = std::move(replaced);
+                replaced = std::move(kept);
+                if (!check_and_drop(std::move(gone))) return false;
+            }
+        }
         // The rest is dropped here, then the side stream closes.
     }
     counters_.streams_churned.fetch_add(1, std::memory_order_relaxed);
@@ -88,6 +102,10 @@ bool Worker::churn() {
 bool Worker::check_oldest_survivor() {
     Survivor survivor = std::move(survivors_.front());
     survivors_.pop_front();
+    return check_and_drop(std::move(survivor));
+}
+
+bool Worker::check_and_drop(Survivor survivor) {
     if (survivor.buffer.empty()) return true;  // moved from twice (picked twice above)
     if (!stream_) {
         auto s = keel::Stream::create(device_);

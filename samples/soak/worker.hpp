@@ -96,6 +96,10 @@ private:
         std::vector<std::uint32_t> want;
     };
     std::deque<Survivor> survivors_;
+    bool check_and_drop(Survivor survivor);
+    // A quarter of them live long (as a model's weights or a cache do): up
+    // to 48, each replaced at random, read back when it goes.
+    std::vector<Survivor> long_lived_;
 };
 
 }  // namespace soak

@@ -49,6 +49,13 @@ void BlockAllocator::move_to_leftovers(StreamPool& pool) noexcept {
         if (movable(segment)) out += move_segment(pool, *leftovers_, segment);
     }
     move_owner_shares(pool, *leftovers_, out, last);
+    // An empty pool keeps no exact-size index (about 18 KiB per pool with
+    // the defaults): the map keeps a closed handle's pools for a stream that
+    // may get the handle again, and processes make streams by the thousand.
+    if (pool.segments.empty()) {
+        std::vector<Block*>().swap(pool.parked_head);
+        std::vector<std::uint8_t>().swap(pool.parked_count);
+    }
 }
 
 void BlockAllocator::release_closed(StreamPool& pool) noexcept {

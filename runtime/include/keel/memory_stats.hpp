@@ -62,7 +62,7 @@ struct BlockSnapshot {
 struct SegmentSnapshot {
     keel_device_addr addr = 0;
     std::uint64_t size = 0;
-    keel_stream stream = nullptr;  // the stream whose pool owns it (handle value only)
+    keel_stream stream = nullptr;  // the stream whose pool owns it (handle value only); null: left by closed streams
     bool small = false;            // from the small-request pool
     std::vector<BlockSnapshot> blocks;  // in address order, covering the segment
 };

@@ -3,7 +3,10 @@
 // Each stream has its own pool (own lock, own segments, own free trees): a
 // block belongs to the stream it was allocated on and is reused only by that
 // stream, because the stream's in-order execution makes reuse after a free
-// safe without any event. Small requests of a stream are further spread over
+// safe without any event. When a stream closes (its work done), its
+// segments move to a leftovers pool that every stream reads before it
+// reserves a new segment, live blocks and all: a block freed later goes to
+// whichever stream's pool its segment is in by then (block_allocator_closed.cpp). Small requests of a stream are further spread over
 // a few pools by calling thread (shards), so that threads allocating on one
 // stream do not serialise on one lock and one set of cache lines. A use on
 // another stream must be declared with record_use() (Buffer::record_stream);

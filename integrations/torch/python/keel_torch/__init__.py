@@ -46,7 +46,9 @@ def device(index=0):
 
 
 def device_count():
-    return _ops.device_count()
+    """How many keel devices there are: the names in KEEL_TORCH_DEVICES, or
+    0 when one of them does not exist (the error says which)."""
+    return _ops.available_count()
 
 
 def device_name(device=None):
@@ -55,11 +57,19 @@ def device_name(device=None):
 
 
 def is_available():
+    """True when every device KEEL_TORCH_DEVICES names exists."""
     return device_count() > 0
 
 
 def current_device():
+    """This thread's current keel device index (tensors made with
+    ``device="privateuseone"`` go there)."""
     return _ops.current_device()
+
+
+def set_device(device):
+    """Makes ``device`` this thread's current keel device."""
+    _ops.set_device(_index(device))
 
 
 def synchronize(device=None):
@@ -68,12 +78,28 @@ def synchronize(device=None):
 
 
 class Stream:
-    """A keel stream of one device. ``Stream()`` creates a new one; use it
-    with ``with keel_torch.stream(s):`` to make it current."""
+    """A keel stream of one device. ``Stream()`` takes a side stream from the
+    device's pool (8 streams, made on first use and handed out round-robin,
+    as torch.cuda.Stream() does): any number of Stream objects share them.
+    Use it with ``with keel_torch.stream(s):`` to make it current."""
 
     def __init__(self, device=None, _id=None):
         self.device_index = _index(device)
         self.id = _ops.new_stream(self.device_index) if _id is None else _id
+
+    @property
+    def device(self):
+        return torch.device(BACKEND, self.device_index)
+
+    def record_event(self, event=None):
+        """Records ``event`` (a new timing Event if None) on this stream."""
+        event = Event(enable_timing=True) if event is None else event
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        """Work enqueued on this stream from now on runs after ``event``."""
+        _ops.event_wait(event._id, self.device_index, self.id)
 
     def synchronize(self):
         _ops.synchronize_stream(self.device_index, self.id)
@@ -94,6 +120,37 @@ class Stream:
 
     def __repr__(self):
         return f"keel_torch.Stream(device={self.device_index}, id={self.id})"
+
+
+class Event:
+    """A keel event, as torch.cuda.Event: ``record(stream)``, ``query()``,
+    ``synchronize()``, ``wait(stream)``, ``elapsed_time(end)`` (ms, both
+    recorded with ``enable_timing=True``)."""
+
+    def __init__(self, enable_timing=False, device=None):
+        self.device_index = _index(device)
+        self._id = _ops.event_create(self.device_index, bool(enable_timing))
+
+    def record(self, stream=None):
+        stream = current_stream(self.device_index) if stream is None else stream
+        _ops.event_record(self._id, stream.device_index, stream.id)
+
+    def wait(self, stream=None):
+        stream = current_stream(self.device_index) if stream is None else stream
+        stream.wait_event(self)
+
+    def query(self):
+        return _ops.event_query(self._id)
+
+    def synchronize(self):
+        _ops.event_synchronize(self._id)
+
+    def elapsed_time(self, end_event):
+        return _ops.event_elapsed_ms(self._id, end_event._id)
+
+    def __del__(self):
+        if getattr(self, "_id", None) is not None and _ops is not None:
+            _ops.event_destroy(self._id)
 
 
 def current_stream(device=None):
@@ -126,9 +183,55 @@ def record_stream(tensor, stream):
     _ops.record_stream(tensor, stream.id)
 
 
+# torch.cuda.memory_stats()'s keys for keel's statistics.
+_CUDA_STAT_KEYS = {
+    "allocated_bytes.all.current": "allocated_bytes",
+    "allocated_bytes.all.peak": "peak_allocated_bytes",
+    "reserved_bytes.all.current": "reserved_bytes",
+    "reserved_bytes.all.peak": "peak_reserved_bytes",
+    "requested_bytes.all.current": "requested_bytes",
+    "active_bytes.all.current": "allocated_bytes",
+    "allocation.all.current": "allocated_count",
+    "allocation.all.allocated": "allocations",
+    "segment.all.current": "segment_count",
+    "segment.all.allocated": "raw_allocations",
+    "segment.all.freed": "raw_frees",
+    "inactive_split_bytes.all.current": "cached_bytes",
+    "num_alloc_retries": "oom_retries",
+    "num_ooms": "ooms",
+}
+
+
 def memory_stats(device=None):
-    """The allocator's statistics (bytes and counts) for the device."""
-    return dict(_ops.memory_stats(_index(device)))
+    """The allocator's statistics for the device: keel's own keys
+    (``allocated_bytes``, ``cache_hits``, ...) and torch.cuda's
+    (``allocated_bytes.all.current``, ``num_ooms``, ...)."""
+    stats = dict(_ops.memory_stats(_index(device)))
+    stats.update({cuda: stats[keel] for cuda, keel in _CUDA_STAT_KEYS.items()})
+    return stats
+
+
+def memory_allocated(device=None):
+    """Bytes of tensors alive on the device (keel's allocated bytes)."""
+    return memory_stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None):
+    """The peak of memory_allocated() since the start or reset_peak_memory_stats()."""
+    return memory_stats(device)["peak_allocated_bytes"]
+
+
+def memory_reserved(device=None):
+    """Bytes the allocator holds from the device (allocated, cached, pending frees)."""
+    return memory_stats(device)["reserved_bytes"]
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device)["peak_reserved_bytes"]
+
+
+def reset_peak_memory_stats(device=None):
+    _ops.reset_peak_memory_stats(_index(device))
 
 
 def memory_summary(device=None):
@@ -138,6 +241,12 @@ def memory_summary(device=None):
 def empty_cache(device=None):
     """Returns cached memory to the device (after the pending frees ran)."""
     _ops.empty_cache(_index(device))
+
+
+def routed_to_cpu_kernels():
+    """The aten operators that run their CPU kernel through the fallback
+    where PyTorch would otherwise run a generic decomposition on keel."""
+    return list(_ops.route_cpu_kernels())
 
 
 def pin_memory(tensor, device=None):
@@ -157,3 +266,53 @@ def fallback_ops():
 
 def reset_fallback_ops():
     _ops.reset_fallback_ops()
+
+
+routed_to_cpu_kernels()
+
+
+# Checkpoints: storages of keel tensors are tagged "privateuseone:N" by
+# torch.save and come back to that device (or where map_location says).
+def _storage_to_keel(untyped, device):
+    host = torch.empty(0, dtype=torch.uint8).set_(untyped)
+    return host.to(device).storage().untyped()
+
+
+def _serialization_tag(storage):
+    if storage.device.type in (BACKEND, "privateuseone"):
+        return f"{BACKEND}:{storage.device.index}"
+    return None
+
+
+def _serialization_restore(storage, location):
+    if location.startswith(BACKEND) or location.startswith("privateuseone"):
+        return _storage_to_keel(storage, torch.device(location))
+    return None
+
+
+torch.serialization.register_package(30, _serialization_tag, _serialization_restore)
+
+
+# pickle (and copy.deepcopy through it) of a storage writes its bytes with
+# C++ that 1.13 has for CPU and CUDA storages only: a keel storage is pickled
+# as a CPU copy and the device name, and rebuilt on that device.
+def _rebuild_storage(cpu_storage, location):
+    if isinstance(cpu_storage, torch.storage.TypedStorage):
+        return torch.storage.TypedStorage(wrap_storage=_storage_to_keel(cpu_storage.untyped(), torch.device(location)),
+                                          dtype=cpu_storage.dtype)
+    return _storage_to_keel(cpu_storage, torch.device(location))
+
+
+def _wrap_reduce(cls):
+    original = cls.__reduce__
+
+    def __reduce__(self):
+        if self.device.type in (BACKEND, "privateuseone"):
+            return (_rebuild_storage, (self.cpu(), str(self.device)))
+        return original(self)
+
+    cls.__reduce__ = __reduce__
+
+
+for _cls in (torch.storage.TypedStorage, torch.storage._StorageBase):
+    _wrap_reduce(_cls)

@@ -93,6 +93,22 @@ double event_elapsed_ms(std::int64_t start, std::int64_t end) {
     return unwrap(keel::Event::elapsed_ms(*event_at(start), *event_at(end)));
 }
 
+// Every byte of t's storage as a uint8 keel tensor (a view: no device work).
+at::Tensor storage_bytes(const at::Tensor& t) {
+    TORCH_CHECK(is_keel(t), "[keel_torch] storage_bytes: not a keel tensor (", t.device(), ")");
+    at::Tensor bytes = at::empty({0}, t.options().dtype(at::kByte));
+    const auto n = static_cast<std::int64_t>(t.storage().nbytes());
+    return bytes.set_(t.storage(), 0, {n}, {1});
+}
+
+// A view of base's storage (keel bytes) with another dtype and shape.
+at::Tensor alias_bytes(const at::Tensor& base, at::ScalarType dtype, std::int64_t offset, std::vector<std::int64_t> size,
+                       std::vector<std::int64_t> stride) {
+    TORCH_CHECK(is_keel(base), "[keel_torch] alias_bytes: not a keel tensor (", base.device(), ")");
+    at::Tensor view = at::empty({0}, base.options().dtype(dtype));
+    return view.set_(base.storage(), offset, size, stride);
+}
+
 void reset_peak_memory_stats(std::int64_t device) { unwrap(device_at(device).memory()).reset_peaks(); }
 
 std::int64_t current_stream(std::int64_t device) {
@@ -222,6 +238,8 @@ TORCH_LIBRARY(keel, m) {
     m.def("new_stream", &new_stream);
     m.def("available_count", &available_count);
     m.def("set_device", &set_device);
+    m.def("storage_bytes", &storage_bytes);
+    m.def("alias_bytes", &alias_bytes);
     m.def("event_create", &event_create);
     m.def("event_destroy", &event_destroy);
     m.def("event_record", &event_record);

@@ -8,6 +8,7 @@ called ``keel``. Tensors live in keel's stream-ordered caching allocator;
 copies go through keel streams; operators keel has no kernel for run on the
 CPU (``fallback_ops()`` lists them).
 """
+import collections as _collections
 import contextlib as _contextlib
 import os as _os
 import sys as _sys
@@ -271,48 +272,80 @@ def reset_fallback_ops():
 routed_to_cpu_kernels()
 
 
-# Checkpoints: storages of keel tensors are tagged "privateuseone:N" by
-# torch.save and come back to that device (or where map_location says).
-def _storage_to_keel(untyped, device):
-    host = torch.empty(0, dtype=torch.uint8).set_(untyped)
-    return host.to(device).storage().untyped()
+# Checkpoints and pickle. 1.13's Python cannot hold a privateuseone storage
+# (its argument parser refuses them), so a keel tensor is saved as a CPU
+# copy of its storage tagged with the keel device ("privateuseone:N"):
+# torch.load brings it back to that device, or where map_location says, and
+# tensors that shared a storage in the checkpoint share one on keel.
+def _reduce_ex_internal_keel(self, proto):
+    host = _ops.storage_bytes(self).cpu()
+    untyped = host.storage().untyped()
+    untyped._keel_location = f"{BACKEND}:{self.device.index}"
+    typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=self.dtype)
+    return (torch._utils._rebuild_tensor_v2,
+            (typed, self.storage_offset(), tuple(self.size()), self.stride(), self.requires_grad,
+             _collections.OrderedDict()))
+
+
+def _wrap_tensor_reduce():
+    original = torch.Tensor._reduce_ex_internal
+
+    def _reduce_ex_internal(self, proto):
+        if self.device.type in (BACKEND, "privateuseone"):
+            return _reduce_ex_internal_keel(self, proto)
+        return original(self, proto)
+
+    torch.Tensor._reduce_ex_internal = _reduce_ex_internal
+
+    original_deepcopy = torch.Tensor.__deepcopy__
+
+    def __deepcopy__(self, memo):
+        if type(self) is not torch.Tensor or self.device.type not in (BACKEND, "privateuseone"):
+            return original_deepcopy(self, memo)
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    torch.Tensor.__deepcopy__ = __deepcopy__
 
 
 def _serialization_tag(storage):
-    if storage.device.type in (BACKEND, "privateuseone"):
-        return f"{BACKEND}:{storage.device.index}"
-    return None
+    return getattr(storage, "_keel_location", None)
 
 
 def _serialization_restore(storage, location):
     if location.startswith(BACKEND) or location.startswith("privateuseone"):
-        return _storage_to_keel(storage, torch.device(location))
+        target = torch.device(location)
+        _index(target)  # a device that exists
+        storage._keel_location = str(target)  # _rebuild_tensor moves it
+        return storage
     return None
 
 
-torch.serialization.register_package(30, _serialization_tag, _serialization_restore)
+def _wrap_rebuild_tensor():
+    original = torch._utils._rebuild_tensor
+
+    def _rebuild_tensor(storage, storage_offset, size, stride):
+        untyped = storage.untyped() if isinstance(storage, torch.storage.TypedStorage) else storage
+        location = getattr(untyped, "_keel_location", None)
+        if location is None:
+            return original(storage, storage_offset, size, stride)
+        base = getattr(untyped, "_keel_bytes", None)
+        if base is None:  # the storage's bytes on the device, once per storage
+            base = torch.empty(0, dtype=torch.uint8).set_(untyped).to(location)
+            untyped._keel_bytes = base
+        return _ops.alias_bytes(base, storage.dtype, storage_offset, list(size), list(stride))
+
+    torch._utils._rebuild_tensor = _rebuild_tensor
 
 
-# pickle (and copy.deepcopy through it) of a storage writes its bytes with
-# C++ that 1.13 has for CPU and CUDA storages only: a keel storage is pickled
-# as a CPU copy and the device name, and rebuilt on that device.
-def _rebuild_storage(cpu_storage, location):
-    if isinstance(cpu_storage, torch.storage.TypedStorage):
-        return torch.storage.TypedStorage(wrap_storage=_storage_to_keel(cpu_storage.untyped(), torch.device(location)),
-                                          dtype=cpu_storage.dtype)
-    return _storage_to_keel(cpu_storage, torch.device(location))
-
-
-def _wrap_reduce(cls):
-    original = cls.__reduce__
-
-    def __reduce__(self):
-        if self.device.type in (BACKEND, "privateuseone"):
-            return (_rebuild_storage, (self.cpu(), str(self.device)))
-        return original(self)
-
-    cls.__reduce__ = __reduce__
-
-
-for _cls in (torch.storage.TypedStorage, torch.storage._StorageBase):
-    _wrap_reduce(_cls)
+_wrap_tensor_reduce()
+_wrap_rebuild_tensor()
+# Before the CPU's tagger (priority 10): the host copies are CPU storages.
+torch.serialization.register_package(5, _serialization_tag, _serialization_restore)

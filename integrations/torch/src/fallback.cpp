@@ -15,6 +15,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <cstring>
 #include <memory>
@@ -36,6 +38,21 @@ struct Inventory {
 Inventory& inventory() {
     static Inventory instance;
     return instance;
+}
+
+// Where a fallback's time goes, summed over every call since the last reset.
+struct Counters {
+    std::atomic<std::uint64_t> calls{0}, bytes_down{0}, bytes_up{0}, download_ns{0}, kernel_ns{0}, write_back_ns{0};
+};
+
+Counters& counters() {
+    static Counters instance;
+    return instance;
+}
+
+std::uint64_t since(std::chrono::steady_clock::time_point start) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
 void note(const c10::OperatorHandle& op) {
@@ -196,6 +213,7 @@ private:
                                         s.hi - s.lo);
             const std::span<std::byte> to(static_cast<std::byte*>(s.host.data_ptr()), s.hi - s.lo);
             copies.push_back(unwrap(unwrap(device.current_stream())->copy(to, from)));
+            counters().bytes_down += s.hi - s.lo;
         }
         for (keel::HostCopy& copy : copies) unwrap(copy.wait());
         for (MirroredStorage& s : storages_) {
@@ -272,6 +290,7 @@ private:
             const TorchDevice& device = torch_device(s.device);
             const keel::DeviceView to(device.device(), reinterpret_cast<std::uintptr_t>(s.keel.data()) + s.lo, bytes);
             unwrap(unwrap(device.current_stream())->copy(to, std::span<const std::byte>(now, bytes)));
+            counters().bytes_up += bytes;
         }
         // A tensor whose shape or storage the kernel changed (out= resized,
         // set_): the keel tensor takes the shape and the values.
@@ -348,6 +367,7 @@ at::Tensor upload_output(const at::Tensor& host_tensor, c10::Device device) {
         // The same strides: the bytes it spans, as they are.
         const std::span<const std::byte> bytes(static_cast<const std::byte*>(t.data_ptr()), t.nbytes());
         unwrap(current_keel_stream(device.index()).copy(view_of(out), bytes));
+        counters().bytes_up += bytes.size();
         return out;
     }
     copy_between(out, t, false);
@@ -357,10 +377,29 @@ at::Tensor upload_output(const at::Tensor& host_tensor, c10::Device device) {
 void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                  const std::function<void(torch::jit::Stack*)>& cpu_kernel) {
     note(op);
+    Counters& c = counters();
+    auto start = std::chrono::steady_clock::now();
     Mirror mirror(op);
     mirror.to_host(*stack, op.schema().arguments().size());
+    c.download_ns += since(start);
+    start = std::chrono::steady_clock::now();
     cpu_kernel(stack);
+    c.kernel_ns += since(start);
+    start = std::chrono::steady_clock::now();
     mirror.from_host(*stack, op.schema().returns().size());
+    c.write_back_ns += since(start);
+    c.calls += 1;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> fallback_counters() {
+    const Counters& c = counters();
+    return {{"calls", c.calls}, {"bytes_down", c.bytes_down}, {"bytes_up", c.bytes_up},
+            {"download_ns", c.download_ns}, {"kernel_ns", c.kernel_ns}, {"write_back_ns", c.write_back_ns}};
+}
+
+void reset_fallback_counters() {
+    Counters& c = counters();
+    c.calls = c.bytes_down = c.bytes_up = c.download_ns = c.kernel_ns = c.write_back_ns = 0;
 }
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keel_torch {
@@ -34,6 +35,11 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack,
 // the fallback, so that it runs the CPU kernel, as CPU tensors do. Views
 // and operators keel implements keep their kernels. Returns their names.
 std::vector<std::string> route_cpu_kernels();
+
+// Calls, bytes copied each way and the time (ns) spent mirroring, in the
+// CPU kernel and writing back, over the fallbacks since the last reset.
+[[nodiscard]] std::vector<std::pair<std::string, std::int64_t>> fallback_counters();
+void reset_fallback_counters();
 
 // The operators that fell back since the last reset, sorted: "aten::mm".
 [[nodiscard]] std::vector<std::string> fallback_inventory();

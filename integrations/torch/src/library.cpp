@@ -204,6 +204,14 @@ std::vector<std::string> fallback_ops() { return fallback_inventory(); }
 
 void reset_fallback_ops() { reset_fallback_inventory(); }
 
+c10::Dict<std::string, std::int64_t> fallback_costs() {
+    c10::Dict<std::string, std::int64_t> out;
+    for (const auto& [key, value] : fallback_counters()) out.insert(key, value);
+    return out;
+}
+
+void reset_fallback_costs() { reset_fallback_counters(); }
+
 std::vector<std::string> routed_to_cpu_kernels() { return route_cpu_kernels(); }
 
 }  // namespace
@@ -263,6 +271,8 @@ TORCH_LIBRARY(keel, m) {
     m.def("fallback_ops", &fallback_ops);
     m.def("reset_fallback_ops", &reset_fallback_ops);
     m.def("route_cpu_kernels", &routed_to_cpu_kernels);
+    m.def("fallback_costs", &fallback_costs);
+    m.def("reset_fallback_costs", &reset_fallback_costs);
 }
 
 }  // namespace keel_torch

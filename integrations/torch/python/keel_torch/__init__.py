@@ -267,6 +267,14 @@ def fallback_ops():
 
 def reset_fallback_ops():
     _ops.reset_fallback_ops()
+    _ops.reset_fallback_costs()
+
+
+def fallback_costs():
+    """Since the last reset_fallback_ops(): fallback calls, bytes copied to
+    the host and back, and ns spent mirroring (copies and the host wait),
+    in the CPU kernels, and writing back (comparing and uploading)."""
+    return dict(_ops.fallback_costs())
 
 
 routed_to_cpu_kernels()

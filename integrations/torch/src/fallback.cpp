@@ -73,7 +73,7 @@ struct MirroredStorage {
     std::uint64_t lo = 0;
     std::uint64_t hi = 0;
     at::Tensor host;                 // uint8 [hi - lo]: the mirror
-    std::vector<std::byte> before;   // the mirror's bytes before the kernel ran
+    std::size_t before = 0;          // where the mirror's bytes before the kernel are in the snapshot
     bool declared_written = false;   // the schema says so: written back without comparing
 };
 
@@ -216,10 +216,26 @@ private:
             counters().bytes_down += s.hi - s.lo;
         }
         for (keel::HostCopy& copy : copies) unwrap(copy.wait());
+        std::size_t total = 0;
         for (MirroredStorage& s : storages_) {
             if (s.declared_written) continue;
-            const auto* bytes = static_cast<const std::byte*>(s.host.data_ptr());
-            s.before.assign(bytes, bytes + (s.hi - s.lo));
+            s.before = total;
+            total += s.hi - s.lo;
+        }
+        // The thread's snapshot buffer is kept between calls up to a bound:
+        // fresh pages for every call cost more than the copy into them.
+        constexpr std::size_t kept_snapshot_bytes = std::size_t{16} << 20;
+        thread_local std::vector<std::byte> kept;
+        if (total <= kept_snapshot_bytes) {
+            if (kept.size() < total) kept.resize(total);
+            snapshot_ = kept.data();
+        } else {
+            own_snapshot_.resize(total);
+            snapshot_ = own_snapshot_.data();
+        }
+        for (MirroredStorage& s : storages_) {
+            if (s.declared_written) continue;
+            std::memcpy(snapshot_ + s.before, s.host.data_ptr(), s.hi - s.lo);
         }
     }
 
@@ -286,7 +302,7 @@ private:
             // bytes; its StorageImpl is still the mirror's.
             const auto* now = static_cast<const std::byte*>(s.host.storage().data());
             if (s.host.storage().nbytes() < bytes) continue;  // shrunk by set_: rewritten per tensor below
-            if (!s.declared_written && std::memcmp(now, s.before.data(), bytes) == 0) continue;
+            if (!s.declared_written && std::memcmp(now, snapshot_ + s.before, bytes) == 0) continue;
             const TorchDevice& device = torch_device(s.device);
             const keel::DeviceView to(device.device(), reinterpret_cast<std::uintptr_t>(s.keel.data()) + s.lo, bytes);
             unwrap(unwrap(device.current_stream())->copy(to, std::span<const std::byte>(now, bytes)));
@@ -352,6 +368,8 @@ private:
     std::vector<MirroredTensor> tensors_;
     std::unordered_map<c10::TensorImpl*, std::size_t> by_impl_;     // keel tensor -> tensors_
     std::unordered_map<c10::TensorImpl*, std::size_t> host_impls_;  // host tensor -> tensors_
+    std::byte* snapshot_ = nullptr;       // the thread's kept buffer, or own_snapshot_
+    std::vector<std::byte> own_snapshot_;
 };
 
 }  // namespace

@@ -111,3 +111,31 @@ def test_a_dataloader_pins_with_pin_memory_device(dev):
     loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True, pin_memory_device=keel_torch.BACKEND)
     for x, y in loader:
         assert keel_torch.is_pinned(x) and keel_torch.is_pinned(y)
+
+
+def test_a_dataloader_that_cannot_pin_says_why(dev):
+    data = torch.utils.data.TensorDataset(torch.randn(8, 3))
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available: PyTorch pins for CUDA")
+    with pytest.warns(UserWarning, match="pin_memory_device"):
+        torch.utils.data.DataLoader(data, pin_memory=True)
+
+
+def test_pinning_with_workers_is_impossible_on_1_13(dev):
+    # 1.13's multi-worker DataLoader asks torch.cuda.current_device() for its
+    # pinning thread whatever pin_memory_device says (2.x does not): an
+    # error, never a silent copy that is not pinned.
+    if not torch.__version__.startswith("1.13") or torch.cuda.is_available():
+        pytest.skip("only PyTorch 1.13 without CUDA has this limit")
+    status, out = run_script("""
+import torch, keel_torch
+data = torch.utils.data.TensorDataset(torch.randn(8, 3))
+loader = torch.utils.data.DataLoader(data, batch_size=4, num_workers=1, pin_memory=True,
+                                     pin_memory_device=keel_torch.BACKEND)
+try:
+    next(iter(loader))
+    print("no error")
+except (AssertionError, RuntimeError) as e:
+    print("error:", e)
+""", KEEL_LOG_LEVEL="off")
+    assert "error:" in out and "CUDA" in out, out

@@ -357,3 +357,24 @@ _wrap_tensor_reduce()
 _wrap_rebuild_tensor()
 # Before the CPU's tagger (priority 10): the host copies are CPU storages.
 torch.serialization.register_package(5, _serialization_tag, _serialization_restore)
+
+
+# 1.13's DataLoader(pin_memory=True) pins only where torch.cuda is available
+# (its own check) and says nothing otherwise: say why, and how to pin here.
+def _wrap_dataloader():
+    import warnings
+    loader = torch.utils.data.DataLoader
+    original = loader.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.pin_memory and not self.pin_memory_device and not torch.cuda.is_available():
+            warnings.warn("DataLoader(pin_memory=True) does not pin: this PyTorch pins only for CUDA when no "
+                          f"pin_memory_device is given; pass pin_memory_device={BACKEND!r} to pin in keel's "
+                          "memory (with num_workers=0: 1.13's worker path asks torch.cuda for a device)",
+                          stacklevel=2)
+
+    loader.__init__ = __init__
+
+
+_wrap_dataloader()

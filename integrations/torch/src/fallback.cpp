@@ -106,6 +106,11 @@ bool takes_host_indices(const c10::OperatorHandle& op) {
 class Mirror {
 public:
     explicit Mirror(const c10::OperatorHandle& op) : op_(op) {}
+    Mirror(const Mirror&) = delete;
+    Mirror& operator=(const Mirror&) = delete;
+    ~Mirror() {
+        if (release_kept_ != nullptr) *release_kept_ = false;
+    }
 
     // Replaces every keel tensor and keel device argument of the stack's
     // top `count` values by its host counterpart.
@@ -226,9 +231,12 @@ private:
         // fresh pages for every call cost more than the copy into them.
         constexpr std::size_t kept_snapshot_bytes = std::size_t{16} << 20;
         thread_local std::vector<std::byte> kept;
-        if (total <= kept_snapshot_bytes) {
+        thread_local bool kept_in_use = false;  // a fallback inside a fallback gets its own
+        if (total <= kept_snapshot_bytes && !kept_in_use) {
             if (kept.size() < total) kept.resize(total);
             snapshot_ = kept.data();
+            kept_in_use = true;
+            release_kept_ = &kept_in_use;
         } else {
             own_snapshot_.resize(total);
             snapshot_ = own_snapshot_.data();
@@ -369,6 +377,7 @@ private:
     std::unordered_map<c10::TensorImpl*, std::size_t> by_impl_;     // keel tensor -> tensors_
     std::unordered_map<c10::TensorImpl*, std::size_t> host_impls_;  // host tensor -> tensors_
     std::byte* snapshot_ = nullptr;       // the thread's kept buffer, or own_snapshot_
+    bool* release_kept_ = nullptr;        // set while this mirror holds the kept buffer
     std::vector<std::byte> own_snapshot_;
 };
 

@@ -137,8 +137,29 @@ bool overlap(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
+// The values src stands for, in a host tensor without conj/neg bits.
+static at::Tensor host_values(const at::Tensor& src) {
+    if (!is_keel(src)) return src.resolve_conj().resolve_neg();
+    at::Tensor host = download(src);  // the stored values
+    if (src.is_conj()) host = host.conj_physical();
+    if (src.is_neg()) host = host.neg();
+    return host;
+}
+
 void copy_between(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
     if (dst.numel() == 0) return;
+    if (src.is_conj() || src.is_neg() || dst.is_conj() || dst.is_neg()) {
+        // Values, not bits, as CUDA's copy: dst then reads as src's values.
+        at::Tensor values = host_values(src);
+        if (!is_keel(dst)) {
+            dst.copy_(values);  // the host copy applies dst's own bits
+            return;
+        }
+        if (dst.is_conj()) values = values.conj_physical();
+        if (dst.is_neg()) values = values.neg();
+        upload(dst, values, false);  // the bytes dst stores
+        return;
+    }
     if (is_keel(src) && is_keel(dst)) {
         if (src.device() == dst.device() && src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() &&
             src.is_contiguous() && dst.is_contiguous() && !overlap(src, dst)) {
@@ -324,6 +345,49 @@ at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar
     return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_Tensor>::call(self, other, alpha);
 }
 
+// self becomes a view of `source` (keel memory; no device work). A storage
+// too small for the view is grown as resize_ grows it.
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt storage_offset, c10::SymIntArrayRef size,
+                        c10::SymIntArrayRef stride) {
+    TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1 || source.nbytes() == 0,
+                "[keel_torch] set_: the storage is on ", source.device(), ", the tensor on ", self.device());
+    const std::int64_t offset = storage_offset.expect_int();
+    TORCH_CHECK(offset >= 0, "[keel_torch] set_: negative storage offset ", offset);
+    at::TensorImpl* impl = self.unsafeGetTensorImpl();
+    impl->set_storage_keep_dtype(std::move(source));
+    impl->set_storage_offset(offset);
+    const at::IntArrayRef sizes = ints(size);
+    if (stride.empty()) {
+        impl->set_sizes_contiguous(sizes);
+    } else {
+        impl->set_sizes_and_strides(sizes, ints(stride));
+    }
+    if (self.numel() > 0) {
+        const auto [first, end] = extent(self);
+        TORCH_CHECK(static_cast<std::size_t>(end) * self.element_size() <= self.storage().nbytes(),
+                    "[keel_torch] set_: the view needs ", end * self.element_size(), " bytes, the storage has ",
+                    self.storage().nbytes());
+    }
+    return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+    const auto items = static_cast<std::int64_t>(source.nbytes() / self.element_size());
+    return set_storage(self, std::move(source), 0, c10::fromIntArrayRef({items}), {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+    if (self.is_same(source)) return self;
+    return set_storage(self, source.storage(), source.storage_offset(), c10::fromIntArrayRef(source.sizes()),
+                       c10::fromIntArrayRef(source.strides()));
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+    c10::Storage empty(c10::Storage::use_byte_size_t(), 0, allocate_device(self.device().index(), 0),
+                       device_allocator(), true);
+    return set_storage(self, std::move(empty), 0, c10::fromIntArrayRef({0}), {});
+}
+
 void record_stream(at::Tensor& self, c10::Stream stream) {
     record_data_on_stream(self.storage().data_ptr(), stream);
 }
@@ -347,6 +411,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("add_.Tensor", TORCH_FN(add_));
     m.impl("sub.Tensor", TORCH_FN(sub));
     m.impl("sub_.Tensor", TORCH_FN(sub_));
+    m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+    m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+    m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+    m.impl("set_", TORCH_FN(set_empty));
     m.impl("record_stream", TORCH_FN(record_stream));
 }
 

@@ -59,12 +59,16 @@ keel::Result<const keel::Stream*> TorchDevice::stream(std::int64_t id) const {
     return streams_[static_cast<std::size_t>(id)].get();
 }
 
-keel::Result<std::int64_t> TorchDevice::create_stream() const {
-    KEEL_TRY(stream(0));  // the default stream is id 0 whatever is created first
-    KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
+keel::Result<std::int64_t> TorchDevice::pooled_stream() const {
+    KEEL_TRY(stream(0));  // the default stream is id 0 whatever is asked for first
     std::lock_guard lock(mutex_);
-    streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
-    return static_cast<std::int64_t>(streams_.size() - 1);
+    const auto made = static_cast<std::int64_t>(streams_.size()) - 1;
+    if (made < stream_pool_size) {
+        KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
+        streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
+        return made + 1;
+    }
+    return 1 + (next_pooled_++ % stream_pool_size);
 }
 
 keel::Result<keel::Kernel> TorchDevice::kernel(const std::string& name) const {

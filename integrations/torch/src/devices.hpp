@@ -29,6 +29,11 @@ void set_current_stream_id(int index, std::int64_t id) noexcept;
 [[nodiscard]] int current_device_index() noexcept;
 void set_current_device_index(int index) noexcept;
 
+// Side streams per device: a Stream() object of keel_torch takes one of
+// these, so that many objects do not mean many device queues (or, on the
+// CPU device, many worker threads).
+inline constexpr std::int64_t stream_pool_size = 8;
+
 // One privateuseone index: its keel device and its streams. Stream ids are
 // indices into a list that only grows (0 is the default stream), so a
 // c10::Stream can carry one and a stream never goes while PyTorch may still
@@ -42,8 +47,9 @@ public:
 
     // The stream with this id (non-owning: it lives as long as the process).
     [[nodiscard]] keel::Result<const keel::Stream*> stream(std::int64_t id) const;
-    // A new stream; returns its id.
-    [[nodiscard]] keel::Result<std::int64_t> create_stream() const;
+    // A side stream from the device's pool (stream_pool_size streams, made
+    // on first use, then handed out round-robin, as CUDA's pool does): its id.
+    [[nodiscard]] keel::Result<std::int64_t> pooled_stream() const;
     [[nodiscard]] std::int64_t stream_count() const;
 
     // The calling thread's current stream on this device.
@@ -61,6 +67,7 @@ private:
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<keel::Stream>> streams_;
     mutable std::map<std::string, keel::Kernel, std::less<>> kernels_;
+    mutable std::int64_t next_pooled_ = 0;
 };
 
 // Every privateuseone device, made at the first call (which loads keel's

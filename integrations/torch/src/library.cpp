@@ -11,47 +11,12 @@
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
-#include <algorithm>
+#include <map>
+#include <memory>
 #include <mutex>
-#include <set>
+
 
 namespace keel_torch {
-
-namespace {
-
-struct Inventory {
-    std::mutex mutex;
-    std::set<std::string> names;
-};
-
-Inventory& inventory() {
-    static Inventory instance;
-    return instance;
-}
-
-}  // namespace
-
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-    const c10::OperatorName& name = op.schema().operator_name();
-    {
-        Inventory& inv = inventory();
-        std::lock_guard lock(inv.mutex);
-        inv.names.insert(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
-    }
-    at::native::cpu_fallback(op, stack);
-}
-
-std::vector<std::string> fallback_inventory() {
-    Inventory& inv = inventory();
-    std::lock_guard lock(inv.mutex);
-    return {inv.names.begin(), inv.names.end()};
-}
-
-void reset_fallback_inventory() {
-    Inventory& inv = inventory();
-    std::lock_guard lock(inv.mutex);
-    inv.names.clear();
-}
 
 namespace {
 
@@ -65,7 +30,86 @@ std::int64_t current_device() { return current_device_index(); }
 
 std::string device_name(std::int64_t index) { return device_at(index).device().name(); }
 
-std::int64_t new_stream(std::int64_t device) { return unwrap(device_at(device).create_stream()); }
+std::int64_t new_stream(std::int64_t device) { return unwrap(device_at(device).pooled_stream()); }
+
+// How many devices exist: 0 when a name in KEEL_TORCH_DEVICES does not.
+std::int64_t available_count() {
+    const keel::Result<const Devices*> devices = Devices::get();
+    return devices.ok() ? devices.value()->count() : 0;
+}
+
+void set_device(std::int64_t index) {
+    set_current_device_index(device_at(index).index());
+}
+
+// Events by id, for Python: a keel event made with timing.
+struct EventTable {
+    std::mutex mutex;
+    std::int64_t next = 1;
+    std::map<std::int64_t, std::shared_ptr<keel::Event>> events;
+};
+
+EventTable& event_table() {
+    static EventTable table;
+    return table;
+}
+
+std::shared_ptr<keel::Event> event_at(std::int64_t id) {
+    EventTable& table = event_table();
+    std::lock_guard lock(table.mutex);
+    const auto found = table.events.find(id);
+    TORCH_CHECK(found != table.events.end(), "[keel_torch] no event ", id);
+    return found->second;
+}
+
+std::int64_t event_create(std::int64_t device, bool timing) {
+    auto event = std::make_shared<keel::Event>(
+        unwrap(keel::Event::create(device_at(device).device(), timing ? keel::EventTiming::on : keel::EventTiming::off)));
+    EventTable& table = event_table();
+    std::lock_guard lock(table.mutex);
+    table.events.emplace(table.next, std::move(event));
+    return table.next++;
+}
+
+void event_destroy(std::int64_t id) {
+    EventTable& table = event_table();
+    std::lock_guard lock(table.mutex);
+    table.events.erase(id);
+}
+
+void event_record(std::int64_t id, std::int64_t device, std::int64_t stream) {
+    unwrap(event_at(id)->record(*unwrap(device_at(device).stream(stream))));
+}
+
+void event_wait(std::int64_t id, std::int64_t device, std::int64_t stream) {
+    unwrap(unwrap(device_at(device).stream(stream))->wait(*event_at(id)));
+}
+
+bool event_query(std::int64_t id) { return unwrap(event_at(id)->query()); }
+
+void event_synchronize(std::int64_t id) { unwrap(event_at(id)->synchronize()); }
+
+double event_elapsed_ms(std::int64_t start, std::int64_t end) {
+    return unwrap(keel::Event::elapsed_ms(*event_at(start), *event_at(end)));
+}
+
+// Every byte of t's storage as a uint8 keel tensor (a view: no device work).
+at::Tensor storage_bytes(const at::Tensor& t) {
+    TORCH_CHECK(is_keel(t), "[keel_torch] storage_bytes: not a keel tensor (", t.device(), ")");
+    at::Tensor bytes = at::empty({0}, t.options().dtype(at::kByte));
+    const auto n = static_cast<std::int64_t>(t.storage().nbytes());
+    return bytes.set_(t.storage(), 0, {n}, {1});
+}
+
+// A view of base's storage (keel bytes) with another dtype and shape.
+at::Tensor alias_bytes(const at::Tensor& base, at::ScalarType dtype, std::int64_t offset, std::vector<std::int64_t> size,
+                       std::vector<std::int64_t> stride) {
+    TORCH_CHECK(is_keel(base), "[keel_torch] alias_bytes: not a keel tensor (", base.device(), ")");
+    at::Tensor view = at::empty({0}, base.options().dtype(dtype));
+    return view.set_(base.storage(), offset, size, stride);
+}
+
+void reset_peak_memory_stats(std::int64_t device) { unwrap(device_at(device).memory()).reset_peaks(); }
 
 std::int64_t current_stream(std::int64_t device) {
     return current_stream_id(device_at(device).index());
@@ -160,7 +204,38 @@ std::vector<std::string> fallback_ops() { return fallback_inventory(); }
 
 void reset_fallback_ops() { reset_fallback_inventory(); }
 
+c10::Dict<std::string, std::int64_t> fallback_costs() {
+    c10::Dict<std::string, std::int64_t> out;
+    for (const auto& [key, value] : fallback_counters()) out.insert(key, value);
+    return out;
+}
+
+void reset_fallback_costs() { reset_fallback_counters(); }
+
+std::vector<std::string> routed_to_cpu_kernels() { return route_cpu_kernels(); }
+
 }  // namespace
+
+namespace {
+
+c10::DeviceIndex pinning_device(c10::optional<at::Device> device) {
+    return device && device->has_index() ? device->index() : static_cast<c10::DeviceIndex>(current_device_index());
+}
+
+// tensor.pin_memory(device) and is_pinned(device) with a keel device:
+// PyTorch sends them here by the device argument.
+at::Tensor pin_memory_kernel(const at::Tensor& self, c10::optional<at::Device> device) {
+    return pin_memory(self, pinning_device(device));
+}
+
+bool is_pinned_kernel(const at::Tensor& self, c10::optional<at::Device>) { return is_pinned(self); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+    m.impl("_pin_memory", TORCH_FN(pin_memory_kernel));
+    m.impl("is_pinned", TORCH_FN(is_pinned_kernel));
+}
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
 
@@ -169,6 +244,18 @@ TORCH_LIBRARY(keel, m) {
     m.def("current_device", &current_device);
     m.def("device_name", &device_name);
     m.def("new_stream", &new_stream);
+    m.def("available_count", &available_count);
+    m.def("set_device", &set_device);
+    m.def("storage_bytes", &storage_bytes);
+    m.def("alias_bytes", &alias_bytes);
+    m.def("event_create", &event_create);
+    m.def("event_destroy", &event_destroy);
+    m.def("event_record", &event_record);
+    m.def("event_wait", &event_wait);
+    m.def("event_query", &event_query);
+    m.def("event_synchronize", &event_synchronize);
+    m.def("event_elapsed_ms", &event_elapsed_ms);
+    m.def("reset_peak_memory_stats", &reset_peak_memory_stats);
     m.def("current_stream", &current_stream);
     m.def("set_stream", &set_stream);
     m.def("synchronize_stream", &synchronize_stream);
@@ -183,6 +270,9 @@ TORCH_LIBRARY(keel, m) {
     m.def("is_pinned", &is_pinned);
     m.def("fallback_ops", &fallback_ops);
     m.def("reset_fallback_ops", &reset_fallback_ops);
+    m.def("route_cpu_kernels", &routed_to_cpu_kernels);
+    m.def("fallback_costs", &fallback_costs);
+    m.def("reset_fallback_costs", &reset_fallback_costs);
 }
 
 }  // namespace keel_torch

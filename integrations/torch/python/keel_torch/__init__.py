@@ -8,6 +8,7 @@ called ``keel``. Tensors live in keel's stream-ordered caching allocator;
 copies go through keel streams; operators keel has no kernel for run on the
 CPU (``fallback_ops()`` lists them).
 """
+import collections as _collections
 import contextlib as _contextlib
 import os as _os
 import sys as _sys
@@ -46,7 +47,9 @@ def device(index=0):
 
 
 def device_count():
-    return _ops.device_count()
+    """How many keel devices there are: the names in KEEL_TORCH_DEVICES, or
+    0 when one of them does not exist (the error says which)."""
+    return _ops.available_count()
 
 
 def device_name(device=None):
@@ -55,11 +58,19 @@ def device_name(device=None):
 
 
 def is_available():
+    """True when every device KEEL_TORCH_DEVICES names exists."""
     return device_count() > 0
 
 
 def current_device():
+    """This thread's current keel device index (tensors made with
+    ``device="privateuseone"`` go there)."""
     return _ops.current_device()
+
+
+def set_device(device):
+    """Makes ``device`` this thread's current keel device."""
+    _ops.set_device(_index(device))
 
 
 def synchronize(device=None):
@@ -68,12 +79,28 @@ def synchronize(device=None):
 
 
 class Stream:
-    """A keel stream of one device. ``Stream()`` creates a new one; use it
-    with ``with keel_torch.stream(s):`` to make it current."""
+    """A keel stream of one device. ``Stream()`` takes a side stream from the
+    device's pool (8 streams, made on first use and handed out round-robin,
+    as torch.cuda.Stream() does): any number of Stream objects share them.
+    Use it with ``with keel_torch.stream(s):`` to make it current."""
 
     def __init__(self, device=None, _id=None):
         self.device_index = _index(device)
         self.id = _ops.new_stream(self.device_index) if _id is None else _id
+
+    @property
+    def device(self):
+        return torch.device(BACKEND, self.device_index)
+
+    def record_event(self, event=None):
+        """Records ``event`` (a new timing Event if None) on this stream."""
+        event = Event(enable_timing=True) if event is None else event
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        """Work enqueued on this stream from now on runs after ``event``."""
+        _ops.event_wait(event._id, self.device_index, self.id)
 
     def synchronize(self):
         _ops.synchronize_stream(self.device_index, self.id)
@@ -94,6 +121,37 @@ class Stream:
 
     def __repr__(self):
         return f"keel_torch.Stream(device={self.device_index}, id={self.id})"
+
+
+class Event:
+    """A keel event, as torch.cuda.Event: ``record(stream)``, ``query()``,
+    ``synchronize()``, ``wait(stream)``, ``elapsed_time(end)`` (ms, both
+    recorded with ``enable_timing=True``)."""
+
+    def __init__(self, enable_timing=False, device=None):
+        self.device_index = _index(device)
+        self._id = _ops.event_create(self.device_index, bool(enable_timing))
+
+    def record(self, stream=None):
+        stream = current_stream(self.device_index) if stream is None else stream
+        _ops.event_record(self._id, stream.device_index, stream.id)
+
+    def wait(self, stream=None):
+        stream = current_stream(self.device_index) if stream is None else stream
+        stream.wait_event(self)
+
+    def query(self):
+        return _ops.event_query(self._id)
+
+    def synchronize(self):
+        _ops.event_synchronize(self._id)
+
+    def elapsed_time(self, end_event):
+        return _ops.event_elapsed_ms(self._id, end_event._id)
+
+    def __del__(self):
+        if getattr(self, "_id", None) is not None and _ops is not None:
+            _ops.event_destroy(self._id)
 
 
 def current_stream(device=None):
@@ -126,9 +184,55 @@ def record_stream(tensor, stream):
     _ops.record_stream(tensor, stream.id)
 
 
+# torch.cuda.memory_stats()'s keys for keel's statistics.
+_CUDA_STAT_KEYS = {
+    "allocated_bytes.all.current": "allocated_bytes",
+    "allocated_bytes.all.peak": "peak_allocated_bytes",
+    "reserved_bytes.all.current": "reserved_bytes",
+    "reserved_bytes.all.peak": "peak_reserved_bytes",
+    "requested_bytes.all.current": "requested_bytes",
+    "active_bytes.all.current": "allocated_bytes",
+    "allocation.all.current": "allocated_count",
+    "allocation.all.allocated": "allocations",
+    "segment.all.current": "segment_count",
+    "segment.all.allocated": "raw_allocations",
+    "segment.all.freed": "raw_frees",
+    "inactive_split_bytes.all.current": "cached_bytes",
+    "num_alloc_retries": "oom_retries",
+    "num_ooms": "ooms",
+}
+
+
 def memory_stats(device=None):
-    """The allocator's statistics (bytes and counts) for the device."""
-    return dict(_ops.memory_stats(_index(device)))
+    """The allocator's statistics for the device: keel's own keys
+    (``allocated_bytes``, ``cache_hits``, ...) and torch.cuda's
+    (``allocated_bytes.all.current``, ``num_ooms``, ...)."""
+    stats = dict(_ops.memory_stats(_index(device)))
+    stats.update({cuda: stats[keel] for cuda, keel in _CUDA_STAT_KEYS.items()})
+    return stats
+
+
+def memory_allocated(device=None):
+    """Bytes of tensors alive on the device (keel's allocated bytes)."""
+    return memory_stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None):
+    """The peak of memory_allocated() since the start or reset_peak_memory_stats()."""
+    return memory_stats(device)["peak_allocated_bytes"]
+
+
+def memory_reserved(device=None):
+    """Bytes the allocator holds from the device (allocated, cached, pending frees)."""
+    return memory_stats(device)["reserved_bytes"]
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device)["peak_reserved_bytes"]
+
+
+def reset_peak_memory_stats(device=None):
+    _ops.reset_peak_memory_stats(_index(device))
 
 
 def memory_summary(device=None):
@@ -138,6 +242,12 @@ def memory_summary(device=None):
 def empty_cache(device=None):
     """Returns cached memory to the device (after the pending frees ran)."""
     _ops.empty_cache(_index(device))
+
+
+def routed_to_cpu_kernels():
+    """The aten operators that run their CPU kernel through the fallback
+    where PyTorch would otherwise run a generic decomposition on keel."""
+    return list(_ops.route_cpu_kernels())
 
 
 def pin_memory(tensor, device=None):
@@ -157,3 +267,114 @@ def fallback_ops():
 
 def reset_fallback_ops():
     _ops.reset_fallback_ops()
+    _ops.reset_fallback_costs()
+
+
+def fallback_costs():
+    """Since the last reset_fallback_ops(): fallback calls, bytes copied to
+    the host and back, and ns spent mirroring (copies and the host wait),
+    in the CPU kernels, and writing back (comparing and uploading)."""
+    return dict(_ops.fallback_costs())
+
+
+routed_to_cpu_kernels()
+
+
+# Checkpoints and pickle. 1.13's Python cannot hold a privateuseone storage
+# (its argument parser refuses them), so a keel tensor is saved as a CPU
+# copy of its storage tagged with the keel device ("privateuseone:N"):
+# torch.load brings it back to that device, or where map_location says, and
+# tensors that shared a storage in the checkpoint share one on keel.
+def _reduce_ex_internal_keel(self, proto):
+    host = _ops.storage_bytes(self).cpu()
+    untyped = host.storage().untyped()
+    untyped._keel_location = f"{BACKEND}:{self.device.index}"
+    typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=self.dtype)
+    return (torch._utils._rebuild_tensor_v2,
+            (typed, self.storage_offset(), tuple(self.size()), self.stride(), self.requires_grad,
+             _collections.OrderedDict()))
+
+
+def _wrap_tensor_reduce():
+    original = torch.Tensor._reduce_ex_internal
+
+    def _reduce_ex_internal(self, proto):
+        if self.device.type in (BACKEND, "privateuseone"):
+            return _reduce_ex_internal_keel(self, proto)
+        return original(self, proto)
+
+    torch.Tensor._reduce_ex_internal = _reduce_ex_internal
+
+    original_deepcopy = torch.Tensor.__deepcopy__
+
+    def __deepcopy__(self, memo):
+        if type(self) is not torch.Tensor or self.device.type not in (BACKEND, "privateuseone"):
+            return original_deepcopy(self, memo)
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    torch.Tensor.__deepcopy__ = __deepcopy__
+
+
+def _serialization_tag(storage):
+    return getattr(storage, "_keel_location", None)
+
+
+def _serialization_restore(storage, location):
+    if location.startswith(BACKEND) or location.startswith("privateuseone"):
+        target = torch.device(location)
+        _index(target)  # a device that exists
+        storage._keel_location = str(target)  # _rebuild_tensor moves it
+        return storage
+    return None
+
+
+def _wrap_rebuild_tensor():
+    original = torch._utils._rebuild_tensor
+
+    def _rebuild_tensor(storage, storage_offset, size, stride):
+        untyped = storage.untyped() if isinstance(storage, torch.storage.TypedStorage) else storage
+        location = getattr(untyped, "_keel_location", None)
+        if location is None:
+            return original(storage, storage_offset, size, stride)
+        base = getattr(untyped, "_keel_bytes", None)
+        if base is None:  # the storage's bytes on the device, once per storage
+            base = torch.empty(0, dtype=torch.uint8).set_(untyped).to(location)
+            untyped._keel_bytes = base
+        return _ops.alias_bytes(base, storage.dtype, storage_offset, list(size), list(stride))
+
+    torch._utils._rebuild_tensor = _rebuild_tensor
+
+
+_wrap_tensor_reduce()
+_wrap_rebuild_tensor()
+# Before the CPU's tagger (priority 10): the host copies are CPU storages.
+torch.serialization.register_package(5, _serialization_tag, _serialization_restore)
+
+
+# 1.13's DataLoader(pin_memory=True) pins only where torch.cuda is available
+# (its own check) and says nothing otherwise: say why, and how to pin here.
+def _wrap_dataloader():
+    import warnings
+    loader = torch.utils.data.DataLoader
+    original = loader.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.pin_memory and not self.pin_memory_device and not torch.cuda.is_available():
+            warnings.warn("DataLoader(pin_memory=True) does not pin: this PyTorch pins only for CUDA when no "
+                          f"pin_memory_device is given; pass pin_memory_device={BACKEND!r} to pin in keel's "
+                          "memory (with num_workers=0: 1.13's worker path asks torch.cuda for a device)",
+                          stacklevel=2)
+
+    loader.__init__ = __init__
+
+
+_wrap_dataloader()

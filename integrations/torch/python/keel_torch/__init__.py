@@ -157,3 +157,9 @@ def fallback_ops():
 
 def reset_fallback_ops():
     _ops.reset_fallback_ops()
+
+
+# torch.distributed's backend "keel" (keel_torch.distributed), where this
+# build has it: init_process_group(backend="keel").
+if _os.path.exists(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "distributed.py")):
+    from . import distributed  # noqa: E402,F401

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""DistributedDataParallel through torch.distributed's keel backend against
+gloo, 2 processes, same model, printed as a table (by rank 0).
+
+    PYTHONPATH=build/python /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 \\
+        --redirects 1 --tee 1 --master_addr 127.0.0.1 --master_port 29533 \\
+        integrations/torch/bench/keel_torch_ddp_bench.py
+
+Both groups live in the same two processes: gloo (the default group) with
+the model on CPU tensors, keel (a second group) with the model on keel
+device 0. Slices of steps alternate between them, and each row reports the
+median of its slices (ms per step), so that a machine shared with other
+work disturbs both sides alike. Rows: a training step without DDP (the
+compute alone), the DDP step, what DDP adds, and one all-reduce of the
+model's gradient size through each group. "gloo / keel" is the ratio of
+times: above 1, keel is faster.
+"""
+import argparse
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+import keel_torch
+
+
+def model(width, depth):
+    layers = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+
+
+def step_fn(net, device, batch, width, sync):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, width, generator=g).to(device)
+    y = torch.randn(batch, 10, generator=g).to(device)
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        optimizer.step()
+
+    return step, sync
+
+
+def all_reduce_fn(group, device, numel, sync):
+    t = torch.ones(numel).to(device)
+    return (lambda: dist.all_reduce(t, group=group)), sync
+
+
+def measure(fn_sync, steps):
+    fn, sync = fn_sync
+    fn()
+    sync()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / steps * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--width", type=int, default=256, help="hidden width of the MLP")
+    parser.add_argument("--depth", type=int, default=3, help="hidden layers of the MLP")
+    parser.add_argument("--batch", type=int, default=32, help="batch per rank")
+    parser.add_argument("--steps", type=int, default=20, help="steps per slice")
+    parser.add_argument("--slices", type=int, default=5, help="alternating slices per row")
+    args = parser.parse_args()
+
+    dist.init_process_group(backend="gloo")
+    keel_group = dist.new_group(backend="keel")
+    rank = dist.get_rank()
+    dev = keel_torch.device(0)
+    no_sync = lambda: None  # noqa: E731
+    keel_sync = keel_torch.synchronize
+
+    torch.manual_seed(0)
+    cpu_net = model(args.width, args.depth)
+    keel_net = model(args.width, args.depth).to(dev)
+    keel_net.load_state_dict(cpu_net.state_dict())
+    numel = sum(p.numel() for p in cpu_net.parameters())
+    rows = {
+        "train step, no DDP (compute)": (step_fn(cpu_net, "cpu", args.batch, args.width, no_sync),
+                                         step_fn(keel_net, dev, args.batch, args.width, keel_sync)),
+        "DDP train step": (step_fn(DistributedDataParallel(cpu_net), "cpu", args.batch, args.width, no_sync),
+                           step_fn(DistributedDataParallel(keel_net, process_group=keel_group), dev, args.batch,
+                                   args.width, keel_sync)),
+        f"all_reduce of the gradients ({numel * 4 / 2**20:.2f} MiB)":
+            (all_reduce_fn(None, "cpu", numel, no_sync), all_reduce_fn(keel_group, dev, numel, keel_sync)),
+    }
+    results = {}
+    for name, (gloo_side, keel_side) in rows.items():
+        g, k = [], []
+        for _ in range(args.slices):
+            g.append(measure(gloo_side, args.steps))
+            k.append(measure(keel_side, args.steps))
+        results[name] = (statistics.median(g), statistics.median(k))
+    (gs, ks), (gd, kd) = results["train step, no DDP (compute)"], results["DDP train step"]
+    results["what DDP adds (DDP step - compute)"] = (gd - gs, kd - ks)
+    if rank == 0:
+        print(f"MLP {args.depth}x{args.width}, {numel} parameters, batch {args.batch} per rank, 2 ranks, "
+              f"keel device {keel_torch.device_name(0)}, torch {torch.__version__}, "
+              f"{args.slices} slices of {args.steps} steps")
+        print("| row | gloo, CPU tensors (ms) | keel (ms) | gloo / keel |")
+        print("|---|---|---|---|")
+        for name, (g, k) in results.items():
+            print(f"| {name} | {g:.3f} | {k:.3f} | {g / k:.2f} |" if k > 0 else f"| {name} | {g:.3f} | {k:.3f} | - |")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -2,10 +2,12 @@
 // function torch.distributed.Backend.register_backend("keel", ...) calls.
 // Types cross into torch's own bindings (c10d.Store, c10d.ProcessGroup)
 // through pybind11's shared registry.
-#include "process_group.hpp"
+// Python's headers first, as Python asks.
+#include <torch/csrc/utils/pybind.h>
 
 #include <pybind11/chrono.h>
-#include <torch/csrc/utils/pybind.h>
+
+#include "process_group.hpp"
 
 namespace {
 

@@ -33,7 +33,7 @@ public:
     // that stream (keel.h 1.3's error propagation), so reading the outputs
     // raises it, never returns data the operation did not produce.
     void synchronize() override;
-    bool wait(std::chrono::milliseconds timeout) override;
+    bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
     // Aborts the communicator: this and every later operation of the group fail.
     void abort() override;
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;

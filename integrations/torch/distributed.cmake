@@ -25,6 +25,7 @@ endif()
 target_sources(keel_torch PRIVATE src/distributed/device_access.cpp)
 
 Python3_add_library(keel_torch_c10d MODULE WITH_SOABI
+  src/distributed/autograd_fallthrough.cpp
   src/distributed/process_group.cpp
   src/distributed/python_module.cpp
   src/distributed/reduce_types.cpp

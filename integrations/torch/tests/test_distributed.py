@@ -63,3 +63,12 @@ def test_a_collective_whose_peer_is_gone_raises_instead_of_returning_data():
     assert status == 0, out
     assert "read after a failed all_reduce raised:" in out, out
     assert "the next all_reduce raised:" in out, out
+
+
+def test_future_then_of_a_collective_runs_its_callback_after_it():
+    results = run_ranks("future_then")
+    for rank, (status, out) in enumerate(results):
+        assert status == 0, f"rank {rank}:\n{out}"
+        if "SKIP:" in out:
+            pytest.skip(out[out.index("SKIP:") + 6:].splitlines()[0])
+        assert "future then ok" in out, out

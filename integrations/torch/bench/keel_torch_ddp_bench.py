@@ -12,8 +12,9 @@ device 0. Slices of steps alternate between them, and each row reports the
 median of its slices (ms per step), so that a machine shared with other
 work disturbs both sides alike. Rows: a training step without DDP (the
 compute alone), the DDP step, what DDP adds, and one all-reduce of the
-model's gradient size through each group. "gloo / keel" is the ratio of
-times: above 1, keel is faster.
+model's gradient size through each group; wall time, and the process's
+CPU time (keel's stream workers and Gloo's threads included) per step,
+rank 0's. "gloo/keel" is the ratio of times: above 1, keel is faster.
 """
 import argparse
 import os
@@ -58,11 +59,11 @@ def measure(fn_sync, steps):
     fn()
     sync()
     dist.barrier()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         fn()
     sync()
-    return (time.perf_counter() - start) / steps * 1e3
+    return (time.perf_counter() - start) / steps * 1e3, (time.process_time() - cpu) / steps * 1e3
 
 
 def main():
@@ -101,17 +102,18 @@ def main():
         for _ in range(args.slices):
             g.append(measure(gloo_side, args.steps))
             k.append(measure(keel_side, args.steps))
-        results[name] = (statistics.median(g), statistics.median(k))
-    (gs, ks), (gd, kd) = results["train step, no DDP (compute)"], results["DDP train step"]
-    results["what DDP adds (DDP step - compute)"] = (gd - gs, kd - ks)
+        results[name] = tuple(statistics.median(side[i] for side in sides) for sides in (g, k) for i in (0, 1))
+    base, ddp = results["train step, no DDP (compute)"], results["DDP train step"]
+    results["what DDP adds (DDP step - compute)"] = tuple(d - b for d, b in zip(ddp, base))
     if rank == 0:
         print(f"MLP {args.depth}x{args.width}, {numel} parameters, batch {args.batch} per rank, 2 ranks, "
               f"keel device {keel_torch.device_name(0)}, torch {torch.__version__}, "
               f"{args.slices} slices of {args.steps} steps")
-        print("| row | gloo, CPU tensors (ms) | keel (ms) | gloo / keel |")
-        print("|---|---|---|---|")
-        for name, (g, k) in results.items():
-            print(f"| {name} | {g:.3f} | {k:.3f} | {g / k:.2f} |" if k > 0 else f"| {name} | {g:.3f} | {k:.3f} | - |")
+        print("| row | gloo wall ms | keel wall ms | gloo/keel wall | gloo CPU ms | keel CPU ms | gloo/keel CPU |")
+        print("|---|---|---|---|---|---|---|")
+        for name, (gw, gc, kw, kc) in results.items():
+            ratio = lambda a, b: f"{a / b:.2f}" if a > 0 and b > 0 else "-"  # noqa: E731
+            print(f"| {name} | {gw:.3f} | {kw:.3f} | {ratio(gw, kw)} | {gc:.3f} | {kc:.3f} | {ratio(gc, kc)} |")
     dist.barrier()
     dist.destroy_process_group()
 

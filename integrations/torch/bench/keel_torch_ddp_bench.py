@@ -105,6 +105,14 @@ def main():
         results[name] = tuple(statistics.median(side[i] for side in sides) for sides in (g, k) for i in (0, 1))
     base, ddp = results["train step, no DDP (compute)"], results["DDP train step"]
     results["what DDP adds (DDP step - compute)"] = tuple(d - b for d, b in zip(ddp, base))
+    # What the keel DDP step runs on the CPU fallback beyond the plain step.
+    keel_torch.reset_fallback_ops()
+    rows["train step, no DDP (compute)"][1][0]()
+    plain = set(keel_torch.fallback_ops())
+    keel_torch.reset_fallback_ops()
+    rows["DDP train step"][1][0]()
+    keel_torch.synchronize()
+    added = sorted(set(keel_torch.fallback_ops()) - plain)
     if rank == 0:
         print(f"MLP {args.depth}x{args.width}, {numel} parameters, batch {args.batch} per rank, 2 ranks, "
               f"keel device {keel_torch.device_name(0)}, torch {torch.__version__}, "
@@ -114,6 +122,7 @@ def main():
         for name, (gw, gc, kw, kc) in results.items():
             ratio = lambda a, b: f"{a / b:.2f}" if a > 0 and b > 0 else "-"  # noqa: E731
             print(f"| {name} | {gw:.3f} | {kw:.3f} | {ratio(gw, kw)} | {gc:.3f} | {kc:.3f} | {ratio(gc, kc)} |")
+        print("operators DDP adds on keel's CPU fallback:", ", ".join(added) or "none")
     dist.barrier()
     dist.destroy_process_group()
 

@@ -167,6 +167,20 @@ def check_wait_does_not_block_the_host():
     print(f"wait without blocking ok (rank {RANK} waited {waited * 1e3:.0f} ms)")
 
 
+def check_the_current_stream_is_the_one_ordered():
+    # The collective runs after what a side stream, current at the call,
+    # enqueued before it; wait() orders that stream after it.
+    side = keel_torch.Stream()
+    with keel_torch.stream(side):
+        t = torch.zeros(1 << 16, device=DEV)
+        t.fill_(float(RANK + 1))
+        dist.all_reduce(t)
+        t.add_(torch.ones(1 << 16, device=DEV))
+        total = t.cpu()
+    assert bool((total == float(sum(range(1, SIZE + 1)) + 1)).all())
+    print("current stream ordering ok")
+
+
 def check_future_then():
     # Future.then runs its callback on a stream from the device's pool.
     t = torch.full((4,), float(RANK + 1)).to(DEV)
@@ -200,7 +214,7 @@ def check_a_peer_gone_is_an_error():
 
 SCENARIOS = {
     "collectives": [check_all_reduce, check_broadcast_gather_scatter, check_send_recv, check_bad_input,
-                    check_wait_does_not_block_the_host],
+                    check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered],
     "peer_gone": [check_a_peer_gone_is_an_error],
     "future_then": [check_future_then],
 }

@@ -31,7 +31,9 @@ public:
     // later work after the operation (barrier: the host waits too). A
     // failure already known is thrown here; one that comes later fails
     // that stream (keel.h 1.3's error propagation), so reading the outputs
-    // raises it, never returns data the operation did not produce.
+    // raises it, never returns data the operation did not produce. The
+    // timeout of wait() is not used (as NCCL's without blocking wait): the
+    // group's timeout bounds the operation itself.
     void synchronize() override;
     bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
     // Aborts the communicator: this and every later operation of the group fail.

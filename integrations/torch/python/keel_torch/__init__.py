@@ -378,3 +378,9 @@ def _wrap_dataloader():
 
 
 _wrap_dataloader()
+
+
+# torch.distributed's backend "keel" (keel_torch.distributed), where this
+# build has it: init_process_group(backend="keel").
+if _os.path.exists(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "distributed.py")):
+    from . import distributed  # noqa: E402,F401

@@ -1,0 +1,258 @@
+#include "process_group.hpp"
+
+#include "device_access.hpp"
+#include "reduce_types.hpp"
+#include "store_bridge.hpp"
+#include "work.hpp"
+#include "../errors.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <string>
+
+namespace keel_torch {
+namespace {
+
+using c10d::OpType;
+
+constexpr c10::DeviceType kKeel = c10::DeviceType::PrivateUse1;
+
+void check_tensor(const at::Tensor& t, const char* where, bool contiguous = true) {
+    TORCH_CHECK(t.defined(), "[", where, "] got an undefined tensor");
+    TORCH_CHECK(t.device().type() == kKeel, "[", where,
+                "] the keel backend communicates tensors on keel devices (privateuseone); got a tensor on ",
+                t.device(), " (use the gloo backend for CPU tensors)");
+    TORCH_CHECK(t.layout() == at::kStrided, "[", where, "] the keel backend takes dense tensors, got ", t.layout());
+    // The bytes of a conj or neg view are not its values: sending them would
+    // deliver wrong data.
+    TORCH_CHECK(!t.is_conj() && !t.is_neg(), "[", where,
+                "] the tensor is a conjugate or negative view; resolve it first (resolve_conj(), resolve_neg())");
+    if (contiguous) TORCH_CHECK(t.is_contiguous(), "[", where, "] the keel backend needs contiguous tensors");
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* where) {
+    TORCH_CHECK(tensors.size() == 1, "[", where,
+                "] the keel backend takes one tensor per process (one device per rank), got ", tensors.size());
+    check_tensor(tensors[0], where);
+    return tensors[0];
+}
+
+void check_like(const at::Tensor& t, const at::Tensor& like, std::int64_t numel, const char* where) {
+    check_tensor(t, where, false);
+    TORCH_CHECK(t.device() == like.device(), "[", where, "] tensors on ", t.device(), " and ", like.device(),
+                ": the keel backend takes one device per operation");
+    TORCH_CHECK(t.scalar_type() == like.scalar_type(), "[", where, "] tensors of ", t.scalar_type(), " and ",
+                like.scalar_type(), ": the dtypes must match");
+    TORCH_CHECK(t.numel() == numel, "[", where, "] a tensor of ", t.numel(), " elements where ", numel,
+                " are expected");
+}
+
+keel::DeviceView view_of(const at::Tensor& t) {
+    return {shared::keel_device(t.device().index()), reinterpret_cast<std::uintptr_t>(t.data_ptr()),
+            static_cast<std::uint64_t>(t.numel()) * t.element_size()};
+}
+
+keel::Store store_of(const c10::intrusive_ptr<c10d::Store>& store) { return unwrap(keel_store_of(store)); }
+
+}  // namespace
+
+ProcessGroupKeel::ProcessGroupKeel(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size), store_(store_of(store)), timeout_(timeout) {
+    TORCH_CHECK(timeout.count() > 0, "[ProcessGroupKeel] the timeout must be positive");
+    init();
+}
+
+// The communicators wait for the operations they enqueued, then leave.
+ProcessGroupKeel::~ProcessGroupKeel() = default;
+
+const ProcessGroupKeel::Channel& ProcessGroupKeel::channel(c10::DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_device_ = device;
+    if (auto found = channels_.find(device); found != channels_.end()) return *found->second;
+    keel::CommOptions options;
+    options.timeout = timeout_;
+    // The store is this group's own (c10d prefixes it per group); counting
+    // the group's communicators names them the same on every rank.
+    options.key_prefix = "keel_torch/comm/" + std::to_string(channels_.size());
+    auto comm = std::make_shared<const keel::Communicator>(
+        unwrap(keel::Communicator::create(shared::keel_device(device), store_, rank_, size_, options)));
+    const c10::Stream stream = shared::new_stream(device);
+    // On the generic engine a failed operation must fail its stream, or its
+    // waiters would go on over data it never produced.
+    TORCH_CHECK(comm->uses_native_engine() || shared::keel_stream(stream).host_funcs_can_fail(),
+                "[ProcessGroupKeel] ", shared::keel_device(device).name(),
+                "'s plugin cannot fail a stream from a host function (keel.h 1.4), so a failed collective "
+                "could not reach the streams that wait for it; the keel backend refuses this device");
+    auto made = std::make_unique<Channel>(Channel{stream, std::move(comm)});
+    return *channels_.emplace(device, std::move(made)).first->second;
+}
+
+template <class Enqueue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::run(OpType type, c10::DeviceIndex device,
+                                                     const std::vector<at::Tensor>& uses,
+                                                     std::vector<at::Tensor> outputs, Enqueue&& enqueue,
+                                                     bool host_blocking) {
+    const Channel& ch = channel(device);
+    unwrap(ch.comm->error());
+    const c10::impl::VirtualGuardImpl guard(kKeel);
+    const keel::Stream& current = shared::keel_stream(guard.getStream(c10::Device(kKeel, device)));
+    const keel::Stream& stream = shared::keel_stream(ch.stream);
+    unwrap(stream.order_after(current));
+    for (const at::Tensor& t : uses)
+        if (t.has_storage()) guard.recordDataPtrOnStream(t.storage().data_ptr(), ch.stream);
+    {
+        // Temporaries are allocated, and copies run, on the channel's stream.
+        const c10::StreamGuard on_channel(ch.stream);
+        enqueue(stream, *ch.comm);
+    }
+    return c10::make_intrusive<KeelWork>(rank_, type, std::move(outputs), ch.stream, ch.comm, host_blocking);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::broadcast";
+    const at::Tensor& t = single(tensors, where);
+    TORCH_CHECK(opts.rootTensor == 0, "[", where, "] rootTensor ", opts.rootTensor, " of one tensor");
+    const int root = static_cast<int>(opts.rootRank);
+    return run(OpType::BROADCAST, t.device().index(), {t}, {t},
+               [&](const keel::Stream& s, const keel::Communicator& c) { unwrap(c.broadcast(s, view_of(t), root)); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::allreduce";
+    const at::Tensor& t = single(tensors, where);
+    const Reduction r = reduction_of(opts.reduceOp, t.scalar_type(), where);
+    return run(OpType::ALLREDUCE, t.device().index(), {t}, {t},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   unwrap(c.all_reduce(s, view_of(t), r.dtype, r.op));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::allreduce_coalesced";
+    TORCH_CHECK(!tensors.empty(), "[", where, "] no tensors");
+    std::vector<Reduction> reductions;
+    for (const at::Tensor& t : tensors) {
+        check_tensor(t, where);
+        TORCH_CHECK(t.device() == tensors[0].device(), "[", where, "] tensors on ", t.device(), " and ",
+                    tensors[0].device(), ": the keel backend takes one device per operation");
+        reductions.push_back(reduction_of(opts.reduceOp, t.scalar_type(), where));
+    }
+    return run(OpType::ALLREDUCE_COALESCED, tensors[0].device().index(), tensors, tensors,
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   for (std::size_t i = 0; i < tensors.size(); ++i)
+                       unwrap(c.all_reduce(s, view_of(tensors[i]), reductions[i].dtype, reductions[i].op));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                           std::vector<at::Tensor>& inputs,
+                                                           const c10d::AllgatherOptions&) {
+    constexpr const char* where = "ProcessGroupKeel::allgather";
+    const at::Tensor& in = single(inputs, where);
+    TORCH_CHECK(outputs.size() == 1, "[", where, "] one list of outputs per process, got ", outputs.size());
+    std::vector<at::Tensor>& outs = outputs[0];
+    TORCH_CHECK(static_cast<int>(outs.size()) == size_, "[", where, "] ", size_, " output tensors expected, got ",
+                outs.size());
+    const std::int64_t n = in.numel();
+    for (const at::Tensor& o : outs) check_like(o, in, n, where);
+    std::vector<at::Tensor> uses = outs;
+    uses.push_back(in);
+    return run(OpType::ALLGATHER, in.device().index(), uses, outs,
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   const at::Tensor flat = at::empty({size_ * n}, in.options());
+                   unwrap(c.all_gather(s, view_of(in), view_of(flat)));
+                   for (int i = 0; i < size_; ++i) outs[i].copy_(flat.narrow(0, i * n, n).view(outs[i].sizes()));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                 const c10d::AllgatherOptions&) {
+    constexpr const char* where = "ProcessGroupKeel::_allgather_base";
+    check_tensor(input, where);
+    check_like(output, input, size_ * input.numel(), where);
+    check_tensor(output, where);
+    return run(OpType::_ALLGATHER_BASE, input.device().index(), {input, output}, {output},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   unwrap(c.all_gather(s, view_of(input), view_of(output)));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                                const c10d::ReduceScatterOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::reduce_scatter";
+    const at::Tensor& out = single(outputs, where);
+    TORCH_CHECK(inputs.size() == 1, "[", where, "] one list of inputs per process, got ", inputs.size());
+    std::vector<at::Tensor>& ins = inputs[0];
+    TORCH_CHECK(static_cast<int>(ins.size()) == size_, "[", where, "] ", size_, " input tensors expected, got ",
+                ins.size());
+    const std::int64_t n = out.numel();
+    for (const at::Tensor& i : ins) check_like(i, out, n, where);
+    const Reduction r = reduction_of(opts.reduceOp, out.scalar_type(), where);
+    std::vector<at::Tensor> uses = ins;
+    uses.push_back(out);
+    return run(OpType::REDUCE_SCATTER, out.device().index(), uses, {out},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   const at::Tensor flat = at::empty({size_ * n}, out.options());
+                   for (int i = 0; i < size_; ++i) flat.narrow(0, i * n, n).copy_(ins[i].reshape({n}));
+                   unwrap(c.reduce_scatter(s, view_of(flat), view_of(out), r.dtype, r.op));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                      const c10d::ReduceScatterOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::_reduce_scatter_base";
+    check_tensor(output, where);
+    check_like(input, output, size_ * output.numel(), where);
+    check_tensor(input, where);
+    const Reduction r = reduction_of(opts.reduceOp, output.scalar_type(), where);
+    return run(OpType::_REDUCE_SCATTER_BASE, output.device().index(), {input, output}, {output},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   unwrap(c.reduce_scatter(s, view_of(input), view_of(output), r.dtype, r.op));
+               });
+}
+
+// Tags are not matched (as with NCCL): per pair of ranks, messages match in
+// the order they were enqueued.
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::send(std::vector<at::Tensor>& tensors, int dst, int) {
+    const at::Tensor& t = single(tensors, "ProcessGroupKeel::send");
+    return run(OpType::SEND, t.device().index(), {t}, {t},
+               [&](const keel::Stream& s, const keel::Communicator& c) { unwrap(c.send(s, view_of(t), dst)); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::recv(std::vector<at::Tensor>& tensors, int src, int) {
+    const at::Tensor& t = single(tensors, "ProcessGroupKeel::recv");
+    return run(OpType::RECV, t.device().index(), {t}, {t},
+               [&](const keel::Stream& s, const keel::Communicator& c) { unwrap(c.recv(s, view_of(t), src)); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::barrier(const c10d::BarrierOptions& opts) {
+    c10::DeviceIndex device = -1;
+    if (!opts.device_ids.empty()) {
+        device = static_cast<c10::DeviceIndex>(opts.device_ids.front());
+    } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        device = last_device_;
+    }
+    if (device < 0) device = c10::impl::VirtualGuardImpl(kKeel).getDevice().index();
+    at::Tensor token;
+    {
+        const c10::DeviceGuard on_device(c10::Device(kKeel, device));
+        token = at::empty({1}, at::TensorOptions().dtype(at::kByte).device(kKeel, device));
+    }
+    return run(OpType::BARRIER, device, {token}, {token},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   unwrap(s.memset(view_of(token), 0));
+                   unwrap(c.all_reduce(s, view_of(token), KEEL_DTYPE_U8, keel::ReduceOp::max));
+               },
+               /*host_blocking=*/true);
+}
+
+}  // namespace keel_torch

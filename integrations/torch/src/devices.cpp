@@ -62,13 +62,24 @@ keel::Result<const keel::Stream*> TorchDevice::stream(std::int64_t id) const {
 keel::Result<std::int64_t> TorchDevice::pooled_stream() const {
     KEEL_TRY(stream(0));  // the default stream is id 0 whatever is asked for first
     std::lock_guard lock(mutex_);
-    const auto made = static_cast<std::int64_t>(streams_.size()) - 1;
-    if (made < stream_pool_size) {
-        KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
-        streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
-        return made + 1;
+    if (static_cast<std::int64_t>(pool_ids_.size()) < stream_pool_size) {
+        KEEL_TRY_ASSIGN(std::int64_t id, add_stream_locked());
+        pool_ids_.push_back(id);
+        return id;
     }
-    return 1 + (next_pooled_++ % stream_pool_size);
+    return pool_ids_[static_cast<std::size_t>(next_pooled_++ % stream_pool_size)];
+}
+
+keel::Result<std::int64_t> TorchDevice::dedicated_stream() const {
+    KEEL_TRY(stream(0));
+    std::lock_guard lock(mutex_);
+    return add_stream_locked();
+}
+
+keel::Result<std::int64_t> TorchDevice::add_stream_locked() const {
+    KEEL_TRY_ASSIGN(keel::Stream created, keel::Stream::create(device_));
+    streams_.push_back(std::make_unique<keel::Stream>(std::move(created)));
+    return static_cast<std::int64_t>(streams_.size()) - 1;
 }
 
 keel::Result<keel::Kernel> TorchDevice::kernel(const std::string& name) const {

@@ -50,6 +50,9 @@ public:
     // A side stream from the device's pool (stream_pool_size streams, made
     // on first use, then handed out round-robin, as CUDA's pool does): its id.
     [[nodiscard]] keel::Result<std::int64_t> pooled_stream() const;
+    // A stream of its own, outside the pool (a communication stream that
+    // must not queue behind users' side streams): its id.
+    [[nodiscard]] keel::Result<std::int64_t> dedicated_stream() const;
     [[nodiscard]] std::int64_t stream_count() const;
 
     // The calling thread's current stream on this device.
@@ -67,7 +70,10 @@ private:
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<keel::Stream>> streams_;
     mutable std::map<std::string, keel::Kernel, std::less<>> kernels_;
+    mutable std::vector<std::int64_t> pool_ids_;
     mutable std::int64_t next_pooled_ = 0;
+
+    [[nodiscard]] keel::Result<std::int64_t> add_stream_locked() const;
 };
 
 // Every privateuseone device, made at the first call (which loads keel's

@@ -13,7 +13,7 @@ const keel::Stream& keel_stream(const c10::Stream& stream) { return keel_torch::
 
 c10::Stream new_stream(c10::DeviceIndex index) {
     const TorchDevice& device = torch_device(index);
-    const std::int64_t id = unwrap(device.create_stream());
+    const std::int64_t id = unwrap(device.dedicated_stream());
     return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device.index()), id);
 }
 

@@ -14,12 +14,23 @@
 #include <cassert>
 #include <exception>
 #include <stdexcept>
+#include <string_view>
 
 namespace keel {
 
 namespace {
 // Point-to-point slots live above every prefix Gloo's collectives use.
 constexpr std::uint64_t kP2PSlotBase = 0x40ull << 56;
+// What a closed connection means: peers fail the communicator everywhere
+// by closing theirs (abort(), a failed stream, a failed operation).
+constexpr const char* kPeerEnded = "a peer that closes its connections failed, aborted or exited: its own error says why";
+
+bool says_closed(std::string_view gloo_error) {
+    for (std::string_view closed : {"closed", "reset", "Broken pipe", "EOF"})
+        if (gloo_error.find(closed) != std::string_view::npos) return true;
+    return false;
+}
+
 }  // namespace
 
 Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string name_in,
@@ -52,6 +63,15 @@ Result<void> Communicator::Impl::error() const {
     return {};
 }
 
+std::string Communicator::Impl::ended_text(std::string_view gloo_error) const {
+    const std::vector<int> ended = mesh->ended_peers();
+    if (ended.empty()) return says_closed(gloo_error) ? std::string(" (") + kPeerEnded + ")" : std::string();
+    std::string ranks;
+    for (int r : ended) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return " [the connection to rank" + std::string(ended.size() > 1 ? "s " : " ") + ranks + " ended: " + kPeerEnded +
+           "]";
+}
+
 std::string Communicator::Impl::peers_text() const {
     // Gloo names a peer by its address, or not at all on a timeout: in a
     // collective every other rank is one.
@@ -65,18 +85,17 @@ std::string Communicator::Impl::peers_text() const {
     return text + "]";
 }
 
-void Communicator::Impl::fail(const Error& error) {
-    std::lock_guard lock(mutex_);
-    if (!error_) error_ = error;
+void Communicator::Impl::abort() noexcept {
+    fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::abort() noexcept {
+void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
     std::vector<gloo::transport::UnboundBuffer*> waking;
     {
         std::lock_guard lock(mutex_);
+        if (!error_) error_ = error;
         if (aborted_) return;
         aborted_ = true;
-        if (!error_) error_ = Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted");
         waking = in_flight_;
         // Under the lock: track() removes a buffer under it before its
         // destruction, so these stay alive while we wake them.
@@ -136,6 +155,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
     if (!in.ok()) {
         if (!inputs.empty()) (void)stream.hold(std::move(op));
+        fail_everywhere(not_enqueued(*op, in.error()));
         return in;
     }
     if (op->collective()) {
@@ -150,17 +170,13 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
     post_preamble(*op);
-    Result<void> gated = stream.enqueue_host_func([this, op](Status) -> Result<void> { return run_gate(op); });
+    Result<void> gated = stream.enqueue_host_func([this, op](Status status) -> Result<void> { return run_gate(op, status); });
     if (!gated.ok()) {
         {
             std::lock_guard lock(mutex_);
             queue_.erase(std::find(queue_.begin(), queue_.end(), op));
-            // The ranks' orders of collectives now differ: later ones would
-            // pair with the wrong peers' operations.
-            if (op->collective() && !error_)
-                error_ = Error(gated.error().code(), where(op->what()) + ": its gate could not be enqueued, " +
-                                                         "the communicator cannot go on: " + gated.error().message());
         }
+        fail_everywhere(not_enqueued(*op, gated.error()));
         cv_.notify_all();
         forget_preamble(*op);
         if (!inputs.empty()) (void)stream.hold(std::move(op));
@@ -184,6 +200,13 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     return !out.ok() ? out : held;
 }
 
+Error Communicator::Impl::not_enqueued(const comm::Op& op, const Error& why) const {
+    // The peers enqueued their side of it: they would wait for it until
+    // their timeout, and later operations would pair with the wrong ones.
+    return Error(why.code(), where(op.what()) + " (" + op.detail() + "): its stream refused it (" + why.message() +
+                                 "); the communicator is failed on every rank");
+}
+
 void Communicator::Impl::remember_staging(keel_stream stream,
                                           const std::vector<std::shared_ptr<comm::StagingLease>>& blocks) {
     auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
@@ -196,40 +219,89 @@ void Communicator::Impl::remember_staging(keel_stream stream,
     recent->blocks = blocks;
 }
 
-Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
+Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, Status status) {
     std::optional<Error> failed;
     bool check = false;
+    if (status != KEEL_STATUS_OK) {
+        // The stream failed before this operation: its input copies were
+        // skipped (or the data they read was never written), so its staging
+        // holds whatever was there. Sending or reducing it would hand the
+        // peers stale data with no error; the peers' matching operations
+        // could only wait for the timeout. So the communicator fails here,
+        // on every rank, as abort() does.
+        Error cause(status, where(op->what()) + " (" + op->detail() + "): not run: its stream had failed before it (" +
+                                status_name(status) +
+                                "; the stream's error says what failed), so its input never arrived; the "
+                                "communicator is failed on every rank");
+        fail_everywhere(cause);
+        forget_preamble(*op);
+        {
+            std::lock_guard lock(mutex_);
+            op->gate_failed = true;
+            if (auto it = std::find(queue_.begin(), queue_.end(), op); it != queue_.end()) queue_.erase(it);
+        }
+        cv_.notify_all();
+        return cause;
+    }
     {
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
-        // streams' gates; abort() ends the wait.
-        cv_.wait(lock, [&] { return queue_.front() == op || aborted_; });
-        if (error_)
+        // streams' gates; abort() ends the wait. Bounded: a stream that
+        // never reaches an earlier operation must not hold this one forever.
+        bool waited_out = false;
+        if (!cv_.wait_for(lock, timeout, [&] { return queue_.front() == op || aborted_; })) {
+            const comm::Op& head = *queue_.front();
+            failed = Error(KEEL_STATUS_UNAVAILABLE,
+                           where(op->what()) + " (" + op->detail() + "): waited " + std::to_string(timeout.count()) +
+                               " ms for its turn: the communicator's earlier " + head.what() + " (" + head.detail() +
+                               "), enqueued on another stream, did not run in that time (is that stream blocked?)");
+            waited_out = true;
+        } else if (error_) {
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
-        else
+        } else {
             check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
+        }
+        lock.unlock();
+        if (waited_out) fail_everywhere(*failed);
     }
     if (failed) forget_preamble(*op);
     if (!failed) {
+        bool mismatch = false;
         try {
             run_op(*op, check);
+        } catch (const comm::Mismatch& e) {
+            // Every rank involved sees the mismatch itself: its connections
+            // stay up until it did.
+            failed = Error(KEEL_STATUS_FAILED_PRECONDITION, where(op->what()) + " (" + op->detail() + "): " + e.what());
+            mismatch = true;
         } catch (const std::exception& e) {
             // After abort() Gloo reports whatever the shut-down connections
             // made of the wait (a closed pair, a peer that left): name the cause.
-            bool aborted = false;
+            std::optional<Error> ended;  // abort(), or a failure on this rank
             {
                 std::lock_guard lock(mutex_);
-                aborted = aborted_;
+                if (aborted_) ended = error_;
             }
-            failed = Error(aborted ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
-                           where(op->what()) + " (" + op->detail() + "): " + (aborted ? "aborted: " : "") + e.what() +
-                               (op->collective() ? peers_text() : ""));
+            if (ended)
+                failed = Error(ended->code(), where(op->what()) + " (" + op->detail() +
+                                                  "): ended because the communicator failed: " + ended->message() +
+                                                  " (" + e.what() + ")");
+            else
+                failed = Error(KEEL_STATUS_UNAVAILABLE,
+                               where(op->what()) + " (" + op->detail() + "): " + e.what() +
+                                   (op->collective() ? peers_text() : "") + ended_text(e.what()));
         } catch (...) {
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
         }
         if (failed) {
-            fail(*failed);
+            // The peers learn at once, instead of at their timeout.
+            if (mismatch) {
+                std::lock_guard lock(mutex_);
+                if (!error_) error_ = *failed;
+            } else {
+                fail_everywhere(*failed);
+            }
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);
         }
@@ -300,7 +372,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
     for (int r = 0; r < size; ++r) {
         const Signature& theirs = all[static_cast<std::size_t>(r) * kSignatureWindow];
         if (theirs == mine[0]) continue;
-        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
+        throw comm::Mismatch("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
                                  " where this rank enqueued " + comm::signature_text(mine[0]) + ": counts or operations differ between ranks");
     }
 }

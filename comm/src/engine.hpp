@@ -47,6 +47,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gloo::transport {
@@ -135,7 +136,8 @@ struct Communicator::Impl {
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
-    Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
+    // `status`: the stream's, not OK when it failed before the gate.
+    Result<void> run_gate(const std::shared_ptr<comm::Op>& op, Status status);
     // `check`: compare the collective's signature with the peers' first;
     // a batch's preamble is checked first where there is one.
     void run_op(comm::Op& op, bool check);
@@ -150,9 +152,18 @@ private:
     // A preamble the gate will not check: its messages may still be
     // pending in Gloo, so it lives until the pairs close.
     void forget_preamble(comm::Op& op);
-    void fail(const Error& error);
+    // Fails the communicator with `error` (unless it failed already) and
+    // ends it on every rank: wakes the waits in flight and shuts its
+    // connections down, so the peers' operations fail at once too.
+    void fail_everywhere(const Error& error) noexcept;
+    // The error of an operation its stream refused after it was validated
+    // (the stream had failed): fails the communicator everywhere.
+    Error not_enqueued(const comm::Op& op, const Error& why) const;
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
+    // " [the connection to rank 2 ended: ...]": the peers whose connections
+    // ended, named by rank (Gloo names them by address, if at all).
+    std::string ended_text(std::string_view gloo_error) const;
 
     static constexpr std::size_t kSignatureWindow = 64;
 

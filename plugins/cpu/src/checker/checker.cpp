@@ -205,9 +205,14 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
         if (t.pinned) c.pinned_id = t.id;
     }
     if (scratch.kind == OpKind::copy_h2d && c.source_fingerprint) {
-        // A pending d2h into this range legitimately changes it first.
+        // What legitimately changes the source before this copy reads it
+        // (keel.h: when it executes): a pending d2h into this range, or a
+        // host function of this stream queued before it (a communicator's
+        // gate filling the staging the copy then delivers).
         const auto begin = reinterpret_cast<std::uintptr_t>(scratch.src_host);
-        if (host_range_pending_write(begin, begin + scratch.size)) c.source_fingerprint.reset();
+        if (host_range_pending_write(begin, begin + scratch.size) ||
+            tracked.last_host_function > stream.timeline()->completed())
+            c.source_fingerprint.reset();
     }
     if (scratch.kind == OpKind::copy_d2h) {
         c.host_write_begin = reinterpret_cast<std::uintptr_t>(scratch.dst_host);

@@ -11,6 +11,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cassert>
 #include <exception>
 #include <stdexcept>
@@ -154,8 +155,8 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     // hold of the op (the gate owns it until it ran).
     Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
     if (!in.ok()) {
-        if (!inputs.empty()) (void)stream.hold(std::move(op));
         fail_everywhere(not_enqueued(*op, in.error()));
+        if (!inputs.empty()) (void)stream.hold(std::move(op));
         return in;
     }
     if (op->collective()) {
@@ -200,6 +201,26 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     return !out.ok() ? out : held;
 }
 
+void Communicator::Impl::clear_outputs(const comm::Op& op) noexcept {
+    // A plugin that cannot skip work already submitted behind the failed
+    // gate (keel.h 1.4) runs the output copies anyway: they must deliver
+    // zeros, not what the staging held (the previous operation's data).
+    // The device's own memory (host-addressable) was never written.
+    if (host_addressable) return;
+    const auto clear = [](std::byte* p, std::uint64_t n) {
+        if (p != nullptr && n > 0) std::memset(p, 0, n);
+    };
+    switch (op.kind) {
+        case comm::OpKind::all_gather: return clear(op.out, op.bytes * static_cast<std::uint64_t>(size));
+        case comm::OpKind::send_recv:
+            for (const comm::Transfer& t : op.transfers)
+                if (!t.send) clear(t.data, t.size);
+            return;
+        case comm::OpKind::barrier: return;
+        default: return clear(op.out, op.bytes);
+    }
+}
+
 Error Communicator::Impl::not_enqueued(const comm::Op& op, const Error& why) const {
     // The peers enqueued their side of it: they would wait for it until
     // their timeout, and later operations would pair with the wrong ones.
@@ -234,6 +255,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                 "; the stream's error says what failed), so its input never arrived; the "
                                 "communicator is failed on every rank");
         fail_everywhere(cause);
+        clear_outputs(*op);
         forget_preamble(*op);
         {
             std::lock_guard lock(mutex_);
@@ -265,7 +287,10 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         lock.unlock();
         if (waited_out) fail_everywhere(*failed);
     }
-    if (failed) forget_preamble(*op);
+    if (failed) {
+        clear_outputs(*op);
+        forget_preamble(*op);
+    }
     if (!failed) {
         bool mismatch = false;
         try {
@@ -302,6 +327,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             } else {
                 fail_everywhere(*failed);
             }
+            clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);
         }

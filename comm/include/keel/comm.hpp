@@ -131,10 +131,16 @@ struct P2P {
 // lets a host function fail its stream (Stream::host_funcs_can_fail, keel.h
 // 1.4): synchronize, query, events recorded after it and later enqueues
 // report the error, whose message names the operation, the communicator and
-// the peer(s). Operations the communicator did not run after such a failure
-// fail their streams the same way. It is also the communicator's sticky
-// error: every later operation fails with it at enqueue, and error()
-// returns it. On a plugin without that entry the stream goes on (the
+// the peer(s), by rank. Operations the communicator did not run after such a
+// failure fail their streams the same way. It is also the communicator's
+// sticky error: every later operation fails with it at enqueue, and error()
+// returns it. A failure fails the communicator on every rank, as abort()
+// does (the peers' operations fail at once, not at their timeout), and so
+// does an operation whose stream failed before it (its input never arrived:
+// it never sends or reduces stale data) or refused it. Counts, dtypes,
+// reductions or roots that differ between ranks, and a send and its receive
+// of different sizes, are FAILED_PRECONDITION; a dead peer or a timeout is
+// UNAVAILABLE. No signal (SIGPIPE) from a dead peer reaches the process. On a plugin without that entry the stream goes on (the
 // operation's output is unspecified): check error() after synchronising.
 //
 // Move-only. Threads: send; enqueue members are const and may be called

@@ -102,6 +102,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
                                                                : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
+    impl->start_watching();
     return Communicator(std::move(impl));
 }
 

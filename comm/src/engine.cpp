@@ -11,6 +11,8 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <cstring>
 #include <cassert>
 #include <exception>
@@ -49,8 +51,16 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
 Communicator::Impl::~Impl() {
     // The gates of enqueued operations name this engine: they must all have
     // run. Each does once its stream gets there, bounded by the timeout.
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return queue_.empty(); });
+    {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return queue_.empty(); });
+    }
+    if (watcher_.joinable()) {
+        const std::uint64_t one = 1;
+        (void)!::write(watcher_wake_, &one, sizeof(one));
+        watcher_.join();
+    }
+    if (watcher_wake_ >= 0) ::close(watcher_wake_);
 }
 
 std::string Communicator::Impl::where(const char* op) const {
@@ -91,18 +101,16 @@ void Communicator::Impl::abort() noexcept {
 }
 
 void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
-    std::vector<gloo::transport::UnboundBuffer*> waking;
     {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = error;
         if (aborted_) return;
         aborted_ = true;
-        waking = in_flight_;
         // Under the lock: track() removes a buffer under it before its
         // destruction, so these stay alive while we wake them.
-        for (auto* buffer : waking) {
-            buffer->abortWaitSend();
-            buffer->abortWaitRecv();
+        for (const InFlight& f : in_flight_) {
+            f.buffer->abortWaitSend();
+            f.buffer->abortWaitRecv();
         }
     }
     // A collective already inside Gloo waits on pairs no abortWait reaches:
@@ -114,17 +122,47 @@ void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
 std::uint64_t Communicator::Impl::next_send_slot(int peer) { return kP2PSlotBase + send_slots_[peer]++; }
 std::uint64_t Communicator::Impl::next_recv_slot(int peer) { return kP2PSlotBase + recv_slots_[peer]++; }
 
-void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, bool add) {
+void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, int peer, bool add) {
     std::lock_guard lock(mutex_);
     if (add) {
-        in_flight_.push_back(buffer);
-        if (aborted_) {  // abort() came before this buffer was known
+        in_flight_.push_back({buffer, peer});
+        // abort() came before this buffer was known, or the peer is gone.
+        if (aborted_ || (peer >= 0 && static_cast<std::size_t>(peer) < ended_.size() && ended_[peer])) {
             buffer->abortWaitSend();
             buffer->abortWaitRecv();
         }
     } else {
-        in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), buffer), in_flight_.end());
+        in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                        [&](const InFlight& f) { return f.buffer == buffer; }),
+                         in_flight_.end());
     }
+}
+
+void Communicator::Impl::wake_waits_on(const std::vector<int>& peers) {
+    std::lock_guard lock(mutex_);
+    for (int peer : peers) ended_[static_cast<std::size_t>(peer)] = true;
+    for (const InFlight& f : in_flight_) {
+        if (f.peer < 0 || !ended_[static_cast<std::size_t>(f.peer)]) continue;
+        f.buffer->abortWaitSend();
+        f.buffer->abortWaitRecv();
+    }
+}
+
+void Communicator::Impl::start_watching() {
+    {
+        std::lock_guard lock(mutex_);
+        ended_.assign(static_cast<std::size_t>(size), false);
+    }
+    watcher_wake_ = ::eventfd(0, EFD_CLOEXEC);
+    if (watcher_wake_ < 0 || !mesh) return;  // no watcher: such waits end at their timeout
+    watcher_ = std::thread([this] {
+        std::vector<bool> reported(static_cast<std::size_t>(size), false);
+        for (;;) {
+            const std::vector<int> ended = mesh->wait_for_ended(watcher_wake_, reported);
+            if (ended.empty()) return;
+            wake_waits_on(ended);
+        }
+    });
 }
 
 Result<PinnedBuffer*> Communicator::Impl::stage(const Stream& stream, comm::Op& op, std::uint64_t bytes) {

@@ -48,6 +48,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace gloo::transport {
@@ -127,7 +128,11 @@ struct Communicator::Impl {
     std::uint64_t next_recv_slot(int peer);
 
     // Unbound buffers in flight (point to point), so abort() can wake their waits.
-    void track(gloo::transport::UnboundBuffer* buffer, bool add);
+    void track(gloo::transport::UnboundBuffer* buffer, int peer, bool add);
+    // Starts the thread that watches the connections (once `mesh` is set):
+    // a send or receive waiting on a peer whose connection ended is woken
+    // at once (Gloo leaves a pending send waiting for its timeout).
+    void start_watching();
     // A batch that failed midway leaves operations pending in Gloo, whose
     // event loop may still signal or fill their buffers (and the memory they
     // point at) until the context closes its pairs: they live until then
@@ -189,7 +194,15 @@ private:
     std::optional<Error> error_;
     std::map<int, std::uint64_t> send_slots_;
     std::map<int, std::uint64_t> recv_slots_;
-    std::vector<gloo::transport::UnboundBuffer*> in_flight_;
+    struct InFlight {
+        gloo::transport::UnboundBuffer* buffer;
+        int peer;
+    };
+    std::vector<InFlight> in_flight_;   // guarded by mutex_
+    std::vector<bool> ended_;           // ranks whose connection ended; guarded by mutex_
+    void wake_waits_on(const std::vector<int>& peers);
+    std::thread watcher_;
+    int watcher_wake_ = -1;  // an eventfd: written once to stop the watcher
 };
 
 }  // namespace keel

@@ -19,7 +19,7 @@ PostedTransfers::PostedTransfers(Communicator::Impl& engine, std::vector<Transfe
             const Transfer& t = batch_[i];
             if (t.size == 0) continue;
             buffers_[i] = engine.mesh->context()->createUnboundBuffer(t.data, t.size);
-            engine.track(buffers_[i].get(), true);
+            engine.track(buffers_[i].get(), t.peer, true);
             if (t.send)
                 buffers_[i]->send(t.peer, t.slot);
             else
@@ -35,7 +35,7 @@ PostedTransfers::~PostedTransfers() = default;
 void PostedTransfers::untrack(Communicator::Impl& engine) noexcept {
     if (!tracked_) return;
     for (auto& b : buffers_)
-        if (b) engine.track(b.get(), false);
+        if (b) engine.track(b.get(), -1, false);
     tracked_ = false;
 }
 
@@ -56,7 +56,7 @@ void PostedTransfers::wait(Communicator::Impl& engine) {
             // Gloo's timeout does not say which peer kept it waiting.
             throw std::runtime_error(describe(t) + ": " + e.what());
         }
-        if (!done) throw std::runtime_error(describe(t) + " aborted");
+        if (!done) throw std::runtime_error(describe(t) + ": woken before it completed (abort(), or its connection ended)");
     }
 }
 

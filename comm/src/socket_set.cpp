@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -105,6 +106,32 @@ void SocketSet::close_all() noexcept {
     for (int fd : fds_) (void)::close(fd);
     fds_.clear();
     peers_.clear();
+}
+
+std::vector<int> SocketSet::wait_for_ended(int wake, std::vector<bool>& reported) const {
+    for (;;) {
+        std::vector<pollfd> fds{{wake, POLLIN, 0}};
+        std::vector<int> peers{-1};
+        for (std::size_t i = 0; i < fds_.size(); ++i) {
+            const int peer = peers_[i];
+            if (peer < 0 || static_cast<std::size_t>(peer) >= reported.size() || reported[static_cast<std::size_t>(peer)])
+                continue;
+            fds.push_back({fds_[i], POLLRDHUP, 0});
+            peers.push_back(peer);
+        }
+        if (::poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            return {};
+        }
+        if (fds[0].revents != 0) return {};
+        std::vector<int> ended;
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+            reported[static_cast<std::size_t>(peers[i])] = true;
+            ended.push_back(peers[i]);
+        }
+        if (!ended.empty()) return ended;
+    }
 }
 
 std::vector<int> SocketSet::ended_peers() const {

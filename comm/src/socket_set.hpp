@@ -57,6 +57,10 @@ public:
     // it down, or it was reset): how a failure names a dead peer by rank.
     // Meaningless after shut_down(), which ends them all.
     [[nodiscard]] std::vector<int> ended_peers() const;
+    // Blocks until a connection not yet marked in `reported` (one entry per
+    // rank) ends, or `wake` (a descriptor) becomes readable; marks and
+    // returns the ranks whose connections ended, empty when woken.
+    [[nodiscard]] std::vector<int> wait_for_ended(int wake, std::vector<bool>& reported) const;
 
 private:
     void close_all() noexcept;

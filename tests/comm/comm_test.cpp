@@ -93,7 +93,12 @@ TEST(CommMultiProcess, ASendAfterItsStreamFailedFailsOnEveryRankOnLevelZero) {
 TEST(CommMultiProcess, AbortWhileRanksSendNeverKillsARankWithASignal) {
     int signalled = 0;
     for (int run = 0; run < 25; ++run) {
+        const auto start = std::chrono::steady_clock::now();
         const RankRun r = run_ranks("abort_while_sending", 2, ranks_upto(2), std::chrono::seconds(40));
+        // The peer's sends and receives end when the connection does, not
+        // at the 10 s timeout (a pending send was not woken).
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 8.0)
+            << "run " << run << ": a rank waited for its timeout";
         for (std::size_t i = 0; i < r.codes.size(); ++i) {
             EXPECT_NE(r.codes[i], -1) << "run " << run << ": rank " << i << " hung";
             if (r.codes[i] > 128) {

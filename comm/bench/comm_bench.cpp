@@ -5,7 +5,8 @@
 //
 // -b/-e min/max bytes, -f step factor, -n iterations, -w warm-up
 // iterations, -c 1 checks the results (#wrong), --op all_reduce |
-// broadcast | all_gather | reduce_scatter | send_recv, -o sum|prod|max|min|avg,
+// broadcast | all_gather | reduce_scatter | send_recv | reduce | gather |
+// scatter | all_to_all | barrier (roots: rank 0), -o sum|prod|max|min|avg,
 // -r rounds (default: as many as fill about 4 s per size, 7 to 63).
 // Each size is timed in alternating rounds (keel, raw, keel, raw, ...): the
 // time columns are each side's best round; the ratios are the median over
@@ -25,6 +26,9 @@
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/gather.h>
+#include <gloo/reduce.h>
+#include <gloo/scatter.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -81,6 +85,7 @@ std::uint64_t parse_size(const char* s) {
 int usage() {
     std::fprintf(stderr,
                  "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
+                 "reduce|gather|scatter|all_to_all|barrier|"
                  "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
                  "[-c 0|1] [-r rounds (0: about 4 s per size)] [--check-sizes 0|1] [--raw-vs-raw]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
                  "KEEL_COMM_STORE)\n");
@@ -131,7 +136,8 @@ std::shared_ptr<gloo::Context> raw_context(const keel::Store& store, const std::
 
 double bus_factor(const std::string& op, int n) {
     if (op == "all_reduce") return 2.0 * (n - 1) / n;
-    if (op == "all_gather" || op == "reduce_scatter") return static_cast<double>(n - 1) / n;
+    if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" || op == "gather" || op == "scatter")
+        return static_cast<double>(n - 1) / n;
     return 1.0;
 }
 
@@ -185,7 +191,8 @@ int main(int argc, char** argv) {
         else return usage();
     }
     const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
-                       a.op == "reduce_scatter" || a.op == "send_recv";
+                       a.op == "reduce_scatter" || a.op == "send_recv" || a.op == "reduce" || a.op == "gather" ||
+                       a.op == "scatter" || a.op == "all_to_all" || a.op == "barrier";
     if (!known || a.factor < 1.01 || a.iters < 1 || a.rounds < 0 || a.min_bytes < 4 || a.max_bytes < a.min_bytes) return usage();
 
     keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
@@ -239,11 +246,15 @@ int main(int argc, char** argv) {
     for (std::uint64_t bytes = a.min_bytes; bytes <= a.max_bytes;
          bytes = std::max<std::uint64_t>(bytes + 4, static_cast<std::uint64_t>(bytes * a.factor))) {
         bytes &= ~std::uint64_t{3};
+        // Parts of whole floats, one per rank.
+        if (a.op == "all_to_all" || a.op == "gather" || a.op == "scatter")
+            bytes -= bytes % (4 * static_cast<std::uint64_t>(n));
         const std::size_t count = bytes / 4;
         // Sizes as nccl-tests counts them: all_gather's is the output,
         // reduce_scatter's the input.
-        const std::uint64_t in_bytes = a.op == "all_gather" ? bytes / n : bytes;
-        const std::uint64_t out_bytes = a.op == "reduce_scatter" ? bytes / n : bytes;
+        // gather's the output, scatter's the input (nccl-tests' sizes).
+        const std::uint64_t in_bytes = a.op == "all_gather" || a.op == "gather" ? bytes / n : bytes;
+        const std::uint64_t out_bytes = a.op == "reduce_scatter" || a.op == "scatter" ? bytes / n : bytes;
         const std::size_t in_count = in_bytes / 4, out_count = out_bytes / 4;
         std::vector<float> host_in(in_count);
         for (std::size_t i = 0; i < in_count; ++i) host_in[i] = input_value(rank, i);
@@ -259,6 +270,11 @@ int main(int argc, char** argv) {
             if (a.op == "broadcast") return comm.broadcast(stream, vin, vout, 0);
             if (a.op == "all_gather") return comm.all_gather(stream, vin, vout);
             if (a.op == "reduce_scatter") return comm.reduce_scatter(stream, vin, vout, KEEL_DTYPE_F32, redop);
+            if (a.op == "reduce") return comm.reduce(stream, vin, vout, KEEL_DTYPE_F32, redop, 0);
+            if (a.op == "gather") return comm.gather(stream, vin, vout, 0);
+            if (a.op == "scatter") return comm.scatter(stream, vin, vout, 0);
+            if (a.op == "all_to_all") return comm.all_to_all(stream, vin, vout);
+            if (a.op == "barrier") return comm.barrier(stream);
             const keel::P2P ops[] = {keel::P2P::send(vin, 1 - rank), keel::P2P::recv(vout, 1 - rank)};
             return comm.send_recv(stream, ops);
         };
@@ -293,6 +309,35 @@ int main(int argc, char** argv) {
                 o.setInput(raw_in.data(), in_count);
                 o.setOutput(side.out.data(), out_count);
                 gloo::allgather(o);
+            } else if (a.op == "reduce") {
+                gloo::ReduceOptions o(side.context);
+                o.setInput(raw_in.data(), in_count);
+                o.setOutput(side.out.data(), out_count);
+                o.setRoot(0);
+                o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+                gloo::reduce(o);
+            } else if (a.op == "gather") {
+                gloo::GatherOptions o(side.context);
+                o.setInput(raw_in.data(), in_count);
+                if (rank == 0) o.setOutput(side.out.data(), out_count);
+                o.setRoot(0);
+                gloo::gather(o);
+            } else if (a.op == "scatter") {
+                gloo::ScatterOptions o(side.context);
+                std::vector<float*> parts;
+                for (int j = 0; j < n; ++j) parts.push_back(raw_in.data() + static_cast<std::size_t>(j) * out_count);
+                if (rank == 0) o.setInputs(parts, out_count);
+                o.setOutput(side.out.data(), out_count);
+                o.setRoot(0);
+                gloo::scatter(o);
+            } else if (a.op == "all_to_all") {
+                gloo::AlltoallOptions o(side.context);
+                o.setInput(raw_in.data(), in_count);
+                o.setOutput(side.out.data(), out_count);
+                gloo::alltoall(o);
+            } else if (a.op == "barrier") {
+                gloo::BarrierOptions o(side.context);
+                gloo::barrier(o);
             } else if (a.op == "reduce_scatter") {
                 // The same algorithm as keel's: all-to-all, then reduce.
                 gloo::AlltoallOptions o(side.context);
@@ -363,6 +408,15 @@ int main(int argc, char** argv) {
                     want = input_value(static_cast<int>(i / in_count), i % in_count);
                 } else if (a.op == "send_recv") {
                     want = input_value(1 - rank, i);
+                } else if (a.op == "reduce" && redop == keel::ReduceOp::sum && rank == 0) {
+                    for (int r = 0; r < n; ++r) want += input_value(r, i);
+                } else if (a.op == "gather" && rank == 0) {
+                    want = input_value(static_cast<int>(i / in_count), i % in_count);
+                } else if (a.op == "scatter") {
+                    want = input_value(0, i + rank * out_count);
+                } else if (a.op == "all_to_all") {
+                    const std::size_t part = in_count / n;
+                    want = input_value(static_cast<int>(i / part), rank * part + i % part);
                 } else {
                     continue;  // other reductions: not checked
                 }

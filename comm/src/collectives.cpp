@@ -5,9 +5,11 @@
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 
 #include <cstring>
+#include <vector>
 
 namespace keel::comm {
 namespace {
@@ -24,19 +26,43 @@ void with_carrier(std::size_t element_size, F&& f) {
     }
 }
 
+void all_reduce_in_place(std::byte* data, std::size_t count, keel_dtype dtype, ReduceFn fn,
+                         const std::shared_ptr<gloo::Context>& context, std::chrono::milliseconds timeout) {
+    gloo::AllreduceOptions o(context);
+    with_carrier(dtype_size(dtype), [&](auto carrier) {
+        using T = decltype(carrier);
+        o.setOutput(reinterpret_cast<T*>(data), count);
+    });
+    o.setReduceFunction(fn);
+    o.setTimeout(timeout);
+    gloo::allreduce(o);
+}
+
 void all_reduce(const Op& op, const std::shared_ptr<gloo::Context>& context, std::chrono::milliseconds timeout) {
     const std::size_t es = dtype_size(op.dtype);
     const std::size_t count = op.bytes / es;
-    gloo::AllreduceOptions o(context);
-    with_carrier(es, [&](auto carrier) {
-        using T = decltype(carrier);
-        if (op.in != op.out) o.setInput(reinterpret_cast<T*>(op.in), count);
-        o.setOutput(reinterpret_cast<T*>(op.out), count);
-    });
-    o.setReduceFunction(reduce_fn(op.dtype, op.reduce));
-    o.setTimeout(timeout);
-    gloo::allreduce(o);
-    if (op.reduce == ReduceOp::avg) finish_avg(op.dtype, op.out, count, context->size);
+    if (op.reduce != ReduceOp::avg) {
+        gloo::AllreduceOptions o(context);
+        with_carrier(es, [&](auto carrier) {
+            using T = decltype(carrier);
+            if (op.in != op.out) o.setInput(reinterpret_cast<T*>(op.in), count);
+            o.setOutput(reinterpret_cast<T*>(op.out), count);
+        });
+        o.setReduceFunction(reduce_fn(op.dtype, op.reduce));
+        o.setTimeout(timeout);
+        gloo::allreduce(o);
+        return;
+    }
+    // avg: divided (floats) or split (integers) before the sum, on the
+    // output (the input may be the caller's memory, read only).
+    if (op.in != op.out && op.bytes > 0) std::memcpy(op.out, op.in, op.bytes);
+    std::vector<std::int64_t> remainders(avg_splits(op.dtype) ? count : 0);
+    avg_before(op.dtype, op.out, remainders.data(), count, context->size);
+    all_reduce_in_place(op.out, count, op.dtype, reduce_fn(op.dtype, ReduceOp::sum), context, timeout);
+    if (!remainders.empty())
+        all_reduce_in_place(reinterpret_cast<std::byte*>(remainders.data()), count, KEEL_DTYPE_I64,
+                            reduce_fn(KEEL_DTYPE_I64, ReduceOp::sum), context, timeout);
+    avg_after(op.dtype, op.out, remainders.data(), count, context->size);
 }
 
 void broadcast(const Op& op, const std::shared_ptr<gloo::Context>& context, std::chrono::milliseconds timeout) {
@@ -68,14 +94,15 @@ void reduce_scatter(const Op& op, const std::shared_ptr<gloo::Context>& context,
     gloo::alltoall(o);
     const std::size_t count = k / dtype_size(op.dtype);
     const std::byte* all = op.scratch;
-    if (context->size == 1) {
+    if (op.reduce == ReduceOp::avg) {
+        average_parts(op.dtype, op.out, op.scratch, count, context->size);
+    } else if (context->size == 1) {
         std::memcpy(op.out, all, k);
     } else {
         const ReduceFn fn = reduce_fn(op.dtype, op.reduce);
         fn(op.out, all, all + k, count);
         for (int j = 2; j < context->size; ++j) fn(op.out, op.out, all + static_cast<std::size_t>(j) * k, count);
     }
-    if (op.reduce == ReduceOp::avg) finish_avg(op.dtype, op.out, count, context->size);
 }
 
 }  // namespace
@@ -86,6 +113,13 @@ void run_collective(const Op& op, const std::shared_ptr<gloo::Context>& context,
         case OpKind::broadcast: return broadcast(op, context, timeout);
         case OpKind::all_gather: return all_gather(op, context, timeout);
         case OpKind::reduce_scatter: return reduce_scatter(op, context, timeout);
+        case OpKind::reduce: return all_reduce(op, context, timeout);
+        case OpKind::barrier: {
+            gloo::BarrierOptions o(context);
+            o.setTimeout(timeout);
+            gloo::barrier(o);
+            return;
+        }
         case OpKind::send_recv: break;
     }
 }

@@ -1,6 +1,7 @@
 // Communicator: argument checks, then each operation as staging copies, a
 // gate that runs the Gloo call (engine.hpp says why).
 #include "engine.hpp"
+#include "sigpipe_guard.hpp"
 #include "native_comm.hpp"
 #include "reduce.hpp"
 #include "rendezvous.hpp"
@@ -75,6 +76,9 @@ Result<bool> checks_on() {
 Result<Communicator> Communicator::create(const Device& device, const Store& store, int rank, int size,
                                           const CommOptions& options) {
     static std::atomic<int> created{0};
+    // Meeting the peers writes to sockets (a Redis store, the native
+    // engine's exchange, Gloo): no SIGPIPE from any of them.
+    const comm::SigpipeBlocked blocked;
     if (size < 1 || rank < 0 || rank >= size)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Communicator::create] rank " + std::to_string(rank) +
                                                        " of size " + std::to_string(size) +
@@ -98,6 +102,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
                                                                : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
+    impl->start_watching();
     return Communicator(std::move(impl));
 }
 
@@ -121,7 +126,9 @@ Result<void> check_stream(const Communicator::Impl& impl, const char* op, const 
 }
 
 Result<void> check_view(const Communicator::Impl& impl, const char* op, const char* which, const DeviceView& view) {
-    if (view.size() == 0) return {};
+    if (view.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + which +
+                                                       " is an empty view (DeviceView(): no device, no memory)");
     if (!view.on(impl.device))
         return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + which + " is not memory of " +
                                                        impl.device.name());
@@ -132,7 +139,9 @@ Result<void> check_dtype(const Communicator::Impl& impl, const char* op, keel_dt
                          std::uint64_t bytes) {
     const std::size_t es = comm::dtype_size(dtype);
     if (es == 0 || comm::reduce_fn(dtype, reduce) == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": dtype " + std::to_string(dtype) +
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": dtype " +
+                                                       (es == 0 ? std::to_string(dtype) + " (not a keel dtype)"
+                                                                : std::string(comm::dtype_name(dtype))) +
                                                        " cannot be reduced with " + comm::reduce_name(reduce));
     if (bytes % es != 0)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + bytes_text(bytes) +
@@ -270,6 +279,64 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     op->in = bytes_of(sin);
     op->out = bytes_of(sout);
     return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
+}
+
+Result<void> Communicator::barrier(const Stream& stream) const {
+    Impl& impl = *impl_;
+    constexpr const char* kOp = "barrier";
+    KEEL_TRY(check_stream(impl, kOp, stream));
+    if (impl.native) {
+        // The native entries have no barrier: a 4-byte all_reduce is one.
+        KEEL_TRY_ASSIGN(Buffer token, Buffer::allocate(stream, 4));
+        KEEL_TRY(stream.memset(token, 0));
+        KEEL_TRY(impl.native->all_reduce(stream, token.view(), token.view(), KEEL_DTYPE_I32, ReduceOp::sum));
+        return stream.hold(std::move(token));
+    }
+    auto op = std::make_shared<Op>(OpKind::barrier);
+    const std::unique_lock order = impl.order();
+    return impl.enqueue(order, stream, std::move(op), {}, {});
+}
+
+Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                  ReduceOp reduce, int root) const {
+    Impl& impl = *impl_;
+    constexpr const char* kOp = "reduce";
+    KEEL_TRY(check_stream(impl, kOp, stream));
+    KEEL_TRY(check_root(impl, kOp, root));
+    KEEL_TRY(check_view(impl, kOp, "in", in));
+    const bool is_root = impl.rank == root;
+    if (is_root) {
+        KEEL_TRY(check_view(impl, kOp, "out", out));
+        if (in.size() != out.size())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": in has " + bytes_text(in.size()) +
+                                                           ", out " + bytes_text(out.size()));
+    }
+    KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
+    const std::uint64_t n = in.size();
+    if (n == 0) return {};
+    if (impl.native) {
+        // An all_reduce; off the root into scratch the stream frees after it.
+        if (is_root) return impl.native->all_reduce(stream, in, out, dtype, reduce);
+        KEEL_TRY_ASSIGN(Buffer scratch, Buffer::allocate(stream, n));
+        KEEL_TRY(impl.native->all_reduce(stream, in, scratch.view(), dtype, reduce));
+        return stream.hold(std::move(scratch));
+    }
+    auto op = std::make_shared<Op>(OpKind::reduce);
+    const std::unique_lock order = impl.order();
+    op->bytes = n;
+    op->dtype = dtype;
+    op->reduce = reduce;
+    op->root = root;
+    op->staging.reserve(1);
+    if (impl.host_addressable && is_root) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
+    op->in = op->out = bytes_of(staged);
+    if (impl.host_addressable) {  // off the root: the result lands in the staging and stays there
+        op->in = host_address(in);
+        return impl.enqueue(order, stream, std::move(op), {}, {});
+    }
+    return impl.enqueue(order, stream, std::move(op), one({staged, in}),
+                        is_root ? one({staged, out}) : std::span<const StagedCopy>());
 }
 
 // ---- point to point -----------------------------------------------------

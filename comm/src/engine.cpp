@@ -11,15 +11,29 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <cstring>
 #include <cassert>
 #include <exception>
 #include <stdexcept>
+#include <string_view>
 
 namespace keel {
 
 namespace {
 // Point-to-point slots live above every prefix Gloo's collectives use.
 constexpr std::uint64_t kP2PSlotBase = 0x40ull << 56;
+// What a closed connection means: peers fail the communicator everywhere
+// by closing theirs (abort(), a failed stream, a failed operation).
+constexpr const char* kPeerEnded = "a peer that closes its connections failed, aborted or exited: its own error says why";
+
+bool says_closed(std::string_view gloo_error) {
+    for (std::string_view closed : {"closed", "reset", "Broken pipe", "EOF"})
+        if (gloo_error.find(closed) != std::string_view::npos) return true;
+    return false;
+}
+
 }  // namespace
 
 Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string name_in,
@@ -37,8 +51,16 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
 Communicator::Impl::~Impl() {
     // The gates of enqueued operations name this engine: they must all have
     // run. Each does once its stream gets there, bounded by the timeout.
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return queue_.empty(); });
+    {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return queue_.empty(); });
+    }
+    if (watcher_.joinable()) {
+        const std::uint64_t one = 1;
+        (void)!::write(watcher_wake_, &one, sizeof(one));
+        watcher_.join();
+    }
+    if (watcher_wake_ >= 0) ::close(watcher_wake_);
 }
 
 std::string Communicator::Impl::where(const char* op) const {
@@ -50,6 +72,15 @@ Result<void> Communicator::Impl::error() const {
     std::lock_guard lock(mutex_);
     if (error_) return *error_;
     return {};
+}
+
+std::string Communicator::Impl::ended_text(std::string_view gloo_error) const {
+    const std::vector<int> ended = mesh->ended_peers();
+    if (ended.empty()) return says_closed(gloo_error) ? std::string(" (") + kPeerEnded + ")" : std::string();
+    std::string ranks;
+    for (int r : ended) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return " [the connection to rank" + std::string(ended.size() > 1 ? "s " : " ") + ranks + " ended: " + kPeerEnded +
+           "]";
 }
 
 std::string Communicator::Impl::peers_text() const {
@@ -65,24 +96,21 @@ std::string Communicator::Impl::peers_text() const {
     return text + "]";
 }
 
-void Communicator::Impl::fail(const Error& error) {
-    std::lock_guard lock(mutex_);
-    if (!error_) error_ = error;
+void Communicator::Impl::abort() noexcept {
+    fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::abort() noexcept {
-    std::vector<gloo::transport::UnboundBuffer*> waking;
+void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
     {
         std::lock_guard lock(mutex_);
+        if (!error_) error_ = error;
         if (aborted_) return;
         aborted_ = true;
-        if (!error_) error_ = Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted");
-        waking = in_flight_;
         // Under the lock: track() removes a buffer under it before its
         // destruction, so these stay alive while we wake them.
-        for (auto* buffer : waking) {
-            buffer->abortWaitSend();
-            buffer->abortWaitRecv();
+        for (const InFlight& f : in_flight_) {
+            f.buffer->abortWaitSend();
+            f.buffer->abortWaitRecv();
         }
     }
     // A collective already inside Gloo waits on pairs no abortWait reaches:
@@ -94,17 +122,47 @@ void Communicator::Impl::abort() noexcept {
 std::uint64_t Communicator::Impl::next_send_slot(int peer) { return kP2PSlotBase + send_slots_[peer]++; }
 std::uint64_t Communicator::Impl::next_recv_slot(int peer) { return kP2PSlotBase + recv_slots_[peer]++; }
 
-void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, bool add) {
+void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, int peer, bool add) {
     std::lock_guard lock(mutex_);
     if (add) {
-        in_flight_.push_back(buffer);
-        if (aborted_) {  // abort() came before this buffer was known
+        in_flight_.push_back({buffer, peer});
+        // abort() came before this buffer was known, or the peer is gone.
+        if (aborted_ || (peer >= 0 && static_cast<std::size_t>(peer) < ended_.size() && ended_[peer])) {
             buffer->abortWaitSend();
             buffer->abortWaitRecv();
         }
     } else {
-        in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), buffer), in_flight_.end());
+        in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                        [&](const InFlight& f) { return f.buffer == buffer; }),
+                         in_flight_.end());
     }
+}
+
+void Communicator::Impl::wake_waits_on(const std::vector<int>& peers) {
+    std::lock_guard lock(mutex_);
+    for (int peer : peers) ended_[static_cast<std::size_t>(peer)] = true;
+    for (const InFlight& f : in_flight_) {
+        if (f.peer < 0 || !ended_[static_cast<std::size_t>(f.peer)]) continue;
+        f.buffer->abortWaitSend();
+        f.buffer->abortWaitRecv();
+    }
+}
+
+void Communicator::Impl::start_watching() {
+    {
+        std::lock_guard lock(mutex_);
+        ended_.assign(static_cast<std::size_t>(size), false);
+    }
+    watcher_wake_ = ::eventfd(0, EFD_CLOEXEC);
+    if (watcher_wake_ < 0 || !mesh) return;  // no watcher: such waits end at their timeout
+    watcher_ = std::thread([this] {
+        std::vector<bool> reported(static_cast<std::size_t>(size), false);
+        for (;;) {
+            const std::vector<int> ended = mesh->wait_for_ended(watcher_wake_, reported);
+            if (ended.empty()) return;
+            wake_waits_on(ended);
+        }
+    });
 }
 
 Result<PinnedBuffer*> Communicator::Impl::stage(const Stream& stream, comm::Op& op, std::uint64_t bytes) {
@@ -135,6 +193,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     // hold of the op (the gate owns it until it ran).
     Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
     if (!in.ok()) {
+        fail_everywhere(not_enqueued(*op, in.error()));
         if (!inputs.empty()) (void)stream.hold(std::move(op));
         return in;
     }
@@ -150,17 +209,13 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
     post_preamble(*op);
-    Result<void> gated = stream.enqueue_host_func([this, op](Status) -> Result<void> { return run_gate(op); });
+    Result<void> gated = stream.enqueue_host_func([this, op](Status status) -> Result<void> { return run_gate(op, status); });
     if (!gated.ok()) {
         {
             std::lock_guard lock(mutex_);
             queue_.erase(std::find(queue_.begin(), queue_.end(), op));
-            // The ranks' orders of collectives now differ: later ones would
-            // pair with the wrong peers' operations.
-            if (op->collective() && !error_)
-                error_ = Error(gated.error().code(), where(op->what()) + ": its gate could not be enqueued, " +
-                                                         "the communicator cannot go on: " + gated.error().message());
         }
+        fail_everywhere(not_enqueued(*op, gated.error()));
         cv_.notify_all();
         forget_preamble(*op);
         if (!inputs.empty()) (void)stream.hold(std::move(op));
@@ -184,6 +239,33 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     return !out.ok() ? out : held;
 }
 
+void Communicator::Impl::clear_outputs(const comm::Op& op) noexcept {
+    // A plugin that cannot skip work already submitted behind the failed
+    // gate (keel.h 1.4) runs the output copies anyway: they must deliver
+    // zeros, not what the staging held (the previous operation's data).
+    // The device's own memory (host-addressable) was never written.
+    if (host_addressable) return;
+    const auto clear = [](std::byte* p, std::uint64_t n) {
+        if (p != nullptr && n > 0) std::memset(p, 0, n);
+    };
+    switch (op.kind) {
+        case comm::OpKind::all_gather: return clear(op.out, op.bytes * static_cast<std::uint64_t>(size));
+        case comm::OpKind::send_recv:
+            for (const comm::Transfer& t : op.transfers)
+                if (!t.send) clear(t.data, t.size);
+            return;
+        case comm::OpKind::barrier: return;
+        default: return clear(op.out, op.bytes);
+    }
+}
+
+Error Communicator::Impl::not_enqueued(const comm::Op& op, const Error& why) const {
+    // The peers enqueued their side of it: they would wait for it until
+    // their timeout, and later operations would pair with the wrong ones.
+    return Error(why.code(), where(op.what()) + " (" + op.detail() + "): its stream refused it (" + why.message() +
+                                 "); the communicator is failed on every rank");
+}
+
 void Communicator::Impl::remember_staging(keel_stream stream,
                                           const std::vector<std::shared_ptr<comm::StagingLease>>& blocks) {
     auto recent = std::find_if(recent_staging_.begin(), recent_staging_.end(),
@@ -196,40 +278,94 @@ void Communicator::Impl::remember_staging(keel_stream stream,
     recent->blocks = blocks;
 }
 
-Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op) {
+Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, Status status) {
     std::optional<Error> failed;
     bool check = false;
+    if (status != KEEL_STATUS_OK) {
+        // The stream failed before this operation: its input copies were
+        // skipped (or the data they read was never written), so its staging
+        // holds whatever was there. Sending or reducing it would hand the
+        // peers stale data with no error; the peers' matching operations
+        // could only wait for the timeout. So the communicator fails here,
+        // on every rank, as abort() does.
+        Error cause(status, where(op->what()) + " (" + op->detail() + "): not run: its stream had failed before it (" +
+                                status_name(status) +
+                                "; the stream's error says what failed), so its input never arrived; the "
+                                "communicator is failed on every rank");
+        fail_everywhere(cause);
+        clear_outputs(*op);
+        forget_preamble(*op);
+        {
+            std::lock_guard lock(mutex_);
+            op->gate_failed = true;
+            if (auto it = std::find(queue_.begin(), queue_.end(), op); it != queue_.end()) queue_.erase(it);
+        }
+        cv_.notify_all();
+        return cause;
+    }
     {
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
-        // streams' gates; abort() ends the wait.
-        cv_.wait(lock, [&] { return queue_.front() == op || aborted_; });
-        if (error_)
+        // streams' gates; abort() ends the wait. Bounded: a stream that
+        // never reaches an earlier operation must not hold this one forever.
+        bool waited_out = false;
+        if (!cv_.wait_for(lock, timeout, [&] { return queue_.front() == op || aborted_; })) {
+            const comm::Op& head = *queue_.front();
+            failed = Error(KEEL_STATUS_UNAVAILABLE,
+                           where(op->what()) + " (" + op->detail() + "): waited " + std::to_string(timeout.count()) +
+                               " ms for its turn: the communicator's earlier " + head.what() + " (" + head.detail() +
+                               "), enqueued on another stream, did not run in that time (is that stream blocked?)");
+            waited_out = true;
+        } else if (error_) {
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
-        else
+        } else {
             check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
+        }
+        lock.unlock();
+        if (waited_out) fail_everywhere(*failed);
     }
-    if (failed) forget_preamble(*op);
+    if (failed) {
+        clear_outputs(*op);
+        forget_preamble(*op);
+    }
     if (!failed) {
+        bool mismatch = false;
         try {
             run_op(*op, check);
+        } catch (const comm::Mismatch& e) {
+            // Every rank involved sees the mismatch itself: its connections
+            // stay up until it did.
+            failed = Error(KEEL_STATUS_FAILED_PRECONDITION, where(op->what()) + " (" + op->detail() + "): " + e.what());
+            mismatch = true;
         } catch (const std::exception& e) {
             // After abort() Gloo reports whatever the shut-down connections
             // made of the wait (a closed pair, a peer that left): name the cause.
-            bool aborted = false;
+            std::optional<Error> ended;  // abort(), or a failure on this rank
             {
                 std::lock_guard lock(mutex_);
-                aborted = aborted_;
+                if (aborted_) ended = error_;
             }
-            failed = Error(aborted ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
-                           where(op->what()) + " (" + op->detail() + "): " + (aborted ? "aborted: " : "") + e.what() +
-                               (op->collective() ? peers_text() : ""));
+            if (ended)
+                failed = Error(ended->code(), where(op->what()) + " (" + op->detail() +
+                                                  "): ended because the communicator failed: " + ended->message() +
+                                                  " (" + e.what() + ")");
+            else
+                failed = Error(KEEL_STATUS_UNAVAILABLE,
+                               where(op->what()) + " (" + op->detail() + "): " + e.what() +
+                                   (op->collective() ? peers_text() : "") + ended_text(e.what()));
         } catch (...) {
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
         }
         if (failed) {
-            fail(*failed);
+            // The peers learn at once, instead of at their timeout.
+            if (mismatch) {
+                std::lock_guard lock(mutex_);
+                if (!error_) error_ = *failed;
+            } else {
+                fail_everywhere(*failed);
+            }
+            clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);
         }
@@ -300,7 +436,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
     for (int r = 0; r < size; ++r) {
         const Signature& theirs = all[static_cast<std::size_t>(r) * kSignatureWindow];
         if (theirs == mine[0]) continue;
-        throw std::runtime_error("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
+        throw comm::Mismatch("rank " + std::to_string(r) + " enqueued " + comm::signature_text(theirs) +
                                  " where this rank enqueued " + comm::signature_text(mine[0]) + ": counts or operations differ between ranks");
     }
 }

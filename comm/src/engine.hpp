@@ -47,6 +47,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 namespace gloo::transport {
@@ -126,7 +128,11 @@ struct Communicator::Impl {
     std::uint64_t next_recv_slot(int peer);
 
     // Unbound buffers in flight (point to point), so abort() can wake their waits.
-    void track(gloo::transport::UnboundBuffer* buffer, bool add);
+    void track(gloo::transport::UnboundBuffer* buffer, int peer, bool add);
+    // Starts the thread that watches the connections (once `mesh` is set):
+    // a send or receive waiting on a peer whose connection ended is woken
+    // at once (Gloo leaves a pending send waiting for its timeout).
+    void start_watching();
     // A batch that failed midway leaves operations pending in Gloo, whose
     // event loop may still signal or fill their buffers (and the memory they
     // point at) until the context closes its pairs: they live until then
@@ -135,7 +141,8 @@ struct Communicator::Impl {
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
-    Result<void> run_gate(const std::shared_ptr<comm::Op>& op);
+    // `status`: the stream's, not OK when it failed before the gate.
+    Result<void> run_gate(const std::shared_ptr<comm::Op>& op, Status status);
     // `check`: compare the collective's signature with the peers' first;
     // a batch's preamble is checked first where there is one.
     void run_op(comm::Op& op, bool check);
@@ -150,9 +157,20 @@ private:
     // A preamble the gate will not check: its messages may still be
     // pending in Gloo, so it lives until the pairs close.
     void forget_preamble(comm::Op& op);
-    void fail(const Error& error);
+    // Fails the communicator with `error` (unless it failed already) and
+    // ends it on every rank: wakes the waits in flight and shuts its
+    // connections down, so the peers' operations fail at once too.
+    void fail_everywhere(const Error& error) noexcept;
+    // The error of an operation its stream refused after it was validated
+    // (the stream had failed): fails the communicator everywhere.
+    Error not_enqueued(const comm::Op& op, const Error& why) const;
+    // Zeroes the staging a failed operation's output copies read.
+    void clear_outputs(const comm::Op& op) noexcept;
     // " [peer ranks of this collective: 1, 2]": what a failure message names.
     std::string peers_text() const;
+    // " [the connection to rank 2 ended: ...]": the peers whose connections
+    // ended, named by rank (Gloo names them by address, if at all).
+    std::string ended_text(std::string_view gloo_error) const;
 
     static constexpr std::size_t kSignatureWindow = 64;
 
@@ -176,7 +194,15 @@ private:
     std::optional<Error> error_;
     std::map<int, std::uint64_t> send_slots_;
     std::map<int, std::uint64_t> recv_slots_;
-    std::vector<gloo::transport::UnboundBuffer*> in_flight_;
+    struct InFlight {
+        gloo::transport::UnboundBuffer* buffer;
+        int peer;
+    };
+    std::vector<InFlight> in_flight_;   // guarded by mutex_
+    std::vector<bool> ended_;           // ranks whose connection ended; guarded by mutex_
+    void wake_waits_on(const std::vector<int>& peers);
+    std::thread watcher_;
+    int watcher_wake_ = -1;  // an eventfd: written once to stop the watcher
 };
 
 }  // namespace keel

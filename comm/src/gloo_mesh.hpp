@@ -38,6 +38,12 @@ public:
     void keep_until_closed(std::shared_ptr<void> leftover);
     // Ends every connection of the mesh (abort(): wakes a collective inside Gloo).
     void shut_down_sockets() const noexcept { sockets_.shut_down(); }
+    // The ranks whose connection ended (SocketSet::ended_peers).
+    [[nodiscard]] std::vector<int> ended_peers() const { return sockets_.ended_peers(); }
+    // SocketSet::wait_for_ended.
+    [[nodiscard]] std::vector<int> wait_for_ended(int wake, std::vector<bool>& reported) const {
+        return sockets_.wait_for_ended(wake, reported);
+    }
 
 private:
     std::shared_ptr<gloo::rendezvous::Context> context_;

@@ -16,6 +16,10 @@ Signature Op::signature() const noexcept {
                     static_cast<std::uint64_t>(reduce)};
         case OpKind::broadcast: return {static_cast<std::uint64_t>(kind), bytes, 0, static_cast<std::uint64_t>(root)};
         case OpKind::all_gather: return {static_cast<std::uint64_t>(kind), bytes, 0, 0};
+        case OpKind::barrier: return {static_cast<std::uint64_t>(kind), 0, 0, 0};
+        case OpKind::reduce:
+            return {static_cast<std::uint64_t>(kind), bytes, static_cast<std::uint64_t>(dtype),
+                    static_cast<std::uint64_t>(reduce) | (static_cast<std::uint64_t>(root) << 8)};
         case OpKind::send_recv: break;
     }
     return {};
@@ -28,6 +32,8 @@ const char* Op::what() const noexcept {
         case OpKind::all_gather: return "all_gather";
         case OpKind::reduce_scatter: return "reduce_scatter";
         case OpKind::send_recv: return "send_recv";
+        case OpKind::barrier: return "barrier";
+        case OpKind::reduce: return "reduce";
     }
     return "?";
 }
@@ -40,6 +46,10 @@ std::string Op::detail() const {
         case OpKind::all_gather: return bytes_text(bytes) + " per rank";
         case OpKind::reduce_scatter:
             return std::string(dtype_name(dtype)) + " " + reduce_name(reduce) + ", " + bytes_text(bytes) + " per rank";
+        case OpKind::barrier: return "no data";
+        case OpKind::reduce:
+            return std::string(dtype_name(dtype)) + " " + reduce_name(reduce) + " to root " + std::to_string(root) +
+                   ", " + bytes_text(bytes);
         case OpKind::send_recv: break;
     }
     std::string text;
@@ -51,9 +61,22 @@ std::string Op::detail() const {
 }
 
 std::string signature_text(const Signature& s) {
-    static constexpr const char* kKinds[] = {"?", "all_reduce", "broadcast", "all_gather", "reduce_scatter"};
-    return std::string(kKinds[s[0] < 5 ? s[0] : 0]) + " of " + std::to_string(s[1]) + " bytes (dtype " +
-           std::to_string(s[2]) + ", root/op " + std::to_string(s[3]) + ")";
+    static constexpr const char* kKinds[] = {"?",         "all_reduce", "broadcast", "all_gather",
+                                             "reduce_scatter", "send_recv", "barrier", "reduce"};
+    const std::uint64_t k = s[0] < 8 ? s[0] : 0;
+    const OpKind kind = static_cast<OpKind>(k);
+    if (kind == OpKind::barrier) return "barrier";
+    std::string text = std::string(kKinds[k]) + " of " + std::to_string(s[1]) + " bytes";
+    if (kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::reduce) {
+        const ReduceOp reduce = static_cast<ReduceOp>(s[3] & 0xff);
+        text += std::string(" (") + dtype_name(static_cast<keel_dtype>(s[2])) + " " + reduce_name(reduce) +
+                (kind == OpKind::reduce ? " to root " + std::to_string(s[3] >> 8) : std::string()) + ")";
+    } else if (kind == OpKind::broadcast) {
+        text += " (root " + std::to_string(s[3]) + ")";
+    } else if (s[0] == 0) {
+        text = "no collective";
+    }
+    return text;
 }
 
 std::string describe(const Transfer& t) {

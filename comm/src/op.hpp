@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,15 @@ namespace keel::comm {
 
 class Preamble;
 
-enum class OpKind : std::uint8_t { all_reduce = 1, broadcast = 2, all_gather = 3, reduce_scatter = 4, send_recv = 5 };
+enum class OpKind : std::uint8_t {
+    all_reduce = 1,
+    broadcast = 2,
+    all_gather = 3,
+    reduce_scatter = 4,
+    send_recv = 5,
+    barrier = 6,
+    reduce = 7,  // an all_reduce whose result only the root copies out
+};
 
 // One send or receive of a batch, on host memory Gloo reads or writes
 // (`data` null when `size` is 0). `slot` matches the peer's transfer the
@@ -72,7 +81,14 @@ struct Op {
     [[nodiscard]] std::string detail() const;
 };
 
-// "all_reduce of 64 bytes (dtype 3, root/op 0)": a signature in a message.
+// "all_reduce of 64 bytes (f32 sum)": a signature in a message.
 [[nodiscard]] std::string signature_text(const Signature& s);
+
+// The ranks enqueued operations that do not match (counts, dtypes,
+// reductions, roots, a send's size and its receive's): the caller's error,
+// FAILED_PRECONDITION, not a network failure.
+struct Mismatch : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 }  // namespace keel::comm

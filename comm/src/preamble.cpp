@@ -45,7 +45,7 @@ void Preamble::check(Communicator::Impl& engine, const Op& op) {
     for (std::size_t i = 0; i < mine_.size(); ++i) {
         if (mine_[i] == theirs_[i]) continue;
         const Transfer& t = op.transfers[i];
-        throw std::runtime_error(describe(t) + ": this rank's " + (t.send ? "send" : "recv") + " has " +
+        throw Mismatch(describe(t) + ": this rank's " + (t.send ? "send" : "recv") + " has " +
                                  std::to_string(mine_[i]) + " bytes, the peer's matching " +
                                  (t.send ? "recv" : "send") + " " + std::to_string(theirs_[i]) +
                                  " bytes: the sizes of a send and its receive must be equal (nothing was sent)");

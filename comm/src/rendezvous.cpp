@@ -83,7 +83,7 @@ Result<std::vector<Connection>> pair_connections(const Store& store, const std::
         if (theirs.size() != mine.size() * sizeof(sockaddr_storage))
             return Error(KEEL_STATUS_INTERNAL, "rank " + std::to_string(peer) + " put " +
                                                    std::to_string(theirs.size()) + " bytes of socket ends");
-        Connection c{mine[static_cast<std::size_t>(peer)], {}};
+        Connection c{mine[static_cast<std::size_t>(peer)], {}, peer};
         std::memcpy(&c.remote, theirs.data() + at, sizeof(sockaddr_storage));
         connections.push_back(c);
     }
@@ -99,6 +99,12 @@ std::string where(const std::string& name, int rank, int size) {
 Result<Connected> connect(const Store& store, const std::string& name, int rank, int size,
                           const CommOptions& options) {
     const std::string here = where(name, rank, size);
+    // From the first store call on (a Redis store writes to a socket): a
+    // write to a server or peer that went fails with EPIPE instead of
+    // killing the process. Gloo's device thread inherits this thread's
+    // signal mask, so it keeps SIGPIPE blocked for good. Restored before
+    // returning.
+    const SigpipeBlocked blocked;
     // Checked here, before any key is written: Gloo's own lookup of an
     // unknown interface throws without freeing its interface list.
     if (!options.interface.empty() && ::if_nametoindex(options.interface.c_str()) == 0)
@@ -135,10 +141,6 @@ Result<Connected> connect(const Store& store, const std::string& name, int rank,
         attr.iface = options.interface;
     else
         attr.hostname = options.hostname.empty() ? "127.0.0.1" : options.hostname;
-    // Gloo's device thread inherits this thread's signal mask: with SIGPIPE
-    // blocked there, a write to a dead peer fails with EPIPE instead of
-    // killing the process. Restored before returning.
-    const SigpipeBlocked blocked;
     try {
         auto device = gloo::transport::tcp::CreateDevice(attr);
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);

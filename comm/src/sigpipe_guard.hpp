@@ -4,16 +4,15 @@
 
 #include <csignal>
 #include <ctime>
-#include <exception>
 #include <pthread.h>
 
 namespace keel::comm {
 
 // Blocks SIGPIPE for its life on this thread. A SIGPIPE raised meanwhile
-// is taken before the old mask comes back. Only a failed write raises one,
-// and a failed write makes Gloo throw, so the guard looks for it only when
-// an exception leaves its scope. Neither Send nor Sync: it restores its own
-// thread's mask.
+// is always taken before the old mask comes back: a failed write need not
+// make Gloo throw (its asynchronous write returns false on EPIPE and leaves
+// the error to the pair's next wait), so an exception is no sign of it.
+// Neither Send nor Sync: it restores its own thread's mask.
 class SigpipeBlocked {
 public:
     SigpipeBlocked() noexcept {
@@ -25,18 +24,15 @@ public:
     SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
     ~SigpipeBlocked() {
         if (sigismember(&previous_, SIGPIPE)) return;  // was blocked: leave it so
-        if (std::uncaught_exceptions() > exceptions_) {
-            sigset_t pending;
-            const timespec zero{0, 0};
-            if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) (void)sigtimedwait(&pipe_, nullptr, &zero);
-        }
+        sigset_t pending;
+        const timespec zero{0, 0};
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) (void)sigtimedwait(&pipe_, nullptr, &zero);
         pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
     }
 
 private:
     sigset_t pipe_;
     sigset_t previous_;
-    const int exceptions_ = std::uncaught_exceptions();
 };
 
 }  // namespace keel::comm

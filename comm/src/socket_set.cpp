@@ -1,6 +1,9 @@
 #include "socket_set.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -31,21 +34,23 @@ bool any_local_end_is(const std::vector<Connection>& connections, const sockaddr
                        [&](const Connection& c) { return same_end(c.local, end); });
 }
 
-// `fd` is a connected stream socket that is one of `connections`.
-bool is_one_of(int fd, const std::vector<Connection>& connections) {
+// The connection of `connections` that `fd` is (a connected stream
+// socket, both ends), or null.
+const Connection* which_of(int fd, const std::vector<Connection>& connections) {
     int type = 0, listening = 1;
     socklen_t len = sizeof(int);
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return nullptr;
     len = sizeof(int);
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) return false;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) return nullptr;
     sockaddr_storage local{}, remote{};
     socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
         ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0)
-        return false;
-    return std::any_of(connections.begin(), connections.end(), [&](const Connection& c) {
+        return nullptr;
+    const auto it = std::find_if(connections.begin(), connections.end(), [&](const Connection& c) {
         return same_end(c.local, local) && same_end(c.remote, remote);
     });
+    return it == connections.end() ? nullptr : &*it;
 }
 
 }  // namespace
@@ -73,10 +78,12 @@ SocketSet SocketSet::with_connections(const std::vector<Connection>& connections
         if (copy < 0) continue;
         // Judged again on the copy, both ends: the number may have been
         // reused meanwhile, and another connection may share the local end.
-        if (is_one_of(copy, connections))
+        if (const Connection* c = which_of(copy, connections)) {
             set.fds_.push_back(copy);
-        else
+            set.peers_.push_back(c->peer);
+        } else {
             (void)::close(copy);
+        }
     }
     ::closedir(dir);
     return set;
@@ -86,7 +93,9 @@ SocketSet& SocketSet::operator=(SocketSet&& other) noexcept {
     if (this != &other) {
         close_all();
         fds_ = std::move(other.fds_);
+        peers_ = std::move(other.peers_);
         other.fds_.clear();
+        other.peers_.clear();
     }
     return *this;
 }
@@ -96,6 +105,44 @@ SocketSet::~SocketSet() { close_all(); }
 void SocketSet::close_all() noexcept {
     for (int fd : fds_) (void)::close(fd);
     fds_.clear();
+    peers_.clear();
+}
+
+std::vector<int> SocketSet::wait_for_ended(int wake, std::vector<bool>& reported) const {
+    for (;;) {
+        std::vector<pollfd> fds{{wake, POLLIN, 0}};
+        std::vector<int> peers{-1};
+        for (std::size_t i = 0; i < fds_.size(); ++i) {
+            const int peer = peers_[i];
+            if (peer < 0 || static_cast<std::size_t>(peer) >= reported.size() || reported[static_cast<std::size_t>(peer)])
+                continue;
+            fds.push_back({fds_[i], POLLRDHUP, 0});
+            peers.push_back(peer);
+        }
+        if (::poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            return {};
+        }
+        if (fds[0].revents != 0) return {};
+        std::vector<int> ended;
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+            reported[static_cast<std::size_t>(peers[i])] = true;
+            ended.push_back(peers[i]);
+        }
+        if (!ended.empty()) return ended;
+    }
+}
+
+std::vector<int> SocketSet::ended_peers() const {
+    std::vector<int> ended;
+    for (std::size_t i = 0; i < fds_.size(); ++i) {
+        pollfd p{fds_[i], POLLRDHUP, 0};
+        if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0 && peers_[i] >= 0)
+            ended.push_back(peers_[i]);
+    }
+    std::sort(ended.begin(), ended.end());
+    return ended;
 }
 
 void SocketSet::shut_down() const noexcept {

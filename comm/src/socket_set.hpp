@@ -26,10 +26,12 @@
 
 namespace keel::comm {
 
-// One connection's two ends (IPv4 or IPv6 address and port).
+// One connection's two ends (IPv4 or IPv6 address and port), and the rank
+// at the other end (-1: not known).
 struct Connection {
     sockaddr_storage local;
     sockaddr_storage remote;
+    int peer = -1;
 };
 
 class SocketSet {
@@ -39,7 +41,10 @@ public:
     // `connections` (both ends).
     [[nodiscard]] static SocketSet with_connections(const std::vector<Connection>& connections);
 
-    SocketSet(SocketSet&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
+    SocketSet(SocketSet&& other) noexcept : fds_(std::move(other.fds_)), peers_(std::move(other.peers_)) {
+        other.fds_.clear();
+        other.peers_.clear();
+    }
     SocketSet& operator=(SocketSet&& other) noexcept;
     SocketSet(const SocketSet&) = delete;
     SocketSet& operator=(const SocketSet&) = delete;
@@ -48,10 +53,19 @@ public:
     // shutdown(SHUT_RDWR) of every socket: the connections end for both sides.
     void shut_down() const noexcept;
     [[nodiscard]] std::size_t size() const noexcept { return fds_.size(); }
+    // The ranks whose connection has ended (the other side closed or shut
+    // it down, or it was reset): how a failure names a dead peer by rank.
+    // Meaningless after shut_down(), which ends them all.
+    [[nodiscard]] std::vector<int> ended_peers() const;
+    // Blocks until a connection not yet marked in `reported` (one entry per
+    // rank) ends, or `wake` (a descriptor) becomes readable; marks and
+    // returns the ranks whose connections ended, empty when woken.
+    [[nodiscard]] std::vector<int> wait_for_ended(int wake, std::vector<bool>& reported) const;
 
 private:
     void close_all() noexcept;
     std::vector<int> fds_;
+    std::vector<int> peers_;  // the rank at the other end of fds_[i]
 };
 
 }  // namespace keel::comm

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <deque>
 #include <netinet/in.h>
 #include <poll.h>
+#include <random>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -25,6 +28,9 @@
 namespace {
 
 int failures = 0;
+// The device the ranks communicate through: "<scenario>@<device>" on the
+// command line, cpu:0 when not named.
+std::string g_device = "cpu:0";
 
 // The launcher's RANK, for messages.
 std::string rank_name() { return std::string(keel::env::foreign("RANK").value_or("?")); }
@@ -106,7 +112,7 @@ struct Ctx {
 
 Ctx context() {
     keel::Runtime runtime = keel::Runtime::create().value();
-    keel::Device device = runtime.device("cpu:0").value();
+    keel::Device device = runtime.device(g_device).value();
     keel::Stream stream = keel::Stream::create(device).value();
     const keel::RankInfo info = keel::rank_from_env().value();
     return Ctx{std::move(runtime), device, std::move(stream), info.rank, info.size};
@@ -553,6 +559,14 @@ int bad_input() {
     // Memory keel does not know as this device's: a view with no device.
     expect_code(comm.all_reduce(c.stream, keel::DeviceView(), a, KEEL_DTYPE_F32, keel::ReduceOp::sum),
                 KEEL_STATUS_INVALID_ARGUMENT, "a view of no device");
+    // An empty view (no device) is refused whatever its size, as by every
+    // other keel call.
+    expect_code(comm.all_reduce(c.stream, keel::DeviceView(), KEEL_DTYPE_F32, keel::ReduceOp::sum),
+                KEEL_STATUS_INVALID_ARGUMENT, "all_reduce of an empty view");
+    expect_code(comm.send(c.stream, keel::DeviceView(), 1 - c.rank), KEEL_STATUS_INVALID_ARGUMENT,
+                "send of an empty view");
+    expect_code(comm.broadcast(c.stream, keel::DeviceView(), 0), KEEL_STATUS_INVALID_ARGUMENT,
+                "broadcast into an empty view");
     CHECK(comm.error().ok(), "a refused call made a sticky error");
     // Still usable afterwards.
     comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
@@ -569,7 +583,14 @@ int mismatched_counts() {
     comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
     (void)c.stream.synchronize();
     CHECK(!comm.error().ok(), "mismatched all_reduce succeeded");
-    if (!comm.error().ok()) std::fprintf(stderr, "error: %s\n", comm.error().error().message().c_str());
+    if (const keel::Result<void> failed = comm.error(); !failed.ok()) {
+        // The caller's mistake, not the network's; dtypes by name.
+        const keel::Error& e = failed.error();
+        std::fprintf(stderr, "error: %s\n", e.message().c_str());
+        CHECK(e.code() == KEEL_STATUS_FAILED_PRECONDITION, "mismatched counts: %s, not FAILED_PRECONDITION",
+              keel::status_name(e.code()));
+        CHECK(e.message().find("f32 sum") != std::string::npos, "the dtype is not named: %s", e.message().c_str());
+    }
 
     // A receive smaller than its send: an error on both sides, not a process
     // stopped inside Gloo. A fresh communicator and stream (the first failed).
@@ -586,6 +607,8 @@ int mismatched_counts() {
     CHECK(!err.ok(), "a recv smaller than its send succeeded");
     if (!err.ok()) {
         std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
+        CHECK(err.error().code() == KEEL_STATUS_FAILED_PRECONDITION, "mismatched sizes: %s, not FAILED_PRECONDITION",
+              keel::status_name(err.error().code()));
         CHECK(err.error().message().find("4096") != std::string::npos &&
                   err.error().message().find("1024") != std::string::npos &&
                   err.error().message().find("peer") != std::string::npos,
@@ -741,11 +764,405 @@ int checker_reuse() {
     return failures;
 }
 
+
+// The stream under an operation fails before it (a host function failing on
+// rank 0): the operation must not send or reduce whatever its staging held
+// (the previous operation's result, 2000: the peer then got 2002 for 1 + 2
+// with no error). It fails on both ranks, rank 0's error naming the stream's
+// failure, and rank 1's within a fraction of the timeout. `send`: a send
+// (1) to rank 1 after the failure instead of an all_reduce.
+int failed_stream(bool send, bool known = false) {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const auto value = [&](double v) { return make(KEEL_DTYPE_I32, 256, [&](std::size_t) { return v; }); };
+    // 1: a clean operation leaves 2000 in the staging of rank 0's stream.
+    keel::Buffer first = upload(c, value(1000));
+    if (!send) {
+        comm.all_reduce(c.stream, first, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+    } else if (c.rank == 0) {
+        keel::Buffer twice = upload(c, value(2000));
+        comm.send(c.stream, twice, 1).value();
+    } else {
+        comm.recv(c.stream, first, 0).value();
+    }
+    if (!send || c.rank == 1) CHECK(download(c, first) == value(2000), "the first operation");
+    // 2: rank 0's stream fails in a host function enqueued before the
+    // operation, which is enqueued while the function still runs.
+    keel::Buffer second = upload(c, value(c.rank + 1));
+    c.stream.synchronize().value();
+    auto go = std::make_shared<std::atomic<bool>>(false);
+    if (c.rank == 0) {
+        c.stream
+            .enqueue_host_func([go]() -> keel::Result<void> {
+                while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                return keel::Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
+            })
+            .value();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (known && c.rank == 0) {
+        // The failure is known before the enqueue: the call is refused, and
+        // the peer's side must not wait for it until its timeout.
+        go->store(true);
+        (void)c.stream.synchronize();
+        CHECK(!comm.all_reduce(c.stream, second, KEEL_DTYPE_I32, keel::ReduceOp::sum).ok(),
+              "an all_reduce on a stream known to have failed was accepted");
+    } else if (!send) {
+        comm.all_reduce(c.stream, second, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+    } else if (c.rank == 0) {
+        comm.send(c.stream, second, 1).value();
+    } else {
+        comm.recv(c.stream, second, 0).value();
+    }
+    go->store(true);
+    const keel::Result<void> synced = c.stream.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const keel::Result<void> err = comm.error();
+    CHECK(!err.ok(), "the communicator reports no error after an operation on a failed stream");
+    if (c.stream.host_funcs_can_fail()) CHECK(!synced.ok(), "the stream reports success");
+    // Whatever the output holds, never the stale staging's sum or message
+    // (read through a stream that did not fail).
+    keel::Stream reader = keel::Stream::create(c.device).value();
+    const std::vector<std::byte> got =
+        reader.copy_to_vector<std::byte>(second.view()).value().get().value();
+    CHECK(got != value(send ? 2000 : 2002), "stale data arrived: %s", send ? "2000 (the previous message)" : "2002");
+    if (!send) CHECK(got != value(3) || c.rank != 0, "rank 0's all_reduce ran on its failed stream");
+    if (!err.ok()) {
+        const std::string& m = err.error().message();
+        std::fprintf(stderr, "rank %d error: %s\n", c.rank, m.c_str());
+        if (c.rank == 0 && !known)
+            CHECK(m.find("stream had failed") != std::string::npos && m.find("INTERNAL") != std::string::npos,
+                  "rank 0's error does not name the stream's failure: %s", m.c_str());
+    }
+    CHECK(s < 8.0, "took %.1f s to fail with a 20 s timeout", s);
+    // The communicator is failed: later operations are refused at once.
+    CHECK(!comm.all_reduce(reader, first, KEEL_DTYPE_I32, keel::ReduceOp::sum).ok(), "an enqueue after the failure");
+    return failures;
+}
+
+// abort() on one rank while both enqueue sends and receives: every rank
+// ends with an error, none by a signal (SIGPIPE: a write to a connection
+// the peer shut down). The test runs this many times.
+int abort_while_sending() {
+    Ctx c = context();
+    // The abort may come while the peer still connects: its create fails.
+    auto created = keel::Communicator::create_from_env(c.device, options(10000));
+    if (!created.ok()) return 0;
+    keel::Communicator comm = std::move(created).value();
+    const int peer = 1 - c.rank;
+    keel::Buffer out = upload(c, std::vector<std::byte>(64 << 10, std::byte{1}));
+    keel::Buffer in = upload(c, std::vector<std::byte>(64 << 10));
+    std::random_device seed;
+    const int delay_us = static_cast<int>(seed() % 3000);
+    std::thread aborter;
+    if (c.rank == 0)
+        aborter = std::thread([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            comm.abort();
+        });
+    for (int i = 0; i < 200; ++i) {
+        std::vector<keel::P2P> ops = {keel::P2P::send(out, peer), keel::P2P::recv(in, peer)};
+        if (!comm.send_recv(c.stream, ops).ok()) break;
+    }
+    (void)c.stream.synchronize();
+    if (aborter.joinable()) aborter.join();
+    return failures;
+}
+
+// avg where the sum overflows but the mean is representable, integer avg
+// exact (toward zero), and max/min with a NaN on one rank: the same NaN
+// answer on every rank whichever rank holds it. all_reduce and
+// reduce_scatter alike.
+int semantics() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const int R = c.rank, N = c.size;
+    // One value per rank, the same in every element; `want`: the mean.
+    auto check_avg = [&](const char* what, keel_dtype d, auto mine, auto want) {
+        using T = decltype(mine);
+        constexpr std::size_t n = 5;
+        std::vector<std::byte> in(n * N * sizeof(T));
+        for (std::size_t i = 0; i < n * N; ++i) std::memcpy(in.data() + i * sizeof(T), &mine, sizeof(T));
+        keel::Buffer ar = upload(c, std::vector<std::byte>(in.begin(), in.begin() + n * sizeof(T)));
+        comm.all_reduce(c.stream, ar.view(0, n * sizeof(T)).value(), d, keel::ReduceOp::avg).value();
+        keel::Buffer rs_in = upload(c, in);
+        keel::Buffer rs_out = upload(c, std::vector<std::byte>(n * sizeof(T)));
+        comm.reduce_scatter(c.stream, rs_in.view(0, in.size()).value(), rs_out.view(0, n * sizeof(T)).value(), d,
+                            keel::ReduceOp::avg)
+            .value();
+        for (keel::Buffer* b : {&ar, &rs_out}) {
+            const auto got = download(c, b->view(0, n * sizeof(T)).value());
+            for (std::size_t i = 0; i < n; ++i) {
+                T v;
+                std::memcpy(&v, got.data() + i * sizeof(T), sizeof(T));
+                CHECK(v == want, "%s avg (%s): element %zu is %s, want %s", what, b == &ar ? "all_reduce" : "reduce_scatter",
+                      i, std::to_string(static_cast<long double>(v)).c_str(),
+                      std::to_string(static_cast<long double>(want)).c_str());
+            }
+        }
+    };
+    // Even ranks hold `a`, odd ranks `b`.
+    auto pick = [&](auto a, auto b) { return R % 2 == 0 ? a : b; };
+    const int evens = (N + 1) / 2, odds = N / 2;
+    auto mean_int = [&](__int128 a, __int128 b) { return (a * evens + b * odds) / N; };
+    check_avg("u8", KEEL_DTYPE_U8, pick(std::uint8_t{200}, std::uint8_t{255}),
+              static_cast<std::uint8_t>(mean_int(200, 255)));
+    check_avg("i8", KEEL_DTYPE_I8, pick(std::int8_t{-128}, std::int8_t{-127}),
+              static_cast<std::int8_t>(mean_int(-128, -127)));
+    check_avg("i32", KEEL_DTYPE_I32, pick(std::int32_t{-7}, std::int32_t{2}), static_cast<std::int32_t>(mean_int(-7, 2)));
+    constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    check_avg("i64", KEEL_DTYPE_I64, pick(big, big - 2), static_cast<std::int64_t>(mean_int(big, big - 2)));
+    constexpr std::uint64_t ubig = std::numeric_limits<std::uint64_t>::max();
+    check_avg("u64", KEEL_DTYPE_U64, pick(ubig, ubig - 1), static_cast<std::uint64_t>(mean_int(ubig, ubig - 1)));
+    check_avg("f32", KEEL_DTYPE_F32, 3.0e38f, 3.0e38f);
+    check_avg("f64", KEEL_DTYPE_F64, 1.0e308, 1.0e308);
+    // f16 60000 (0x7b53) and bf16 3e38 (0x7f62): the sums are inf.
+    const auto f16 = [](double v) {
+        std::byte b[2];
+        encode(KEEL_DTYPE_F16, v, b);
+        std::uint16_t h;
+        std::memcpy(&h, b, 2);
+        return h;
+    };
+    check_avg("f16", KEEL_DTYPE_F16, f16(60000), f16(60000));
+    const std::uint16_t bf = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(3.0e38f) >> 16);
+    check_avg("bf16", KEEL_DTYPE_BF16, bf, bf);
+
+    // max/min with a NaN on rank `holder` only: NaN on every rank.
+    for (keel_dtype d : {KEEL_DTYPE_F32, KEEL_DTYPE_F64, KEEL_DTYPE_F16, KEEL_DTYPE_BF16}) {
+        for (int holder = 0; holder < N; ++holder) {
+            for (keel::ReduceOp op : {keel::ReduceOp::max, keel::ReduceOp::min}) {
+                const std::size_t es = dtype_size(d), n = 7;
+                std::vector<std::byte> in = make(d, n, [&](std::size_t i) { return input(R, i, op); });
+                if (R == holder) {
+                    for (std::size_t i = 0; i < n; ++i) {
+                        std::byte* e = in.data() + i * es;
+                        if (d == KEEL_DTYPE_F32) { const float x = std::numeric_limits<float>::quiet_NaN(); std::memcpy(e, &x, 4); }
+                        else if (d == KEEL_DTYPE_F64) { const double x = std::numeric_limits<double>::quiet_NaN(); std::memcpy(e, &x, 8); }
+                        else { const std::uint16_t x = d == KEEL_DTYPE_F16 ? 0x7e00 : 0x7fc0; std::memcpy(e, &x, 2); }
+                    }
+                }
+                keel::Buffer b = upload(c, in);
+                comm.all_reduce(c.stream, b.view(0, in.size()).value(), d, op).value();
+                const auto got = download(c, b.view(0, in.size()).value());
+                for (std::size_t i = 0; i < n; ++i) {
+                    double v = 0;
+                    if (d == KEEL_DTYPE_F32) { float x; std::memcpy(&x, got.data() + i * 4, 4); v = x; }
+                    else if (d == KEEL_DTYPE_F64) std::memcpy(&v, got.data() + i * 8, 8);
+                    else {
+                        std::uint16_t x;
+                        std::memcpy(&x, got.data() + i * 2, 2);
+                        v = (x & 0x7fff) > (d == KEEL_DTYPE_F16 ? 0x7c00 : 0x7f80) ? std::nan("") : 0.0;
+                    }
+                    CHECK(std::isnan(v), "dtype %s %s with a NaN on rank %d: element %zu is %g, not NaN",
+                          keel::dtype_name(d), op == keel::ReduceOp::max ? "max" : "min", holder, i, v);
+                }
+            }
+        }
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
+
+// check_sizes off, a receive larger than its send: the message in its first
+// bytes, zeros after it (before: the tail of the staging, the previous
+// receive's bytes).
+int unchecked_larger_recv() {
+    Ctx c = context();
+    keel::CommOptions o = options(10000);
+    o.check_sizes = false;
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, o).value();
+    constexpr std::size_t kLarge = 4096, kSmall = 1024;
+    keel::Buffer b = upload(c, std::vector<std::byte>(kLarge, std::byte{7}));
+    if (c.rank == 0) {
+        comm.send(c.stream, b, 1).value();  // fills rank 1's staging with 7s
+        keel::Buffer small = upload(c, std::vector<std::byte>(kSmall, std::byte{1}));
+        comm.send(c.stream, small, 1).value();
+    } else {
+        comm.recv(c.stream, b, 0).value();
+        keel::Buffer second = upload(c, std::vector<std::byte>(kLarge, std::byte{9}));
+        comm.recv(c.stream, second, 0).value();
+        const auto got = download(c, second);
+        std::size_t head = 0, tail = 0;
+        for (std::size_t i = 0; i < kLarge; ++i) (i < kSmall ? head : tail) += got[i] == (i < kSmall ? std::byte{1} : std::byte{0});
+        CHECK(head == kSmall && tail == kLarge - kSmall, "message %zu of %zu bytes, zero tail %zu of %zu (byte %d)",
+              head, kSmall, tail, kLarge - kSmall, static_cast<int>(got[kLarge - 1]));
+    }
+    CHECK(c.stream.synchronize().ok() && comm.error().ok(), "the transfers failed");
+    return failures;
+}
+
+// Three ranks, rank 2 dies: the survivors' error names it by rank.
+int dead_peer_named() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(3000)).value();
+    keel::Buffer b = upload(c, std::vector<std::byte>(1 << 12));
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    c.stream.synchronize().value();
+    if (c.rank == 2) ::_exit(0);
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    (void)c.stream.synchronize();
+    const keel::Result<void> err = comm.error();
+    CHECK(!err.ok(), "the all_reduce with a dead peer succeeded");
+    if (!err.ok()) {
+        std::fprintf(stderr, "rank %d error: %s\n", c.rank, err.error().message().c_str());
+        // The first survivor to see rank 2 go names it; the other may see
+        // that survivor's connections end first (it fails the communicator
+        // everywhere), and names whichever ranks it saw go.
+        CHECK(err.error().message().find("the connection to rank") != std::string::npos,
+              "no peer is named by rank: %s", err.error().message().c_str());
+    }
+    return failures;
+}
+
+// An operation whose turn never comes (the communicator's earlier one sits
+// on a stream that is blocked): it fails within the timeout, on every
+// rank, instead of waiting for that stream.
+int turn_never_comes() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(1000)).value();
+    keel::Stream blocked = keel::Stream::create(c.device).value();
+    keel::Buffer a = upload(c, std::vector<std::byte>(256));
+    keel::Buffer b = upload(c, std::vector<std::byte>(256));
+    c.stream.synchronize().value();
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    if (c.rank == 0)
+        blocked
+            .enqueue_host_func([release] {
+                const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+                while (!release->load() && std::chrono::steady_clock::now() < end)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            })
+            .value();
+    comm.all_reduce(blocked, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    const auto start = std::chrono::steady_clock::now();
+    comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    const keel::Result<void> second = c.stream.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    release->store(true);
+    (void)blocked.synchronize();
+    CHECK(!comm.error().ok(), "no error");
+    if (c.rank == 0) {
+        CHECK(s < 6.0, "the second all_reduce waited %.1f s for its turn with a 1 s timeout", s);
+        if (c.stream.host_funcs_can_fail())
+            CHECK(!second.ok() && second.error().message().find("turn") != std::string::npos,
+                  "the stream does not say the operation's turn never came: %s",
+                  second.ok() ? "ok" : second.error().message().c_str());
+    }
+    return failures;
+}
+
+// barrier, reduce, gather, scatter and all_to_all (equal and uneven parts)
+// on the generic path: exact results on every rank.
+int more_collectives() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const int R = c.rank, N = c.size;
+    const int root = N - 1;
+    auto ints = [](std::size_t n, auto f) {
+        std::vector<std::int32_t> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>(f(i));
+        return v;
+    };
+    auto up = [&](const std::vector<std::int32_t>& v) {
+        const auto* p = reinterpret_cast<const std::byte*>(v.data());
+        return upload(c, std::vector<std::byte>(p, p + v.size() * 4));
+    };
+    auto down = [&](const keel::Buffer& b, std::size_t n) {
+        std::vector<std::int32_t> v(n);
+        if (n == 0) return v;
+        const auto bytes = download(c, b.view(0, n * 4).value());
+        std::memcpy(v.data(), bytes.data(), n * 4);
+        return v;
+    };
+    // barrier: rank 0 reaches it 300 ms late; nobody passes it before.
+    {
+        const auto start = std::chrono::steady_clock::now();
+        if (R == 0)
+            c.stream.enqueue_host_func([] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }).value();
+        comm.barrier(c.stream).value();
+        c.stream.synchronize().value();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        CHECK(s >= 0.25, "passed the barrier %.3f s after start, before rank 0 (300 ms late) reached it", s);
+    }
+    constexpr std::size_t k = 37;
+    // reduce: sum and avg to the last rank; other ranks' outputs untouched.
+    {
+        keel::Buffer in = up(ints(k, [&](std::size_t i) { return (i + 1) * (R + 1); }));
+        keel::Buffer out = up(ints(k, [](std::size_t) { return -1; }));
+        comm.reduce(c.stream, in, out, KEEL_DTYPE_I32, keel::ReduceOp::sum, root).value();
+        const auto got = down(out, k);
+        const auto want = R == root ? ints(k, [&](std::size_t i) { return (i + 1) * N * (N + 1) / 2; })
+                                    : ints(k, [](std::size_t) { return -1; });
+        CHECK(got == want, "reduce sum: element 1 is %d, want %d", got[1], want[1]);
+        keel::Buffer avg_in = up(ints(k, [&](std::size_t i) { return static_cast<int>(i) * N + R; }));
+        keel::Buffer avg_out = up(ints(k, [](std::size_t) { return 0; }));
+        comm.reduce(c.stream, avg_in, R == root ? avg_out.view() : keel::DeviceView(), KEEL_DTYPE_I32,
+                    keel::ReduceOp::avg, root)
+            .value();
+        if (R == root) {
+            const auto avg = down(avg_out, k);
+            const auto avg_want = ints(k, [&](std::size_t i) { return static_cast<int>(i) * N + (N - 1) / 2; });
+            CHECK(avg == avg_want, "reduce avg: element 1 is %d, want %d", avg[1], avg_want[1]);
+        }
+    }
+    // gather to the last rank, scatter from it.
+    {
+        keel::Buffer in = up(ints(k, [&](std::size_t i) { return R * 1000 + static_cast<int>(i); }));
+        keel::Buffer out = up(ints(k * N, [](std::size_t) { return -1; }));
+        comm.gather(c.stream, in, R == root ? out.view() : keel::DeviceView(), root).value();
+        if (R == root) {
+            const auto got = down(out, k * N);
+            CHECK(got == ints(k * N, [&](std::size_t i) { return static_cast<int>(i / k) * 1000 + static_cast<int>(i % k); }),
+                  "gather: element %zu is %d", k + 1, got[k + 1]);
+        }
+        keel::Buffer all = up(ints(k * N, [&](std::size_t i) { return R == root ? static_cast<int>(i) * 3 : -5; }));
+        keel::Buffer mine = up(ints(k, [](std::size_t) { return -1; }));
+        comm.scatter(c.stream, all, mine, root).value();
+        const auto got = down(mine, k);
+        CHECK(got == ints(k, [&](std::size_t i) { return static_cast<int>(k * R + i) * 3; }),
+              "scatter: element 1 is %d", got[1]);
+    }
+    // all_to_all, equal parts: part j of rank r holds r*100 + j.
+    {
+        keel::Buffer in = up(ints(k * N, [&](std::size_t i) { return R * 100 + static_cast<int>(i / k); }));
+        keel::Buffer out = up(ints(k * N, [](std::size_t) { return -1; }));
+        comm.all_to_all(c.stream, in, out).value();
+        const auto got = down(out, k * N);
+        CHECK(got == ints(k * N, [&](std::size_t i) { return static_cast<int>(i / k) * 100 + R; }),
+              "all_to_all: element %zu is %d", k, got[k]);
+    }
+    // Uneven: rank r sends r + j + 1 elements to rank j (and one empty part
+    // when r + j + 1 == 2, rank 0 to rank 1, is not: every part has data).
+    {
+        std::vector<std::uint64_t> in_sizes(N), out_sizes(N);
+        std::vector<std::int32_t> in_v, want;
+        for (int j = 0; j < N; ++j) {
+            in_sizes[j] = static_cast<std::uint64_t>(R + j + 1) * 4;
+            out_sizes[j] = static_cast<std::uint64_t>(j + R + 1) * 4;
+            for (int e = 0; e < R + j + 1; ++e) in_v.push_back(R * 1000 + j * 10 + e);
+            for (int e = 0; e < j + R + 1; ++e) want.push_back(j * 1000 + R * 10 + e);
+        }
+        keel::Buffer in = up(in_v);
+        keel::Buffer out = up(std::vector<std::int32_t>(want.size(), -1));
+        comm.all_to_all(c.stream, in, in_sizes, out, out_sizes).value();
+        const auto got = down(out, want.size());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != want[i];
+        CHECK(bad == 0, "uneven all_to_all: %zu of %zu elements wrong", bad, want.size());
+    }
+    CHECK(comm.error().ok(), "%s", comm.error().ok() ? "" : comm.error().error().message().c_str());
+    return failures;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
-    const std::string scenario = argv[1];
+    std::string scenario = argv[1];
+    if (const std::size_t at = scenario.find('@'); at != std::string::npos) {
+        g_device = scenario.substr(at + 1);
+        scenario.resize(at);
+    }
     int rc = 2;
     if (scenario == "collectives") rc = collectives(true);
     else if (scenario == "collectives_small") rc = collectives(false);
@@ -763,6 +1180,15 @@ int main(int argc, char** argv) {
     else if (scenario == "two_hosts") rc = two_hosts();
     else if (scenario == "one_all_reduce") rc = one_all_reduce();
     else if (scenario == "checker_reuse") rc = checker_reuse();
+    else if (scenario == "failed_stream_all_reduce") rc = failed_stream(false);
+    else if (scenario == "failed_stream_send") rc = failed_stream(true);
+    else if (scenario == "failed_stream_known") rc = failed_stream(false, true);
+    else if (scenario == "abort_while_sending") rc = abort_while_sending();
+    else if (scenario == "semantics") rc = semantics();
+    else if (scenario == "unchecked_larger_recv") rc = unchecked_larger_recv();
+    else if (scenario == "dead_peer_named") rc = dead_peer_named();
+    else if (scenario == "turn_never_comes") rc = turn_never_comes();
+    else if (scenario == "more_collectives") rc = more_collectives();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

@@ -92,7 +92,9 @@ struct CommOptions {
     // tell each other their sizes (8 bytes each way): counts that differ
     // fail the operation on every rank involved instead of stopping the
     // process inside Gloo (a receive smaller than its send). Costs one
-    // round trip per operation; off, such a mismatch stops the process.
+    // round trip per operation; off, such a mismatch stops the process, and
+    // a receive larger than its send gets the message in its first bytes
+    // and zeros after it.
     bool check_sizes = true;
     // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
     // plugin over NCCL) where it has them and accepts the group; false, or
@@ -129,10 +131,16 @@ struct P2P {
 // lets a host function fail its stream (Stream::host_funcs_can_fail, keel.h
 // 1.4): synchronize, query, events recorded after it and later enqueues
 // report the error, whose message names the operation, the communicator and
-// the peer(s). Operations the communicator did not run after such a failure
-// fail their streams the same way. It is also the communicator's sticky
-// error: every later operation fails with it at enqueue, and error()
-// returns it. On a plugin without that entry the stream goes on (the
+// the peer(s), by rank. Operations the communicator did not run after such a
+// failure fail their streams the same way. It is also the communicator's
+// sticky error: every later operation fails with it at enqueue, and error()
+// returns it. A failure fails the communicator on every rank, as abort()
+// does (the peers' operations fail at once, not at their timeout), and so
+// does an operation whose stream failed before it (its input never arrived:
+// it never sends or reduces stale data) or refused it. Counts, dtypes,
+// reductions or roots that differ between ranks, and a send and its receive
+// of different sizes, are FAILED_PRECONDITION; a dead peer or a timeout is
+// UNAVAILABLE. No signal (SIGPIPE) from a dead peer reaches the process. On a plugin without that entry the stream goes on (the
 // operation's output is unspecified): check error() after synchronising.
 //
 // Move-only. Threads: send; enqueue members are const and may be called
@@ -177,7 +185,10 @@ public:
     // ---- collectives (sizes in bytes must be a multiple of the dtype's) ----
 
     // out[i] = op over ranks of in[i]; in and out the same size (may be the
-    // same view: in place). avg of integers rounds toward zero.
+    // same view: in place). avg: floats are divided by size() before they
+    // are summed (NCCL's pre-multiplied sum), so the mean never overflows
+    // where it is representable; integers give the exact mean rounded
+    // toward zero. max and min: a NaN on any rank gives NaN on every rank.
     [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                           ReduceOp op) const;
     [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
@@ -191,6 +202,32 @@ public:
     // out = part `rank` of (op over ranks of in); in.size() == size() * out.size().
     [[nodiscard]] Result<void> reduce_scatter(const Stream& stream, DeviceView in, DeviceView out,
                                               keel_dtype dtype, ReduceOp op) const;
+
+    // Every rank waits here until all ranks reached it (in stream order:
+    // work enqueued after it on `stream` runs once every rank's stream got
+    // to its barrier).
+    [[nodiscard]] Result<void> barrier(const Stream& stream) const;
+    // out on `root` = op over ranks of in (as all_reduce); `out` is written
+    // on root only (other ranks may pass DeviceView()); in.size() ==
+    // out.size() on root.
+    [[nodiscard]] Result<void> reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
+                                      ReduceOp op, int root) const;
+    // out on `root` = the ins of ranks 0..size-1 one after another
+    // (out.size() == size() * in.size()); out is ignored elsewhere.
+    [[nodiscard]] Result<void> gather(const Stream& stream, DeviceView in, DeviceView out, int root) const;
+    // out on rank r = part r of root's in (in.size() == size() * out.size());
+    // in is read on root only.
+    [[nodiscard]] Result<void> scatter(const Stream& stream, DeviceView in, DeviceView out, int root) const;
+    // Part j of in (in.size() / size() bytes) goes to rank j, which puts it
+    // at part `rank` of its out; in and out the same size, a multiple of
+    // size().
+    [[nodiscard]] Result<void> all_to_all(const Stream& stream, DeviceView in, DeviceView out) const;
+    // Uneven all_to_all: in_sizes[j] bytes from in (parts one after another)
+    // go to rank j; out_sizes[j] bytes from rank j land in out (likewise).
+    // Both spans have size() entries; rank j's in_sizes[rank] must equal
+    // this rank's out_sizes[j] (checked with CommOptions::check_sizes).
+    [[nodiscard]] Result<void> all_to_all(const Stream& stream, DeviceView in, std::span<const std::uint64_t> in_sizes,
+                                          DeviceView out, std::span<const std::uint64_t> out_sizes) const;
 
     // ---- point to point --------------------------------------------------
 

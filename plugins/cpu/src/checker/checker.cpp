@@ -205,9 +205,17 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
         if (t.pinned) c.pinned_id = t.id;
     }
     if (scratch.kind == OpKind::copy_h2d && c.source_fingerprint) {
-        // A pending d2h into this range legitimately changes it first.
+        // What legitimately changes the source before this copy reads it
+        // (keel.h: when it executes): a pending d2h into this range, or a
+        // fallible host function of this stream queued before it (keel.h
+        // 1.4: one that takes part in the stream's work and may fail it,
+        // such as a communicator's gate filling the staging this copy then
+        // delivers). A plain host function is a callback: a source changed
+        // while one is pending is still the host's bug.
         const auto begin = reinterpret_cast<std::uintptr_t>(scratch.src_host);
-        if (host_range_pending_write(begin, begin + scratch.size)) c.source_fingerprint.reset();
+        if (host_range_pending_write(begin, begin + scratch.size) ||
+            tracked.last_fallible_host_function > stream.timeline()->completed())
+            c.source_fingerprint.reset();
     }
     if (scratch.kind == OpKind::copy_d2h) {
         c.host_write_begin = reinterpret_cast<std::uintptr_t>(scratch.dst_host);
@@ -224,6 +232,8 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
         if (scratch.kind == OpKind::copy_d2h) guard_destination(lock, stream, scratch, c);
     }
     if (scratch.kind == OpKind::host_func) tracked.last_host_function = position;
+    if (scratch.kind == OpKind::host_func && scratch.fallible_fn != nullptr)
+        tracked.last_fallible_host_function = position;
     register_pending(c);
     tracked.last_position = stream.push_checked(scratch);
     return tracked.last_position;

@@ -156,6 +156,7 @@ private:
         std::shared_ptr<Timeline> timeline;
         std::uint64_t last_position = 0;
         std::uint64_t last_host_function = 0;  // position of the last host function enqueued
+        std::uint64_t last_fallible_host_function = 0;  // ... of the last fallible one (keel.h 1.4)
     };
     // A guarded destination of a d2h copy, released once the host clock reaches `tick` of `stream`.
     struct GuardedDestination {

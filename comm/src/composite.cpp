@@ -1,0 +1,138 @@
+// The collectives built from one batch of sends and receives (plus a device
+// copy of this rank's own part): gather, scatter and all_to_all, even and
+// uneven. One batch progresses together, so no rank waits on a pairing order;
+// the batch's size exchange (CommOptions::check_sizes) checks that each
+// rank's part matches its peer's; and they run on either engine, as
+// send_recv does.
+#include "engine.hpp"
+
+#include <keel/comm.hpp>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace keel {
+namespace {
+
+std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
+// [offset, offset + size) of `view`; the caller checked that it fits.
+DeviceView part(const DeviceView& view, std::uint64_t offset, std::uint64_t size) {
+    if (size == 0) return view.sub(0, 0).value();
+    return view.sub(offset, size).value();
+}
+
+bool overlap(const DeviceView& a, const DeviceView& b) {
+    return a.size() > 0 && b.size() > 0 && a.address() < b.address() + b.size() && b.address() < a.address() + a.size();
+}
+
+Error invalid(const Communicator::Impl& impl, const char* op, const std::string& what) {
+    return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + what);
+}
+
+// The batch, then this rank's own part copied on the device.
+Result<void> run(const Communicator& comm, const Stream& stream, const std::vector<P2P>& ops, DeviceView self_out,
+                 DeviceView self_in) {
+    if (!ops.empty()) KEEL_TRY(comm.send_recv(stream, ops));
+    if (self_out.size() > 0) KEEL_TRY(stream.copy(self_out, self_in));
+    return {};
+}
+
+}  // namespace
+
+Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    const Impl& impl = *impl_;
+    constexpr const char* kOp = "gather";
+    if (root < 0 || root >= impl.size)
+        return invalid(impl, kOp, "root " + std::to_string(root) + " is not a rank of 0.." + std::to_string(impl.size - 1));
+    if (in.empty()) return invalid(impl, kOp, "in is an empty view (DeviceView(): no device, no memory)");
+    const std::uint64_t k = in.size();
+    std::vector<P2P> ops;
+    if (impl.rank != root) {
+        ops.push_back(P2P::send(in, root));
+        return run(*this, stream, ops, {}, {});
+    }
+    if (out.empty()) return invalid(impl, kOp, "out is an empty view (DeviceView(): no device, no memory)");
+    if (out.size() != k * static_cast<std::uint64_t>(impl.size))
+        return invalid(impl, kOp, "out has " + bytes_text(out.size()) + ", expected size " + std::to_string(impl.size) +
+                                      " x in (" + bytes_text(k) + ")");
+    if (overlap(in, out)) return invalid(impl, kOp, "in and out overlap");
+    for (int r = 0; r < impl.size; ++r)
+        if (r != impl.rank) ops.push_back(P2P::recv(part(out, k * static_cast<std::uint64_t>(r), k), r));
+    return run(*this, stream, ops, part(out, k * static_cast<std::uint64_t>(impl.rank), k), in);
+}
+
+Result<void> Communicator::scatter(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    const Impl& impl = *impl_;
+    constexpr const char* kOp = "scatter";
+    if (root < 0 || root >= impl.size)
+        return invalid(impl, kOp, "root " + std::to_string(root) + " is not a rank of 0.." + std::to_string(impl.size - 1));
+    if (out.empty()) return invalid(impl, kOp, "out is an empty view (DeviceView(): no device, no memory)");
+    const std::uint64_t k = out.size();
+    std::vector<P2P> ops;
+    if (impl.rank != root) {
+        ops.push_back(P2P::recv(out, root));
+        return run(*this, stream, ops, {}, {});
+    }
+    if (in.empty()) return invalid(impl, kOp, "in is an empty view (DeviceView(): no device, no memory)");
+    if (in.size() != k * static_cast<std::uint64_t>(impl.size))
+        return invalid(impl, kOp, "in has " + bytes_text(in.size()) + ", expected size " + std::to_string(impl.size) +
+                                      " x out (" + bytes_text(k) + ")");
+    if (overlap(in, out)) return invalid(impl, kOp, "in and out overlap");
+    for (int r = 0; r < impl.size; ++r)
+        if (r != impl.rank) ops.push_back(P2P::send(part(in, k * static_cast<std::uint64_t>(r), k), r));
+    return run(*this, stream, ops, out, part(in, k * static_cast<std::uint64_t>(impl.rank), k));
+}
+
+Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, DeviceView out) const {
+    const Impl& impl = *impl_;
+    constexpr const char* kOp = "all_to_all";
+    const auto n = static_cast<std::uint64_t>(impl.size);
+    if (in.size() != out.size() || in.size() % n != 0)
+        return invalid(impl, kOp, "in has " + bytes_text(in.size()) + ", out " + bytes_text(out.size()) +
+                                      ": both must have the same size, a multiple of " + std::to_string(n));
+    const std::vector<std::uint64_t> sizes(static_cast<std::size_t>(n), in.size() / n);
+    return all_to_all(stream, in, sizes, out, sizes);
+}
+
+Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, std::span<const std::uint64_t> in_sizes,
+                                      DeviceView out, std::span<const std::uint64_t> out_sizes) const {
+    const Impl& impl = *impl_;
+    constexpr const char* kOp = "all_to_all";
+    const auto n = static_cast<std::size_t>(impl.size);
+    if (in.empty() || out.empty()) return invalid(impl, kOp, "an empty view (DeviceView(): no device, no memory)");
+    if (in_sizes.size() != n || out_sizes.size() != n)
+        return invalid(impl, kOp, std::to_string(in_sizes.size()) + " in sizes and " +
+                                      std::to_string(out_sizes.size()) + " out sizes, expected one per rank (" +
+                                      std::to_string(n) + ")");
+    const std::uint64_t in_total = std::accumulate(in_sizes.begin(), in_sizes.end(), std::uint64_t{0});
+    const std::uint64_t out_total = std::accumulate(out_sizes.begin(), out_sizes.end(), std::uint64_t{0});
+    if (in_total > in.size() || out_total > out.size())
+        return invalid(impl, kOp, "the sizes add up to " + bytes_text(in_total) + " in and " + bytes_text(out_total) +
+                                      " out, the views have " + bytes_text(in.size()) + " and " +
+                                      bytes_text(out.size()));
+    if (in_sizes[static_cast<std::size_t>(impl.rank)] != out_sizes[static_cast<std::size_t>(impl.rank)])
+        return invalid(impl, kOp, "this rank's own part is " + bytes_text(in_sizes[static_cast<std::size_t>(impl.rank)]) +
+                                      " in and " + bytes_text(out_sizes[static_cast<std::size_t>(impl.rank)]) + " out");
+    if (overlap(in, out)) return invalid(impl, kOp, "in and out overlap");
+    std::vector<P2P> ops;
+    DeviceView self_in, self_out;
+    std::uint64_t in_at = 0, out_at = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+        const DeviceView send_part = part(in, in_at, in_sizes[r]);
+        const DeviceView recv_part = part(out, out_at, out_sizes[r]);
+        in_at += in_sizes[r];
+        out_at += out_sizes[r];
+        if (static_cast<int>(r) == impl.rank) {
+            self_in = send_part;
+            self_out = recv_part;
+            continue;
+        }
+        ops.push_back(P2P::recv(recv_part, static_cast<int>(r)));
+        ops.push_back(P2P::send(send_part, static_cast<int>(r)));
+    }
+    return run(*this, stream, ops, self_out, self_in);
+}
+
+}  // namespace keel

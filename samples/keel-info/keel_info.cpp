@@ -117,7 +117,9 @@ void print_everything(const keel::Runtime& rt) {
 
 int main(int argc, char** argv) {
     CLI::App app{"keel-info: what keel finds on this machine: its settings (KEEL_* variables), the plugin\n"
-                 "search path, the plugins that loaded and those rejected (with reasons), and every device."};
+                 "search path, the plugins that loaded and those rejected (with reasons), and every device.",
+                 "keel-info"};
+    keel::cli::show_defaults(app);
     std::string device_name;
     std::vector<std::string> plugin_path;
     app.add_option("--device", device_name, "Show only this device (e.g. cpu:0); exit 1 if there is none");

@@ -93,7 +93,8 @@ def cases(tmp, plugin):
     if plugin:
         data = open(plugin, "rb").read()
         spoiled = {
-            "truncated": data[: len(data) // 2],
+            "truncated_half": data[: len(data) // 2],
+            "truncated_64k": data[:65536],  # inside the code segment: SIGBUS in the system loader
             "empty": b"",
             "random": bytes((i * 7919 + 13) % 251 for i in range(len(data))),
             "wrong_arch": data[:18] + (b"\xb7\x00" if data[18:20] == b"\x3e\x00" else b"\x3e\x00") + data[20:],
@@ -139,11 +140,12 @@ def main():
             failed += not ok
             env_text = " ".join(f"{k}={v}" for k, v in env.items())
             env_text = re.sub(r"=/\S*/", "=.../", env_text)
-            lines = [l for l in out.splitlines() if l.strip()]
-            said = next((l for l in lines if re.search(pattern.split("\\n")[0].replace("(?s)", ""), l)),
-                        lines[0] if lines else "")
+            lines = [l.strip() for l in out.splitlines() if l.strip()]
+            key = pattern.replace("(?s)", "").split("\\n")[-1].split(".*")[-1]
+            said = next((l for l in lines if re.search(key, l)), None) or \
+                next((l for l in lines if l.startswith(tool + ":")), None) or (lines[-1] if lines else "")
             rows.append((tool, " ".join(args), env_text, str(code), str(got), "ok" if ok else "FAILED",
-                         said.strip()[:110]))
+                         said[:140]))
             if not ok:
                 print(f"FAILED: {env_text} {tool} {' '.join(args)}: exit {got} (expected {code}), "
                       f"output {'matches' if matched else 'does not match'} /{pattern}/:\n{out}\n")

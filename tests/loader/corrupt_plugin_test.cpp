@@ -46,6 +46,18 @@ void write_corrupt(const Corruption& c, const fs::path& to) {
         bad.assign(good.begin(), good.begin() + 1024);
     } else if (c.name == "truncated_last_byte") {
         bad.assign(good.begin(), good.end() - 1);
+    } else if (c.name == "truncated_before_last_segment") {
+        // The writable segment (relocations are written there) lies wholly past the end.
+        ElfW(Ehdr) eh;
+        std::memcpy(&eh, good.data(), sizeof eh);
+        std::uint64_t last = 0;
+        for (unsigned i = 0; i < eh.e_phnum; ++i) {
+            ElfW(Phdr) ph;
+            std::memcpy(&ph, good.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+            if (ph.p_type == PT_LOAD) last = ph.p_offset;
+        }
+        ASSERT_GT(last, 0u);
+        bad.assign(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(last));
     } else if (c.name == "zero_length") {
     } else if (c.name == "wrong_architecture") {
         bad = good;
@@ -83,6 +95,7 @@ const Corruption kCorruptions[] = {
     {"truncated_half", "truncated"},
     {"truncated_after_headers", "truncated"},
     {"truncated_last_byte", "truncated"},
+    {"truncated_before_last_segment", "truncated"},
     {"zero_length", "the file is empty"},
     {"wrong_architecture", "built for"},
     {"wrong_class", "ELF class"},

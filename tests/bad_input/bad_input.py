@@ -22,8 +22,8 @@ def cases(tmp, plugin):
     add = lambda tool, args, env, code, pattern: c.append((tool, args, env, code, pattern))
 
     for tool in ["keel-info", "keel-hello", "sync_latency", "lerp_bench", "keel-memory-bench", "keel-soak",
-                 "keel-pipeline"]:
-        add(tool, ["--help"], {}, 0, r"(?s)" + re.escape(tool) + r".*--help")
+                 "keel-pipeline", "keel-cts"]:
+        add(tool, ["--help"], {}, 0, r"(?si)" + re.escape(tool) + r".*usage")
         add(tool, ["--no-such-option"], {}, 1, r"--no-such-option")
 
     # keel-info
@@ -89,6 +89,11 @@ def cases(tmp, plugin):
     add("keel-pipeline", ["--mode", "hold", "--elements", "-1"], {}, 1, r"--elements")
     add("keel-pipeline", ["--mode", "hold", "--device", "nope:0"], {}, 1, r"no device named 'nope:0'")
 
+    # keel-cts (GoogleTest's own flags pass through, so it parses by hand)
+    add("keel-cts", ["--timeout=abc"], {}, 1, r"--timeout: 'abc'")
+    add("keel-cts", ["--timeout=0"], {}, 1, r"--timeout: '0'")
+    add("keel-cts", ["/nonexistent/libkeel_x.so"], {}, 1, r"does not exist")
+
     # A corrupt plugin file on KEEL_PLUGIN_PATH: rejected with its reason, the good plugin still works.
     if plugin:
         data = open(plugin, "rb").read()
@@ -109,6 +114,7 @@ def cases(tmp, plugin):
                 r"libkeel_spoiled.so\n\s+INVALID_ARGUMENT: .*libkeel_spoiled.so is not a loadable shared library")
             add("keel-hello", ["--count", "1000"], {"KEEL_PLUGIN_PATH": d}, 0,
                 r"(?s)rejected plugin .*libkeel_spoiled.so.*OK")
+            add("keel-cts", [path], {}, 1, r"libkeel_spoiled.so is not a loadable shared library")
             add("keel-hello", ["--device", "spoiled:0"], {"KEEL_PLUGIN_PATH": d}, 1,
                 r"no device named 'spoiled:0'; devices: cpu:0; rejected plugin files: libkeel_spoiled.so")
     return c

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <random>
 
 namespace keel::test {

@@ -13,6 +13,7 @@ scripts/deps.sh
 launchers=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD  # cache hits whatever the clone's path
+  export CCACHE_NOHASHDIR=1   # ... with -g too (ccache otherwise hashes the build directory)
   launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
              -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi

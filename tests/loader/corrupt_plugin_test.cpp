@@ -190,7 +190,9 @@ TEST(Loader, EveryBuiltPluginPassesTheFileCheck) {
     KEEL_EXPECT_OK(base::check_shared_library_file(KEEL_LEVEL_ZERO_PLUGIN_FILE));
 #endif
     const fs::path cpu = fs::path(KEEL_BUILD_PLUGIN_DIR) / "libkeel_cpu.so";
-    if (fs::exists(cpu)) KEEL_EXPECT_OK(base::check_shared_library_file(cpu.string()));
+    if (fs::exists(cpu)) {
+        KEEL_EXPECT_OK(base::check_shared_library_file(cpu.string()));
+    }
 }
 
 }  // namespace

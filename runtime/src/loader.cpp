@@ -3,6 +3,7 @@
 #include <keel/c_error.hpp>
 #include "logging.hpp"
 
+#include <keel/base/elf_check.hpp>
 #include <keel/base/no_destructor.hpp>
 
 #include <boost/dll/shared_library.hpp>
@@ -42,6 +43,9 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
                                            const std::string& type) {
     // Declared before the library: destroyed after it is unloaded.
     auto services = std::make_unique<HostServices>();
+
+    // A cut or corrupt file would crash the system loader (SIGBUS), not fail it.
+    KEEL_TRY(base::check_shared_library_file(path.string()));
 
     boost::dll::fs::error_code ec;
     dlerror();  // clear, so that what we read below is this load's reason

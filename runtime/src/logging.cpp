@@ -40,13 +40,9 @@ std::shared_ptr<spdlog::logger> make_logger() {
     }
     log->set_level(spdlog::level::warn);
     // Logging cannot fail the program that asked for it: a value that does
-    // not parse is said, and the default kept.
-    if (const auto text = env::text(env::Var::log_level)) {
-        if (auto level = parse_log_level(*text))
-            log->set_level(*level);
-        else
-            log->warn("[logging] {}; using warn", env::invalid(env::Var::log_level, *text).message());
-    }
+    // not parse keeps the default here, and Runtime::create fails with it.
+    if (const auto text = env::text(env::Var::log_level))
+        if (auto level = parse_log_level(*text)) log->set_level(*level);
     return log;
 }
 

@@ -5,6 +5,8 @@
 #include "loader.hpp"
 #include "logging.hpp"
 
+#include <keel/environment.hpp>
+
 #include <set>
 #include <system_error>
 
@@ -58,6 +60,10 @@ std::vector<SearchPathEntry> Runtime::default_plugin_dirs() {
 Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     namespace fs = std::filesystem;
     (void)detail::logger();  // first, so that it outlives every plugin (static destruction order)
+    // The logger cannot fail the program that logs; the runtime can say the value is wrong.
+    if (const auto level = env::text(env::Var::log_level); level && !detail::parse_log_level(*level))
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Runtime::create] " + env::invalid(env::Var::log_level, *level).message());
     auto state = std::make_unique<State>();
     state->search_path = detail::build_search_path(options);
 
@@ -122,13 +128,25 @@ Result<Device> Runtime::device(std::string_view name) const {
     std::string message = "[Runtime::device] no device named '" + std::string(name) + "'; ";
     if (devices().empty()) {
         message += "no devices are loaded";
-        if (!rejected_plugins().empty())
-            message += " (" + std::to_string(rejected_plugins().size()) +
-                       " plugin(s) rejected; see Runtime::rejected_plugins or keel-info)";
     } else {
         message += "devices: ";
         for (std::size_t i = 0; i < devices().size(); ++i)
             message += (i ? ", " : "") + devices()[i].name();
+    }
+    // Someone asking for cuda:0 on a machine without a GPU needs to know the
+    // plugin loaded and why it has no device.
+    std::string idle;
+    for (const PluginInfo& p : plugins())
+        if (p.device_count == 0)
+            idle += (idle.empty() ? "" : "; ") + p.type + ": " + (p.status.empty() ? "no devices" : p.status);
+    if (!idle.empty()) message += "; plugins loaded with no device: " + idle;
+    // A plugin refused for a setting or a bad file is often the one wanted.
+    if (!rejected_plugins().empty()) {
+        message += "; rejected plugin files: ";
+        for (std::size_t i = 0; i < rejected_plugins().size(); ++i)
+            message += (i ? "; " : "") + rejected_plugins()[i].path.filename().string() + " (" +
+                       rejected_plugins()[i].reason + ")";
+        message += " (keel-info shows more)";
     }
     return Error(KEEL_STATUS_NOT_FOUND, std::move(message));
 }

@@ -5,9 +5,10 @@
 //   keel-hello [--device cpu:0] [--count 1000000]
 #include <keel/keel.hpp>
 
-#include <CLI/CLI.hpp>
+#include <keel/samples/cli.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,19 @@ T check(keel::Result<T> r, const char* step) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Copies data to a keel device, runs axpy there and copies it back."};
+    CLI::App app{"keel-hello: the smallest complete keel program. Copies two vectors to a device, runs\n"
+                 "the axpy kernel there (y = alpha * x + y), copies y back and checks every element.",
+                 "keel-hello"};
+    keel::cli::show_defaults(app);
     std::string device_name = "cpu:0";
     std::size_t count = 1'000'000;
     float alpha = 2.0f;
-    app.add_option("--device", device_name, "Device to run on")->capture_default_str();
-    app.add_option("--count", count, "Number of float elements")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--alpha", alpha, "The a in y = a * x + y")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    app.add_option("--device", device_name, "Device to run on (keel-info lists them)");
+    // Two vectors on the host and two on the device: 1 GiB each at most.
+    app.add_option("--count", count, "Number of float elements (1 .. 268435456)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
+    app.add_option("--alpha", alpha, "The a in y = a * x + y");
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
 
     keel::Runtime runtime = check(keel::Runtime::create(), "loading the plugins");
     keel::Device device = check(runtime.device(device_name), "finding the device");

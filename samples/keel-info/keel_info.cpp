@@ -4,13 +4,15 @@
 //
 //   keel-info                  everything
 //   keel-info --device cpu:0   one device (exit 1 and the existing names if unknown)
+// Exit 1 when a setting is invalid (marked INVALID) or the runtime cannot start.
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
-#include <CLI/CLI.hpp>
+#include <keel/samples/cli.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,22 +66,27 @@ void print_device(const keel::Device& d) {
 }
 
 // Every KEEL_* variable but the tests' knobs: its value and whether the
-// environment set it or the default holds (a set variable overrides the code's configuration).
-void print_settings() {
+// environment set it or the default holds (a set variable overrides the
+// code's configuration), and why a value is invalid. Returns how many are.
+int print_settings() {
+    std::printf("keel %s (C ABI %u.%u)\n\n", keel::runtime_version(), KEEL_ABI_VERSION_MAJOR,
+                KEEL_ABI_VERSION_MINOR);
     std::printf("Settings (a set variable overrides the program's configuration):\n");
+    int invalid = 0;
     for (const keel::env::Variable& v : keel::env::kVariables) {
         if (v.for_tests) continue;
         const auto text = keel::env::text(v.var);
         std::printf("  %-28s %s  (%s)\n", v.name, text ? std::string(*text).c_str() : v.fallback,
                     text ? "environment" : "default");
+        if (auto valid = keel::env::validate(v.var); !valid) {
+            std::printf("      INVALID: expected %s\n", v.accepts);
+            ++invalid;
+        }
     }
+    return invalid;
 }
 
 void print_everything(const keel::Runtime& rt) {
-    std::printf("keel %s (C ABI %u.%u)\n\n", keel::runtime_version(), KEEL_ABI_VERSION_MAJOR,
-                KEEL_ABI_VERSION_MINOR);
-
-    print_settings();
     std::printf("\nPlugin search path:\n");
     for (const keel::SearchPathEntry& e : rt.search_path()) {
         std::error_code ec;
@@ -109,14 +116,18 @@ void print_everything(const keel::Runtime& rt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Lists keel's plugins (loaded and rejected, with reasons) and devices."};
+    CLI::App app{"keel-info: what keel finds on this machine: its settings (KEEL_* variables), the plugin\n"
+                 "search path, the plugins that loaded and those rejected (with reasons), and every device.",
+                 "keel-info"};
+    keel::cli::show_defaults(app);
     std::string device_name;
     std::vector<std::string> plugin_path;
-    app.add_option("--device", device_name, "Show only this device (e.g. cpu:0)");
+    app.add_option("--device", device_name, "Show only this device (e.g. cpu:0); exit 1 if there is none");
     app.add_option("--plugin-path", plugin_path,
                    "Extra plugin directory or file, searched before KEEL_PLUGIN_PATH (repeatable)");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
 
+    const int invalid = device_name.empty() ? print_settings() : 0;
     keel::RuntimeOptions options;
     options.plugin_path.assign(plugin_path.begin(), plugin_path.end());
     auto rt = keel::Runtime::create(options);
@@ -126,7 +137,9 @@ int main(int argc, char** argv) {
     }
     if (device_name.empty()) {
         print_everything(*rt);
-        return 0;
+        if (invalid == 0) return 0;
+        std::fprintf(stderr, "keel-info: %d setting(s) invalid (marked INVALID above)\n", invalid);
+        return 1;
     }
     auto device = rt->device(device_name);
     if (!device.ok()) {

@@ -9,7 +9,7 @@
 // torch_lerp_bench.py prints the same table for torch.lerp.
 #include <keel/keel.hpp>
 
-#include <CLI/CLI.hpp>
+#include <keel/samples/cli.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -143,15 +143,18 @@ void print_row(const std::string& label, const char* op, keel_dtype dtype, doubl
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Times keel's lerp and lerp_grad kernels against a copy measured in the same run."};
+    CLI::App app{"lerp_bench: times keel's lerp and lerp_grad kernels against a copy of the same bytes\n"
+                 "measured in the same run (the ratio is the figure).",
+                 "lerp_bench"};
+    keel::cli::show_defaults(app);
     std::string device_name = "cpu:0";
     int reps = 20;
     std::int64_t large_mib = 256;
-    app.add_option("--device", device_name, "Device to run on")->capture_default_str();
-    app.add_option("--reps", reps, "Timed runs per kernel (median reported)")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--device", device_name, "Device to run on");
+    app.add_option("--reps", reps, "Timed runs per kernel (median reported)")->check(CLI::Range(1, 100'000));
     app.add_option("--large-mib", large_mib, "MiB of x (and of y, out) in the scalar-weight case")
-        ->capture_default_str()->check(CLI::PositiveNumber);
-    CLI11_PARSE(app, argc, argv);
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{64} << 10));
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
 
     keel::Runtime runtime = check(keel::Runtime::create(), "loading the plugins");
     keel::Device device = check(runtime.device(device_name), "finding the device");

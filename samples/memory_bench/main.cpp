@@ -29,6 +29,7 @@
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
+#include <keel/samples/cli.hpp>
 
 #include "bench_util.hpp"
 #include "per_op.hpp"
@@ -39,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <ctime>
 #include <random>
 #include <string>
@@ -170,7 +172,7 @@ void bench_threads(const keel::Device& device, bool quick) {
 keel::MemoryConfig copy_config() {
     keel::MemoryConfig config;
     const auto knob = [](keel::env::Var var, auto& field, std::uint64_t unit) {
-        const auto n = keel::env::integer(var, 1, std::int64_t{1} << 40).expect("reading the environment");
+        const auto n = check(keel::env::integer(var, 1, std::int64_t{1} << 40), "reading the environment");
         if (n) field = static_cast<std::remove_reference_t<decltype(field)>>(static_cast<std::uint64_t>(*n) * unit);
     };
     knob(keel::env::Var::bench_threads, config.staging.copy_threads, 1);
@@ -441,7 +443,7 @@ void bench_checked(const keel::Device& device, bool quick) {
     std::printf("\n5. Checked memory: steps of allocate 2 x 64 KiB, memset, copy, free both, every 16 steps a\n"
                 "   synchronize (us per step, wall and host cpu; the plugin's own checker is not part of this:\n"
                 "   see keel_cpu_bench --benchmark_filter=Checker)\n");
-    if (keel::env::flag(keel::env::Var::check).expect("reading the environment").value_or(false))
+    if (check(keel::env::flag(keel::env::Var::check), "reading the environment").value_or(false))
         std::printf("   KEEL_CHECK is set: every instance is checked, the 'default' row too\n");
     std::printf("   %-22s %10s %10s %14s\n", "mode", "wall", "cpu", "wall/default");
     const int steps = quick ? 2'000 : 20'000;
@@ -496,26 +498,42 @@ int main(int argc, char** argv) {
     bool quick = false;
     std::string sections = "123456";
     keel_bench::PerOpOptions per_op;
+    std::string threads = "1,2,4";
+    std::string streams = "both";
     int reps = 0;
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
-        else if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-        else if (std::strcmp(argv[i], "--sections") == 0 && i + 1 < argc) sections = argv[++i];
-        else if (std::strcmp(argv[i], "--op") == 0 && i + 1 < argc) per_op.only = argv[++i];
-        else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc && parse_counts(argv[++i], per_op.threads)) {
-        } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc && (reps = std::atoi(argv[++i])) > 0) {
-        } else if (std::strcmp(argv[i], "--streams") == 0 && i + 1 < argc &&
-                   (std::strcmp(argv[i + 1], "own") == 0 || std::strcmp(argv[i + 1], "one") == 0)) {
-            per_op.own_streams = std::strcmp(argv[++i], "own") == 0;
-            per_op.one_stream = !per_op.own_streams;
-        } else {
-            std::fprintf(stderr,
-                         "usage: %s [--device NAME] [--quick] [--sections 123456] [--op NAME] "
-                         "[--threads 1,2,4 (ascending, 1 to 256)] [--reps N] [--streams own|one]\n",
-                         argv[0]);
-            return 2;
-        }
-    }
+    CLI::App app{"keel-memory-bench: keel's memory machinery against its baselines, measured in one run\n"
+                 "(ratios): 1 allocation, 2 threads, 3 copies, 4 deferred frees, 5 checked memory,\n"
+                 "6 the cost of one hot-path operation with 1, 2, 4 threads.",
+                 "keel-memory-bench"};
+    keel::cli::show_defaults(app);
+    app.add_option("--device", name, "Device to measure");
+    app.add_flag("--quick", quick, "Fewer repetitions (a smoke run)");
+    app.add_option("--sections", sections, "Which sections to run, digits of 1..6")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v.empty() || v.find_first_not_of("123456") != std::string::npos)
+                    return "'" + v + "' is not a set of section digits 1..6";
+                return {};
+            },
+            "DIGITS 1..6"));
+    const std::vector<std::string> op_names = keel_bench::per_op_names();
+    app.add_option("--op", per_op.only, "Section 6: only this operation (default: all)")
+        ->check(CLI::IsMember(op_names));
+    app.add_option("--threads", threads, "Section 6: thread counts, ascending, 1 to 256")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                std::vector<int> counts;
+                return parse_counts(v.c_str(), counts) ? std::string() : "'" + v + "' is not an ascending list of 1..256";
+            },
+            "N[,N...]"));
+    app.add_option("--reps", reps, "Section 6: runs per row, the best printed (0: 1 with --quick, else 3)")
+        ->check(CLI::Range(0, 1000));
+    app.add_option("--streams", streams, "Section 6: columns measured: a stream per thread, one for all, or both")
+        ->check(CLI::IsMember({"own", "one", "both"}));
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
+    (void)parse_counts(threads.c_str(), per_op.threads);
+    per_op.own_streams = streams != "one";
+    per_op.one_stream = streams != "own";
     per_op.quick = quick;
     per_op.reps = reps != 0 ? reps : quick ? 1 : 3;
     const auto wanted = [&](char section) { return sections.find(section) != std::string::npos; };

@@ -99,6 +99,17 @@ const Op kOps[] = {
     {"fence", true, 256, [](Lane& l) { (void)check(l.stream->fence(), "Stream::fence"); }},
 };
 
+}  // namespace
+
+std::vector<std::string> per_op_names() {
+    std::vector<std::string> out;
+    for (const Op& op : kOps) out.emplace_back(op.name);
+    out.emplace_back("own enqueue");
+    return out;
+}
+
+namespace {
+
 struct PerOp {
     double wall_ns = 0;  // elapsed time / operations of all threads
     double cpu_ns = 0;   // CPU time of all threads / their operations

@@ -21,6 +21,9 @@ struct PerOpOptions {
     bool one_stream = true;           // the "one" columns: all threads on one stream
 };
 
+// The names --op accepts: every operation of the table, and "own enqueue".
+[[nodiscard]] std::vector<std::string> per_op_names();
+
 // Also prints keel's own enqueue time of a copy and a launch (own_enqueue.hpp).
 void bench_per_op(const keel::Runtime& runtime, const keel::Device& device, const PerOpOptions& options);
 

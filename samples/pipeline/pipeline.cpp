@@ -24,6 +24,7 @@
 // (wall time, CPU time, page faults) to stderr.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
+#include <keel/samples/cli.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,19 +43,13 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
     std::string device = "cpu:0";
-    std::string mode = "hold";
+    std::string mode;  // required: sync or hold
     int micro_batches = 8;
     int steps = 5;
     int warmup = 1;
     bool timeline = false;
     std::uint64_t elements = 256 * 1024;  // 1 MiB of f32 per activation
 };
-
-int usage() {
-    std::fprintf(stderr, "usage: keel-pipeline [--device cpu:0] --mode sync|hold [-m micro-batches] [-s steps] "
-                         "[-w warm-up steps] [--elements N] [--timeline]\n  run under keel-launch -n STAGES\n");
-    return 2;
-}
 
 // What this process has used so far: CPU time (all its threads) and page
 // faults served without I/O (first touches of new memory).
@@ -75,33 +71,38 @@ Usage usage_now() {
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) {
-        const std::string f = argv[i];
-        if (f == "--timeline") {
-            a.timeline = true;
-            continue;
-        }
-        const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (!v) return usage();
-        ++i;
-        if (f == "--device") a.device = v;
-        else if (f == "--mode") a.mode = v;
-        else if (f == "-m") a.micro_batches = std::atoi(v);
-        else if (f == "-s") a.steps = std::atoi(v);
-        else if (f == "-w") a.warmup = std::atoi(v);
-        else if (f == "--elements") a.elements = std::strtoull(v, nullptr, 10);
-        else return usage();
-    }
-    if ((a.mode != "sync" && a.mode != "hold") || a.micro_batches < 1 || a.steps < 1 || a.warmup < 0 ||
-        a.elements < 1)
-        return usage();
+    CLI::App app{"keel-pipeline: pipeline stages (one process each, under keel-launch) exchanging activations\n"
+                 "and gradients on a comm stream; --mode sync waits after every send, --mode hold moves the\n"
+                 "buffer into the send and never waits. Prints step time, host time blocked, peak memory\n"
+                 "and a gradient checksum that must match between the modes.\n"
+                 "  keel-launch -n 2 -- keel-pipeline --device cpu:0 --mode hold",
+                 "keel-pipeline"};
+    keel::cli::show_defaults(app);
+    app.add_option("--device", a.device, "Device of every stage");
+    app.add_option("--mode", a.mode, "sync: wait after each send; hold: move the buffer into the send")
+        ->required()
+        ->check(CLI::IsMember({"sync", "hold"}));
+    app.add_option("-m,--micro-batches", a.micro_batches, "Micro-batches per step")->check(CLI::Range(1, 4096));
+    app.add_option("-s,--steps", a.steps, "Timed steps")->check(CLI::Range(1, 100000));
+    app.add_option("-w,--warmup", a.warmup, "Warm-up steps before the timed ones")->check(CLI::Range(0, 100000));
+    app.add_option("--elements", a.elements, "f32 elements per activation")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 28));
+    app.add_flag("--timeline", a.timeline, "Print every stage's steps (wall, CPU, page faults) to stderr");
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
     const bool hold = a.mode == "hold";
 
-    keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
-    keel::Device device = runtime.device(a.device).expect("finding the device");
+    auto created = keel::Runtime::create();
+    if (!created.ok()) return keel::cli::fail(app, created.error().message());
+    keel::Runtime runtime = std::move(created).value();
+    auto found = runtime.device(a.device);
+    if (!found.ok()) return keel::cli::fail(app, found.error().message());
+    keel::Device device = std::move(found).value();
     keel::Stream compute = keel::Stream::create(device).value();
     keel::Stream comm_stream = keel::Stream::create(device).value();
-    keel::Communicator comm = keel::Communicator::create_from_env(device).expect("joining the stages");
+    auto joined = keel::Communicator::create_from_env(device);
+    if (!joined.ok()) return keel::cli::fail(app, "joining the stages (run under keel-launch -n STAGES): " +
+                                                      joined.error().message());
+    keel::Communicator comm = std::move(joined).value();
     const int stage = comm.rank(), stages = comm.size();
     const std::uint64_t bytes = a.elements * 4;
     keel::Kernel fill = keel::Kernel::find(device, "fill").value();

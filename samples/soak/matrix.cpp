@@ -122,11 +122,16 @@ int driver_matrix(const MatrixOptions& o) {
                              "(run with ZE_ENABLE_ALT_DRIVERS naming the fake driver)\n");
         return 2;
     }
-    keel::Runtime rt = keel::Runtime::create().expect("loading the plugins");
+    auto created = keel::Runtime::create();
+    if (!created.ok()) {
+        std::fprintf(stderr, "keel-soak: %s\n", created.error().message().c_str());
+        return 1;
+    }
+    keel::Runtime rt = std::move(created).value();
     auto device = rt.device(o.device);
     if (!device.ok()) {
-        std::fprintf(stderr, "%s\n", device.error().message().c_str());
-        return 2;
+        std::fprintf(stderr, "keel-soak: %s\n", device.error().message().c_str());
+        return 1;
     }
     // Held for the whole matrix: statistics at the end come from the
     // instance the cases used.

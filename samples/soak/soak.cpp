@@ -20,7 +20,7 @@
 
 #include <keel/keel.hpp>
 
-#include <CLI/CLI.hpp>
+#include <keel/samples/cli.hpp>
 
 #include <malloc.h>
 
@@ -57,36 +57,45 @@ Heap heap() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"keel-soak: random framework-like work, verified element by element"};
+    CLI::App app{"keel-soak: random framework-like work on a device from several threads (copies, kernels,\n"
+                 "events, frees), every result verified element by element; optionally with injected faults,\n"
+                 "or the fault matrix. Exit 0 when every check held.",
+                 "keel-soak"};
+    keel::cli::show_defaults(app);
     std::string device_name = "cpu:0";
     double seconds = 10;
     unsigned threads = 4;
     bool faults = false;
     app.add_option("--device", device_name, "device to soak");
-    app.add_option("--seconds", seconds, "how long");
-    app.add_option("--threads", threads, "host threads, one stream each, plus one shared stream");
+    app.add_option("--seconds", seconds, "how long, in seconds (> 0)")->check(CLI::Range(1e-3, 86400.0 * 7));
+    app.add_option("--threads", threads, "host threads, one stream each, plus one shared stream")
+        ->check(CLI::Range(1u, 256u));
     app.add_flag("--faults", faults, "inject driver/plugin faults where the device can");
     bool matrix = false;
     soak::MatrixOptions matrix_options;
     app.add_flag("--matrix", matrix, "instead: the fault matrix (every injectable fault x step kind x position)");
-    app.add_option("--positions", matrix_options.positions, "matrix: positions per fault (0 .. N-1 calls first)");
+    app.add_option("--positions", matrix_options.positions, "matrix: positions per fault (0 .. N-1 calls first)")
+        ->check(CLI::Range(1u, 1000u));
     double max_rss_growth_mib = 0;
     app.add_option("--max-rss-growth", max_rss_growth_mib,
                    "fail (exit 1) when RSS grows by more than this many MiB from the second quarter to the last "
-                   "(memory must be flat once caches and the checker's quarantine are full)");
+                   "(memory must be flat once caches and the checker's quarantine are full; 0: not checked)")
+        ->check(CLI::NonNegativeNumber);
     double max_reserved_growth_mib = 0;
     app.add_option("--max-reserved-growth", max_reserved_growth_mib,
                    "fail (exit 1) when the device memory reserved by the allocator grows by more than this many MiB "
-                   "from the second quarter to the last");
+                   "from the second quarter to the last (0: not checked)")
+        ->check(CLI::NonNegativeNumber);
     double max_reserved_mib = 0;
     app.add_option("--max-reserved", max_reserved_mib,
                    "fail (exit 1) when the device memory reserved by the allocator passes this many MiB at a "
-                   "quarter");
+                   "quarter (0: not checked)")
+        ->check(CLI::NonNegativeNumber);
     bool churn = false;
     app.add_flag("--churn", churn,
                  "a third of the steps open a side stream, fill buffers of sub-segment sizes on it and close it "
                  "while one or two of them live on");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
     if (matrix) {
         matrix_options.device = device_name;
         return soak::run_matrix(matrix_options);
@@ -94,15 +103,16 @@ int main(int argc, char** argv) {
 
     const std::string type = device_name.substr(0, device_name.find(':'));
     if (faults) soak::prepare_faults(type);
-    keel::Runtime rt = keel::Runtime::create().expect("loading the plugins");
+    auto created = keel::Runtime::create();
+    if (!created.ok()) return keel::cli::fail(app, created.error().message());
+    keel::Runtime rt = std::move(created).value();
     auto device = rt.device(device_name);
-    if (!device.ok()) {
-        std::fprintf(stderr, "%s\n", device.error().message().c_str());
-        return 2;
-    }
+    if (!device.ok()) return keel::cli::fail(app, device.error().message());
     std::mutex shared_mu;
     std::optional<keel::Stream> shared;
-    shared.emplace(keel::Stream::create(*device).expect("the shared stream"));
+    auto first_stream = keel::Stream::create(*device);
+    if (!first_stream.ok()) return keel::cli::fail(app, "creating a stream: " + first_stream.error().message());
+    shared.emplace(std::move(first_stream).value());
     keel::DeviceMemory memory = shared->memory().expect("the memory instance");
     soak::Counters counters;
     const auto start = Clock::now();

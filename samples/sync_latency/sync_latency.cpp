@@ -15,7 +15,9 @@
 
 #include <keel/keel.hpp>
 
-#include <CLI/CLI.hpp>
+#include <keel/samples/cli.hpp>
+
+#include <optional>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -436,16 +438,22 @@ Result<void> run(const std::string& name, std::size_t iters, std::chrono::micros
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Synchronisation latency of a keel device, with thread hand-off baselines"};
+    CLI::App app{"sync_latency: how long a host thread waits for a keel device's stream and event to\n"
+                 "complete, active and parked, beside thread hand-off baselines (condvar, futex) measured\n"
+                 "in the same run, and the idle CPU of parked streams.",
+                 "sync_latency"};
+    keel::cli::show_defaults(app);
     std::string device = "cpu:0";
     std::size_t iters = 20000;
     long park_us = 20000;
     long idle_ms = 1000;
-    app.add_option("--device", device, "device name, e.g. cpu:0 or cuda:0")->capture_default_str();
-    app.add_option("--iters", iters, "repetitions in the active regime (parked: iters/100, >= 50)")->capture_default_str();
-    app.add_option("--park-us", park_us, "sleep before each parked repetition, past any spin window")->capture_default_str();
-    app.add_option("--idle-ms", idle_ms, "window over which idle CPU is measured")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    app.add_option("--device", device, "device name, e.g. cpu:0 or cuda:0");
+    app.add_option("--iters", iters, "repetitions in the active regime (parked: iters/100, >= 50)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
+    app.add_option("--park-us", park_us, "sleep before each parked repetition, past any spin window")
+        ->check(CLI::Range(0L, 10'000'000L));
+    app.add_option("--idle-ms", idle_ms, "window over which idle CPU is measured")->check(CLI::Range(1L, 600'000L));
+    if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
 
     Result<void> r = run(device, iters, std::chrono::microseconds(park_us), std::chrono::milliseconds(idle_ms));
     if (!r) {

@@ -165,6 +165,25 @@ TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
     for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
 }
 
+// The host thread only polls a flag a host function sets: no synchronize,
+// no query, no event. A plugin that runs work only when something waits
+// (a lazy checker without patience) never sets it.
+TEST_P(Conformance, WorkCompletesWithNoHostWait) {
+    KEEL_RULE(0, "Forward progress: work enqueued on a stream runs within a bounded time even if nothing waits for it");
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
+    std::atomic<bool> flag{false};
+    KEEL_ASSERT_OK(s.memset(buf, 0x5a));
+    KEEL_ASSERT_OK(s.enqueue_host_func([&flag] { flag.store(true, std::memory_order_release); }));
+    // Generous: the bound is the plugin's, the wait only has to end.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!flag.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool ran = flag.load(std::memory_order_acquire);
+    KEEL_ASSERT_OK(s.synchronize());  // after the verdict; it also keeps `flag` alive until the function ran
+    EXPECT_TRUE(ran) << device().name() << " ran nothing in 20 s while no host thread waited";
+}
+
 TEST_P(Conformance, HostFunctionsRunWithStatusOk) {
     KEEL_RULE(0, "keel_host_fn: `status` is KEEL_STATUS_OK, or the stream's error if it failed earlier");
     std::vector<Status> seen;

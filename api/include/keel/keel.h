@@ -66,6 +66,16 @@
  *   documented as blocking (stream_synchronize, event_synchronize,
  *   stream_destroy) wait for the device.
  *
+ * Forward progress
+ *   Work enqueued on a stream runs within a bounded time even if nothing
+ *   waits for it: no host wait (synchronize, query) and no other stream's
+ *   wait is needed to start it. A plugin may hold work back for as long as
+ *   it likes (a checker that runs work late to expose early frees), but not
+ *   without bound. Callers rely on it: a correct program may wait for the
+ *   effect of a host function on a stream (a flag it sets) without any keel
+ *   wait, and must finish. A rule of every minor (it has always held on
+ *   devices); keel-cts checks it on every plugin.
+ *
  * Handles
  *   A handle is valid only with the plugin that made it, and only until it
  *   is destroyed (streams, events) or the plugin shuts down (devices,

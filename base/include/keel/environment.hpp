@@ -21,12 +21,18 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace keel::env {
+
+// Bounds of the CPU plugin's timing knobs: a delay before every op past a
+// second, or a spin window past ten, makes a run look hung, not checked.
+inline constexpr std::int64_t kMaxCpuDelayUs = 1'000'000;
+inline constexpr std::int64_t kMaxCpuSpinUs = 10'000'000;
 
 // The variables, in the order of kVariables.
 enum class Var : unsigned {
@@ -104,7 +110,7 @@ inline constexpr Variable kVariables[] = {
      "threads copying between pageable memory and pinned blocks"},
     {Var::cpu_memory_bytes, "KEEL_CPU_MEMORY_BYTES", "a positive byte count (suffix K, M or G allowed)", "4G",
      "the CPU device's memory"},
-    {Var::cpu_spin_us, "KEEL_CPU_SPIN_US", "microseconds >= 0, or 'forever'", "50",
+    {Var::cpu_spin_us, "KEEL_CPU_SPIN_US", "microseconds 0..10000000, or 'forever'", "50",
      "how long a waiting CPU worker or host thread spins before parking"},
     {Var::cpu_threads, "KEEL_CPU_THREADS", "0..1024 (0: one per core)", "0", "threads of the CPU kernel pool"},
     {Var::cpu_mlock, "KEEL_CPU_MLOCK", "1|0|on|off|true|false|yes|no", "0", "mlock the CPU plugin's pinned memory"},
@@ -119,8 +125,8 @@ inline constexpr Variable kVariables[] = {
      "fingerprinted host sources of copies"},
     {Var::cpu_late_free, "KEEL_CPU_LATE_FREE", "error|log|off", "off (error with the checker)",
      "what freeing memory still in use does"},
-    {Var::cpu_delay_us, "KEEL_CPU_DELAY_US", "microseconds >= 0", "0", "delay before every queued CPU op"},
-    {Var::cpu_delay, "KEEL_CPU_DELAY", "random:<max microseconds> or <microseconds>", "0",
+    {Var::cpu_delay_us, "KEEL_CPU_DELAY_US", "microseconds 0..1000000", "0", "delay before every queued CPU op"},
+    {Var::cpu_delay, "KEEL_CPU_DELAY", "<microseconds> or random:<max microseconds>, 0..1000000", "0",
      "delay before every queued CPU op"},
     {Var::cpu_seed, "KEEL_CPU_SEED", "an integer", "1", "seed of random delays and faults"},
     {Var::cpu_fail_alloc_after, "KEEL_CPU_FAIL_ALLOC_AFTER", "a count >= 0", "off",
@@ -278,5 +284,70 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
 }
 
 [[nodiscard]] inline Result<std::optional<double>> probability(Var v) { return number(v, 0.0, 1.0); }
+
+// Whether `v`'s value would be accepted by the component that reads it (OK
+// when unset): the same parsers and bounds, gathered here so that keel-info
+// can mark an invalid setting before any component reads it. Free text
+// (paths, names, lists) is always accepted here; its reader judges it.
+[[nodiscard]] inline Result<void> validate(Var v) {
+    const auto s = text(v);
+    if (!s) return ok();
+    const auto one_of = [&](std::initializer_list<std::string_view> words) {
+        for (std::string_view w : words)
+            if (*s == w) return true;
+        return false;
+    };
+    const auto integer_in = [&](std::string_view t, std::int64_t min, std::int64_t max) {
+        return parse_integer(t, min, max).has_value();
+    };
+    bool valid = true;
+    switch (v) {
+        case Var::log_level: {
+            std::string lower(*s);
+            for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+            for (std::string_view w : {"trace", "debug", "info", "warn", "warning", "error", "err", "off"})
+                if (lower == w) return ok();
+            valid = false;
+            break;
+        }
+        case Var::check: case Var::no_caching: case Var::cpu_mlock: case Var::cpu_check_races:
+        case Var::cpu_guard: case Var::cpu_poison: case Var::cpu_check_host_sources:
+        case Var::cuda_test_kernels: case Var::test_large_memory: case Var::test_fake_inline:
+        case Var::comm_generic:
+            valid = parse_switch(*s).has_value();
+            break;
+        case Var::cpu_check: valid = *s == "abort" || parse_switch(*s).has_value(); break;
+        case Var::cpu_late_free: valid = one_of({"error", "log", "off"}); break;
+        case Var::pageable_chunk_kib: case Var::pageable_staging_mib:
+            valid = integer_in(*s, 1, std::int64_t{1} << 32);
+            break;
+        case Var::pageable_blocks: case Var::pageable_threads: valid = integer_in(*s, 1, 1024); break;
+        case Var::cpu_memory_bytes: case Var::cpu_quarantine_bytes: {
+            auto n = bytes(v);
+            if (!n) return std::move(n).error();
+            return ok();
+        }
+        case Var::cpu_spin_us: valid = *s == "forever" || integer_in(*s, 0, kMaxCpuSpinUs); break;
+        case Var::cpu_threads: valid = integer_in(*s, 0, 1024); break;
+        case Var::cpu_delay_us: valid = integer_in(*s, 0, kMaxCpuDelayUs); break;
+        case Var::cpu_delay: {
+            std::string_view t = *s;
+            if (t.starts_with("random:")) t.remove_prefix(7);
+            valid = integer_in(t, 0, kMaxCpuDelayUs);
+            break;
+        }
+        case Var::cpu_seed: valid = integer_in(*s, INT64_MIN, INT64_MAX); break;
+        case Var::cpu_fail_alloc_after: case Var::cpu_fail_op_after: valid = integer_in(*s, 0, INT64_MAX); break;
+        case Var::cpu_fail_alloc_prob: case Var::cpu_fail_op_prob:
+            valid = parse_number(*s, 0.0, 1.0).has_value();
+            break;
+        case Var::bench_chunk_kib: case Var::bench_ring: case Var::bench_ahead: case Var::bench_threads:
+            valid = integer_in(*s, 1, std::int64_t{1} << 40);
+            break;
+        default: break;  // free text
+    }
+    if (!valid) return invalid(v, *s);
+    return ok();
+}
 
 }  // namespace keel::env

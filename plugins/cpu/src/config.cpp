@@ -42,8 +42,11 @@ Result<bool> checker_switch(CheckerConfig& k) {
     return check.value_or(false);
 }
 
+using env::kMaxCpuDelayUs;
+using env::kMaxCpuSpinUs;
+
 Result<void> read_delay(CheckerConfig& k) {
-    KEEL_TRY_ASSIGN(const std::optional<std::int64_t> fixed, env::integer(Var::cpu_delay_us, 0, INT64_MAX));
+    KEEL_TRY_ASSIGN(const std::optional<std::int64_t> fixed, env::integer(Var::cpu_delay_us, 0, kMaxCpuDelayUs));
     if (fixed) {
         k.delay_us = static_cast<std::uint64_t>(*fixed);
         k.delay_random = false;
@@ -52,7 +55,7 @@ Result<void> read_delay(CheckerConfig& k) {
     if (!s) return ok();
     constexpr std::string_view kRandom = "random:";
     const bool random = s->starts_with(kRandom);
-    const auto n = env::parse_integer(random ? s->substr(kRandom.size()) : *s, 0, INT64_MAX);
+    const auto n = env::parse_integer(random ? s->substr(kRandom.size()) : *s, 0, kMaxCpuDelayUs);
     if (!n) return env::invalid(Var::cpu_delay, *s);
     k.delay_us = static_cast<std::uint64_t>(*n);
     k.delay_random = random;
@@ -68,7 +71,8 @@ Result<Config> read_config_from_environment() {
     if (const auto s = env::text(Var::cpu_spin_us); s && *s == "forever") {
         c.spin_us = -1;
     } else {
-        KEEL_TRY(read_count(Var::cpu_spin_us, c.spin_us));
+        KEEL_TRY_ASSIGN(const auto spin, env::integer(Var::cpu_spin_us, 0, kMaxCpuSpinUs));
+        if (spin) c.spin_us = *spin;
     }
     KEEL_TRY_ASSIGN(const auto threads, env::integer(Var::cpu_threads, 0, 1024));
     if (threads) c.pool_threads = static_cast<std::uint32_t>(*threads);

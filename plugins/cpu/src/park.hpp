@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <ctime>
 
 #include <keel/base/spin_lock.hpp>
 
@@ -36,6 +37,22 @@ inline void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected)
             nullptr, nullptr, 0);
 #else
     word.wait(expected);
+#endif
+}
+
+// As futex_wait, but gives up after `timeout` (callers recheck the clock).
+inline void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                           std::chrono::nanoseconds timeout) noexcept {
+#if defined(__linux__)
+    if (timeout.count() <= 0) return;
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts,
+            nullptr, 0);
+#else
+    (void)timeout;
+    if (word.load() == expected) std::this_thread::yield();
 #endif
 }
 

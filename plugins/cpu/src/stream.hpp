@@ -35,7 +35,8 @@ class Checker;
 struct Config;
 
 // Checker mode with happens-before checking runs streams lazily
-// (timeline.hpp): an op runs only once a wait, a query or a dependency needs it.
+// (timeline.hpp): an op runs once a wait, a query or a dependency needs it,
+// or after Timeline::kLazyPatience at the latest.
 [[nodiscard]] bool lazy_in_checker_mode(const Config& config) noexcept;
 
 class Stream {

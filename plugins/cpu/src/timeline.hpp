@@ -8,11 +8,13 @@
 // queue order exactly. "Position p is done" means completed() >= p.
 //
 // Lazy timelines (checker mode with happens-before checking): the worker
-// runs an operation only once something needs it — a wait for it (host or
+// runs an operation once something needs it — a wait for it (host or
 // another stream's worker, through wait_for), a query, or the stream going
-// away — so that work nothing waits for yet runs as late as the program
-// allows, and a free or host access that comes too early always comes
-// before that work, whatever the timing.
+// away — or once kLazyPatience has passed, whichever comes first. Work
+// nothing waits for yet runs late, so that a free or host access that comes
+// too early usually comes before that work; the patience keeps keel.h's
+// forward-progress rule: a correct program that waits for a host function's
+// effect without a keel wait (a flag the function sets) still finishes.
 //
 // Thread-safety: shared between the stream's worker (the only writer of
 // progress and of the error) and any number of host threads and other
@@ -24,6 +26,7 @@
 #include <keel/result.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -75,15 +78,27 @@ public:
         demand_epoch_.fetch_add(1, std::memory_order_seq_cst);
         futex_wake_all(demand_epoch_);
     }
-    // Worker only: blocks until the operation at `position` may run. No lost
+    // The longest a lazy worker holds back an operation nobody asked for:
+    // long enough that an early free or host access in a test or a debug run
+    // comes first, short enough that a program waiting for a host
+    // function's effect by other means goes on.
+    static constexpr std::chrono::milliseconds kLazyPatience{100};
+
+    // Worker only: blocks until the operation at `position` may run: it was
+    // demanded, or kLazyPatience passed (returns false then). No lost
     // wake-up: the epoch is read before `demanded_`, and demand() bumps it
-    // after raising `demanded_`, so futex_wait returns at once or is woken.
-    void wait_until_demanded(std::uint64_t position) noexcept {
+    // after raising `demanded_`, so the futex wait returns at once or is woken.
+    [[nodiscard]] bool wait_until_demanded(std::uint64_t position) noexcept {
+        using clock = std::chrono::steady_clock;
+        const auto deadline = clock::now() + kLazyPatience;
         while (demanded_.load(std::memory_order_seq_cst) < position) {
             const std::uint32_t epoch = demand_epoch_.load(std::memory_order_seq_cst);
-            if (demanded_.load(std::memory_order_seq_cst) >= position) return;
-            futex_wait(demand_epoch_, epoch);
+            if (demanded_.load(std::memory_order_seq_cst) >= position) return true;
+            const auto left = deadline - clock::now();
+            if (left <= clock::duration::zero()) return false;
+            futex_wait_for(demand_epoch_, epoch, left);
         }
+        return true;
     }
 
     // The operation at `position` failed (its worker), or the checker found

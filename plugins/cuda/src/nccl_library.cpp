@@ -1,5 +1,6 @@
 #include "nccl_library.hpp"
 
+#include <keel/base/elf_check.hpp>
 #include <keel/environment.hpp>
 
 #include <dlfcn.h>
@@ -25,6 +26,11 @@ Result<NcclLibrary> open_nccl() {
     const std::optional<std::string_view> configured = env::text(env::Var::nccl_library);
     const std::string path = configured ? std::string(*configured) : kDefaultName;
     // Never closed: NCCL keeps threads and CUDA state for the process's life.
+    // A path is checked first: a cut or corrupt file would crash the system loader.
+    if (base::names_a_path(path)) {
+        if (auto checked = base::check_shared_library_file(path); !checked)
+            return Error(KEEL_STATUS_UNIMPLEMENTED, "NCCL is not available: " + checked.error().message());
+    }
     void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* why = ::dlerror();

@@ -49,6 +49,15 @@ constexpr keel_plugin_api kApi = {
     .stream_native_handle = &stream_native_handle,
     .device_pageable_staging_stats = &Plugin::device_pageable_staging_stats,
     .stream_annotate_range = nullptr,  // no checker to tell
+    // No native communication: keel::Communicator's generic path (Gloo) serves it.
+    .comm_create = nullptr,
+    .comm_destroy = nullptr,
+    .comm_abort = nullptr,
+    .comm_all_reduce = nullptr,
+    .comm_broadcast = nullptr,
+    .comm_all_gather = nullptr,
+    .comm_reduce_scatter = nullptr,
+    .comm_send_recv = nullptr,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
 };
 

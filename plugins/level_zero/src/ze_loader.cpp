@@ -1,5 +1,6 @@
 #include "ze_loader.hpp"
 
+#include <keel/base/elf_check.hpp>
 #include <keel/environment.hpp>
 
 #include <dlfcn.h>
@@ -22,6 +23,11 @@ Result<void> open_loader() {
     std::lock_guard lock(g_mutex);
     if (g_opened) return ok();
     const std::string name(env::text(env::Var::level_zero_loader).value_or("libze_loader.so.1"));
+    // A path is checked first: a cut or corrupt file would crash the system loader.
+    if (base::names_a_path(name)) {
+        if (auto checked = base::check_shared_library_file(name); !checked)
+            return Error(KEEL_STATUS_UNAVAILABLE, "no Level Zero loader: " + checked.error().message());
+    }
     void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* why = dlerror();

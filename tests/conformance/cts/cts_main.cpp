@@ -28,7 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: keel-cts [--verbose] [--gtest_filter=...] [PLUGIN ...]\n"
+    "keel-cts: checks a keel plugin file against keel.h (exports, version negotiation, table) and runs\n"
+    "keel's conformance suite on its devices; exit 0 iff nothing failed.\n"
+    "usage: keel-cts [--verbose] [--timeout=SECONDS] [--gtest_filter=...] [PLUGIN ...]\n"
     "  PLUGIN  a plugin file (libkeel_<type>.so) or a directory of them; without one,\n"
     "          every plugin on the search path (KEEL_PLUGIN_PATH, then keel/plugins\n"
     "          beside libkeel_runtime.so)\n"
@@ -91,13 +93,18 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(argv[i], "--verbose") == 0) {
             verbose = true;
         } else if (std::strncmp(argv[i], "--timeout=", 10) == 0) {
-            timeout = std::chrono::seconds(std::atoi(argv[i] + 10));
+            const auto seconds = keel::env::parse_integer(argv[i] + 10, 1, 86400);
+            if (!seconds) {
+                std::cerr << "keel-cts: --timeout: '" << (argv[i] + 10) << "' is not a whole number of seconds in 1..86400\n";
+                return 1;
+            }
+            timeout = std::chrono::seconds(*seconds);
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
             std::cout << kUsage;
             return 0;
         } else if (argv[i][0] == '-') {
             std::cerr << "keel-cts: unknown option " << argv[i] << "\n" << kUsage;
-            return 2;
+            return 1;
         } else {
             paths.emplace_back(argv[i]);
         }
@@ -107,7 +114,7 @@ int main(int argc, char** argv) {
               << KEEL_ABI_VERSION_MINOR << "): " << files.size() << " plugin file(s)\n";
     if (files.empty()) {
         std::cerr << "keel-cts: no plugin found\n" << kUsage;
-        return 2;
+        return 1;
     }
 
     std::size_t failed = 0;

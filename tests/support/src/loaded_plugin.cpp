@@ -1,5 +1,7 @@
 #include <keel/testing/loaded_plugin.hpp>
 
+#include <keel/base/elf_check.hpp>
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -29,6 +31,8 @@ std::optional<CError> take(keel_error* e) {
 // ---- PluginLibrary -----------------------------------------------------------
 
 Result<PluginLibrary> PluginLibrary::open(const std::string& path) {
+    // As the runtime does: a cut or corrupt file would crash the system loader.
+    KEEL_TRY(base::check_shared_library_file(path));
     ::dlerror();
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {

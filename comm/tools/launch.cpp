@@ -92,11 +92,11 @@ int main(int argc, char** argv) {
         "keel-launch"};
     app.add_option("-n,--nproc-per-node,--nproc", o.nproc, "Ranks on this host")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    app.add_option("--nnodes", o.nnodes, "Hosts in the job")->capture_default_str()->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 65536));
+    app.add_option("--nnodes", o.nnodes, "Hosts in the job")->capture_default_str()->check(CLI::Range(1, 65536));
     app.add_option("--node-rank", o.node_rank, "This host's place among them, 0..nnodes-1")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 65535));
     app.add_option("--master", o.master,
                    "ADDR:PORT of node 0, where rank 0 hosts the TCP store (needed with --nnodes > 1)");
     app.add_option("--store", o.store_dir, "One host: the file store's directory (default: a fresh one, removed after)");

@@ -8,6 +8,7 @@
 #include <keel/keel.hpp>
 
 #include <atomic>
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -655,6 +656,25 @@ int many_communicators() {
     return failures;
 }
 
+// Not a test: how long Communicator::create takes, 30 in a row after one
+// warm-up, through the store KEEL_COMM_STORE names; rank 0 prints the
+// median and the fastest (the comm README's create-time figures).
+int create_time() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    std::vector<double> ms;
+    for (int i = 0; i < 31; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(30000)).value();
+        if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    if (c.rank == 0)
+        std::printf("create on %d ranks: median %.2f ms, fastest %.2f ms (%zu creates)\n", c.size, ms[ms.size() / 2],
+                    ms.front(), ms.size());
+    return 0;
+}
+
 // The store cannot be reached (MASTER_ADDR:MASTER_PORT where nothing
 // listens): a clear UNAVAILABLE within the 2 s timeout.
 int unreachable_store() {
@@ -833,6 +853,7 @@ int main(int argc, char** argv) {
     else if (scenario == "stale_job") rc = stale_job();
     else if (scenario == "many_communicators") rc = many_communicators();
     else if (scenario == "unreachable_store") rc = unreachable_store();
+    else if (scenario == "create_time") rc = create_time();
     else if (scenario == "checker_reuse") rc = checker_reuse();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;

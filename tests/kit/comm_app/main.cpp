@@ -4,6 +4,7 @@
 #include <keel/keel.hpp>
 
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 int main() {
@@ -26,7 +27,7 @@ int main() {
     if (auto r = comm->all_reduce(*stream, *buffer, KEEL_DTYPE_F32, keel::ReduceOp::sum); !r.ok()) return fail(r.error());
     auto out = stream->copy_to_vector<float>(*buffer);
     if (!out.ok()) return fail(out.error());
-    auto got = out->get();
+    auto got = std::move(*out).get();
     if (!got.ok()) return fail(got.error());
     const int n = comm->size();
     const float want = static_cast<float>(n * (n + 1) / 2);

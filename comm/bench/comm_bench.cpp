@@ -126,8 +126,12 @@ private:
 // A Gloo context of its own over tcp on loopback, for the raw baseline.
 std::shared_ptr<gloo::Context> raw_context(const keel::Store& store, const std::string& prefix, int rank, int n) {
     RawStore raw_store(store, prefix);
+    // Where keel listens too: KEEL_COMM_INTERFACE (keel-launch --interface),
+    // else loopback.
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    const char* iface = std::getenv("KEEL_COMM_INTERFACE");
+    if (iface != nullptr && *iface != '\0') attr.iface = iface;
+    else attr.hostname = "127.0.0.1";
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, n);
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
     context->connectFullMesh(raw_store, device);

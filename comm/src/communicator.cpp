@@ -5,6 +5,7 @@
 #include "native_comm.hpp"
 #include "reduce.hpp"
 #include "rendezvous.hpp"
+#include "store_functions.hpp"
 
 #include <keel/comm.hpp>
 #include <keel/environment.hpp>
@@ -108,7 +109,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
 
 Result<Communicator> Communicator::create_from_env(const Device& device, const CommOptions& options) {
     KEEL_TRY_ASSIGN(RankInfo info, rank_from_env());
-    KEEL_TRY_ASSIGN(Store store, Store::from_env());
+    KEEL_TRY_ASSIGN(Store store, comm::store_from_env(options.timeout));
     return create(device, store, info.rank, info.size, options);
 }
 

@@ -18,9 +18,11 @@ static_assert(static_cast<int>(ReduceOp::sum) == KEEL_REDUCE_SUM && static_cast<
 
 keel_reduce_op c_op(ReduceOp op) noexcept { return static_cast<keel_reduce_op>(op); }
 
-// The comm set is all or nothing (keel.h 1.4), from a plugin declaring 1.4.
+// The comm set is all or nothing (keel.h 1.4), from a plugin declaring 1.4;
+// from 1.5 it includes comm_send_recv_sized.
 bool has_set(const keel_plugin_api& t) noexcept {
     if (t.abi_minor < 4) return false;
+    if (t.abi_minor >= 5 && !t.comm_send_recv_sized) return false;
     return t.comm_create && t.comm_destroy && t.comm_abort && t.comm_all_reduce && t.comm_broadcast &&
            t.comm_all_gather && t.comm_reduce_scatter && t.comm_send_recv;
 }
@@ -121,8 +123,12 @@ Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> op
         c_ops.push_back(c);
     }
     if (c_ops.empty()) return {};
-    return checked(
-        api_.comm_send_recv(comm_, plugin_handle(stream), c_ops.data(), static_cast<std::uint32_t>(c_ops.size())));
+    const auto count = static_cast<std::uint32_t>(c_ops.size());
+    // 1.5: the element size travels with the batch, so keel_p2p_op can
+    // grow; a 1.4 plugin gets the entry it knows.
+    if (api_.abi_minor >= 5)
+        return checked(api_.comm_send_recv_sized(comm_, plugin_handle(stream), c_ops.data(), count, sizeof(keel_p2p_op)));
+    return checked(api_.comm_send_recv(comm_, plugin_handle(stream), c_ops.data(), count));
 }
 
 void NativeComm::abort() const noexcept {

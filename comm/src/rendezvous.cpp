@@ -1,6 +1,11 @@
 #include "rendezvous.hpp"
 
+#include "key_owner.hpp"
 #include "sigpipe_guard.hpp"
+
+#include <keel/environment.hpp>
+
+#include <gloo/barrier.h>
 
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/address.h>
@@ -9,7 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <net/if.h>
-#include <random>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <unistd.h>
@@ -94,9 +99,73 @@ std::string where(const std::string& name, int rank, int size) {
     return "[Communicator::create] comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
 }
 
+// Where this rank listens when the options name neither an interface nor a
+// host: KEEL_COMM_INTERFACE, else GLOO_SOCKET_IFNAME (its first name, as
+// c10d's Gloo reads a list), else none (127.0.0.1).
+std::string chosen_interface(const CommOptions& options) {
+    if (!options.interface.empty() || !options.hostname.empty()) return options.interface;
+    if (const auto v = env::foreign("KEEL_COMM_INTERFACE"); v && !v->empty()) return std::string(*v);
+    if (const auto v = env::foreign("GLOO_SOCKET_IFNAME"); v && !v->empty())
+        return std::string(v->substr(0, v->find(',')));
+    return {};
+}
+
+std::string interface_source(const CommOptions& options) {
+    if (!options.interface.empty() || !options.hostname.empty()) return " (CommOptions::interface)";
+    if (const auto v = env::foreign("KEEL_COMM_INTERFACE"); v && !v->empty()) return " (KEEL_COMM_INTERFACE)";
+    return " (GLOO_SOCKET_IFNAME)";
+}
+
+std::string left_by_ended_job(const std::string& key, std::span<const std::byte> value) {
+    return "key '" + key + "' in the store was left by " + owner_of(value) +
+           ", which has ended (a job that stopped while its ranks met): give this job its own id "
+           "(KEEL_COMM_JOB_ID or TORCHELASTIC_RUN_ID; keel-launch makes one per run) or clear the store";
+}
+
+// The keys one rank wrote while meeting its peers, through store(); erased
+// when this goes (unless keep()), best effort: a store that cannot erase
+// keeps them, which costs space, never correctness.
+class WrittenKeys {
+public:
+    explicit WrittenKeys(const Store& store)
+        : target_(store), keys_(std::make_shared<Keys>()),
+          recording_(Store::callbacks(
+                         [store, keys = keys_](std::string_view key, std::span<const std::byte> value) -> Result<void> {
+                             KEEL_TRY(store.set(key, value));
+                             std::lock_guard guard(keys->mutex);
+                             keys->names.emplace_back(key);
+                             return {};
+                         },
+                         [store](std::string_view key, std::chrono::milliseconds timeout) {
+                             return store.get(key, timeout);
+                         },
+                         [store](std::string_view key) { return store.erase(key); })
+                         .value()) {}
+    WrittenKeys(const WrittenKeys&) = delete;
+    WrittenKeys& operator=(const WrittenKeys&) = delete;
+    ~WrittenKeys() {
+        if (kept_) return;
+        std::lock_guard guard(keys_->mutex);
+        for (const std::string& key : keys_->names) (void)target_.erase(key);
+    }
+
+    [[nodiscard]] const Store& store() const noexcept { return recording_; }
+    void keep() noexcept { kept_ = true; }
+
+private:
+    struct Keys {
+        std::mutex mutex;
+        std::vector<std::string> names;
+    };
+    Store target_;
+    std::shared_ptr<Keys> keys_;
+    Store recording_;
+    bool kept_ = false;
+};
+
 }  // namespace
 
-Result<Connected> connect(const Store& store, const std::string& name, int rank, int size,
+Result<Connected> connect(const Store& shared_store, const std::string& name, int rank, int size,
                           const CommOptions& options) {
     const std::string here = where(name, rank, size);
     // From the first store call on (a Redis store writes to a socket): a
@@ -105,40 +174,56 @@ Result<Connected> connect(const Store& store, const std::string& name, int rank,
     // signal mask, so it keeps SIGPIPE blocked for good. Restored before
     // returning.
     const SigpipeBlocked blocked;
+    const std::string interface = chosen_interface(options);
     // Checked here, before any key is written: Gloo's own lookup of an
     // unknown interface throws without freeing its interface list.
-    if (!options.interface.empty() && ::if_nametoindex(options.interface.c_str()) == 0)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                     here + ": no network interface named '" + options.interface + "' on this host");
-    // The claim: a nonce under the rank's key. A store that writes keys
-    // once (the file store) refuses a second claim at once; with others the
-    // read-back after everyone arrived catches the later writer.
-    std::random_device entropy;
-    const std::string nonce = std::to_string(::getpid()) + ":" + std::to_string(entropy()) + std::to_string(entropy());
-    if (Result<void> r = store.set(name + "/claim/" + std::to_string(rank), bytes_of(nonce)); !r.ok()) {
-        if (r.error().code() == KEEL_STATUS_FAILED_PRECONDITION)
-            return Error(KEEL_STATUS_FAILED_PRECONDITION,
-                         here + ": another process already claimed rank " + std::to_string(rank) + " (" +
-                             r.error().message() + ")");
-        return Error(r.error().code(), here + ": the store cannot be reached: " + r.error().message());
+    if (!interface.empty() && ::if_nametoindex(interface.c_str()) == 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, here + ": no network interface named '" + interface +
+                                                       "' on this host" + interface_source(options));
+    // Every key this rank writes is recorded and erased once all ranks are
+    // connected (or meeting failed): a store serves job after job.
+    WrittenKeys written(shared_store);
+    const Store& store = written.store();
+    // The claim: a tag naming this process under the rank's key. A store
+    // that writes keys once (keel's) refuses a second claim at once; with
+    // others the read-back after everyone arrived catches the later writer.
+    const std::string tag = owner_tag();
+    const std::string claim_key = name + "/claim/" + std::to_string(rank);
+    if (Result<void> r = store.set(claim_key, bytes_of(tag)); !r.ok()) {
+        if (r.error().code() != KEEL_STATUS_FAILED_PRECONDITION)
+            return Error(r.error().code(), here + ": the store cannot be reached: " + r.error().message());
+        Result<std::vector<std::byte>> holder = shared_store.get(claim_key, std::chrono::milliseconds(100));
+        if (holder.ok() && owner_ended(*holder))
+            return Error(KEEL_STATUS_FAILED_PRECONDITION, here + ": " + left_by_ended_job(claim_key, *holder));
+        const std::string who = holder.ok() ? owner_of(*holder) : std::string();
+        return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                     here + ": another process" + (who.empty() ? "" : " (" + who + ")") + " already claimed rank " +
+                         std::to_string(rank) + " (" + r.error().message() + ")");
     }
-    KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(nonce)));
+    KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(tag)));
     for (int peer = 0; peer < size; ++peer) {
-        Result<std::vector<std::byte>> arrived = store.get(name + "/arrived/" + std::to_string(peer), options.timeout);
+        const std::string key = name + "/arrived/" + std::to_string(peer);
+        Result<std::vector<std::byte>> arrived = store.get(key, options.timeout);
         if (!arrived.ok())
             return Error(KEEL_STATUS_UNAVAILABLE, here + ": rank " + std::to_string(peer) + " did not arrive within " +
                                                       std::to_string(options.timeout.count()) +
                                                       " ms (" + arrived.error().message() + ")");
+        if (owner_ended(*arrived))
+            return Error(KEEL_STATUS_FAILED_PRECONDITION, here + ": " + left_by_ended_job(key, *arrived));
     }
-    KEEL_TRY_ASSIGN(std::vector<std::byte> claimed,
-                    store.get(name + "/claim/" + std::to_string(rank), options.timeout));
-    if (claimed.size() != nonce.size() || std::memcmp(claimed.data(), nonce.data(), nonce.size()) != 0)
+    KEEL_TRY_ASSIGN(std::vector<std::byte> claimed, store.get(claim_key, options.timeout));
+    if (claimed.size() != tag.size() || std::memcmp(claimed.data(), tag.data(), tag.size()) != 0) {
+        // The key now holds the other claimant's tag: erasing it would
+        // take the claim from under the process that won it.
+        written.keep();
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
-                     here + ": another process claimed rank " + std::to_string(rank) + " too");
+                     here + ": another process (" + owner_of(claimed) + ") claimed rank " + std::to_string(rank) +
+                         " too");
+    }
 
     gloo::transport::tcp::attr attr;
-    if (!options.interface.empty())
-        attr.iface = options.interface;
+    if (!interface.empty())
+        attr.iface = interface;
     else
         attr.hostname = options.hostname.empty() ? "127.0.0.1" : options.hostname;
     try {
@@ -151,6 +236,11 @@ Result<Connected> connect(const Store& store, const std::string& name, int rank,
         if (!connections.ok())
             return Error(KEEL_STATUS_UNAVAILABLE,
                          here + ": exchanging the connections' ends: " + connections.error().message());
+        // Past this barrier every rank has read every key it needs: each
+        // erases its own.
+        gloo::BarrierOptions barrier(context);
+        barrier.setTimeout(options.timeout);
+        gloo::barrier(barrier);
         return Connected{std::move(context), SocketSet::with_connections(*connections)};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());

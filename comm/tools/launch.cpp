@@ -1,18 +1,20 @@
-// keel-launch -n N [--store DIR] -- program args...
-//
-// Starts N local processes of `program`, as torchrun --standalone does:
-// each gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and
-// KEEL_COMM_STORE=file:<a fresh directory>, which
-// keel::Communicator::create_from_env reads. A program name without '/' is
-// looked up beside keel-launch first (keel-comm-bench, keel-pipeline), then
-// on PATH. Exits with the first non-zero status of a rank (after stopping
-// the others), 0 when all succeed.
+// keel-launch: starts the ranks of a keel::comm job on this host, as
+// torchrun does: one process of `program` per local rank, with RANK,
+// LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and the store
+// (KEEL_COMM_STORE) that keel::Communicator::create_from_env reads. On one
+// host the store is a fresh directory; across hosts (--nnodes) it is a TCP
+// store that rank 0 hosts at --master (MASTER_ADDR/MASTER_PORT), so the
+// hosts share nothing. Exits with the first failing rank's status after
+// stopping the others; 0 when every rank succeeds.
+#include <CLI/CLI.hpp>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,79 +24,181 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int usage() {
-    std::fprintf(stderr, "usage: keel-launch -n N [--store DIR] -- program [args...]\n");
-    return 2;
-}
+struct Options {
+    int nproc = 1;
+    int nnodes = 1;
+    int node_rank = 0;
+    std::string master;  // ADDR:PORT
+    std::string store_dir;
+    std::string job_id;
+    std::string interface;
+};
 
-std::string resolve(const std::string& program, const char* self) {
+// A program name without '/' is looked up beside keel-launch first (the
+// tools installed with it), then on PATH.
+std::string resolve(const std::string& program) {
     if (program.find('/') != std::string::npos) return program;
     std::error_code ec;
     const fs::path here = fs::canonical("/proc/self/exe", ec).parent_path();
-    (void)self;
     if (!ec && fs::exists(here / program)) return (here / program).string();
     return program;  // execvp searches PATH
+}
+
+std::string random_id() {
+    std::random_device entropy;
+    char id[17];
+    std::snprintf(id, sizeof id, "%08x%08x", entropy(), entropy());
+    return id;
+}
+
+// "rank 1 exited with status 3", "rank 1 killed by SIGSEGV".
+std::string describe(int rank, int status) {
+    if (WIFSIGNALED(status)) {
+        const char* abbrev = ::sigabbrev_np(WTERMSIG(status));
+        return "rank " + std::to_string(rank) + " killed by " +
+               (abbrev ? "SIG" + std::string(abbrev) : "signal " + std::to_string(WTERMSIG(status)));
+    }
+    return "rank " + std::to_string(rank) + " exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+int fail(const std::string& message) {
+    std::fprintf(stderr, "keel-launch: %s\n", message.c_str());
+    return 1;
+}
+
+std::vector<pid_t> g_children;
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// SIGINT/SIGTERM to keel-launch go on to every rank, as torchrun's do.
+void forward(int sig) {
+    g_stop_signal = sig;
+    for (pid_t p : g_children) ::kill(p, sig);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    int n = 0;
-    std::string store_dir;
-    int i = 1;
-    for (; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--") {
-            ++i;
-            break;
-        }
-        if ((a == "-n" || a == "--nproc") && i + 1 < argc) {
-            n = std::atoi(argv[++i]);
-        } else if (a == "--store" && i + 1 < argc) {
-            store_dir = argv[++i];
-        } else {
-            return usage();
-        }
+    // Everything after "--" is the program and its arguments.
+    int split = 1;
+    while (split < argc && std::strcmp(argv[split], "--") != 0) ++split;
+
+    Options o;
+    CLI::App app{
+        "Starts the ranks of a keel::comm job on this host (torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,\n"
+        "LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) with the store keel::Communicator::create_from_env\n"
+        "reads. One host: a fresh file store. Several: run keel-launch on each with --nnodes, --node-rank and\n"
+        "the same --master; rank 0 hosts a TCP store there, nothing shared is needed.\n\n"
+        "usage: keel-launch [options] -- program [args...]",
+        "keel-launch"};
+    app.add_option("-n,--nproc-per-node,--nproc", o.nproc, "Ranks on this host")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 65536));
+    app.add_option("--nnodes", o.nnodes, "Hosts in the job")->capture_default_str()->check(CLI::Range(1, 65536));
+    app.add_option("--node-rank", o.node_rank, "This host's place among them, 0..nnodes-1")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--master", o.master,
+                   "ADDR:PORT of node 0, where rank 0 hosts the TCP store (needed with --nnodes > 1)");
+    app.add_option("--store", o.store_dir, "One host: the file store's directory (default: a fresh one, removed after)");
+    app.add_option("--job-id", o.job_id,
+                   "Names the job's keys in the store (KEEL_COMM_JOB_ID); default: $TORCHELASTIC_RUN_ID, else random "
+                   "on one host, else derived from --master");
+    app.add_option("--interface", o.interface,
+                   "Network interface the ranks listen on (KEEL_COMM_INTERFACE; default: $KEEL_COMM_INTERFACE, else "
+                   "$GLOO_SOCKET_IFNAME, else 127.0.0.1 on one host)");
+    try {
+        app.parse(split, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        return fail(std::string(e.what()) + " (see --help)");
     }
-    if (n < 1 || i >= argc) return usage();
+    if (split + 1 >= argc) return fail("no program given: keel-launch [options] -- program [args...]");
+    if (o.node_rank >= o.nnodes)
+        return fail("--node-rank " + std::to_string(o.node_rank) + ": expected 0.." + std::to_string(o.nnodes - 1) +
+                    " (--nnodes " + std::to_string(o.nnodes) + ")");
+    std::string master_addr, master_port;
+    if (!o.master.empty()) {
+        const auto colon = o.master.rfind(':');
+        char* end = nullptr;
+        const long port = colon == std::string::npos ? 0 : std::strtol(o.master.c_str() + colon + 1, &end, 10);
+        if (colon == std::string::npos || colon == 0 || end == o.master.c_str() + colon + 1 || *end != '\0' ||
+            port < 1 || port > 65535)
+            return fail("--master '" + o.master + "': expected ADDR:PORT with a port 1..65535");
+        master_addr = o.master.substr(0, colon);
+        master_port = std::to_string(port);
+    } else if (o.nnodes > 1) {
+        return fail("--nnodes " + std::to_string(o.nnodes) + " needs --master ADDR:PORT (node 0's address)");
+    }
+    if (!o.store_dir.empty() && !master_addr.empty())
+        return fail("--store and --master are two stores: give one");
+    if (o.job_id.empty()) {
+        const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");
+        if (run_id != nullptr && *run_id != '\0' && std::strcmp(run_id, "none") != 0) o.job_id = run_id;
+        else if (master_addr.empty()) o.job_id = random_id();
+        else o.job_id = "tcp-" + master_addr + "-" + master_port;  // the same on every host
+    }
+
+    // The store: a TCP store at --master, else a directory.
+    std::string store;
     bool own_dir = false;
-    if (store_dir.empty()) {
-        std::string tmpl = (fs::temp_directory_path() / "keel-launch-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            std::fprintf(stderr, "keel-launch: cannot create a store directory: %s\n", std::strerror(errno));
-            return 1;
+    if (!master_addr.empty()) {
+        store = "tcp:" + master_addr + ":" + master_port;
+    } else {
+        if (o.store_dir.empty()) {
+            std::string tmpl = (fs::temp_directory_path() / "keel-launch-XXXXXX").string();
+            if (::mkdtemp(tmpl.data()) == nullptr)
+                return fail(std::string("cannot create a store directory: ") + std::strerror(errno));
+            o.store_dir = tmpl;
+            own_dir = true;
         }
-        store_dir = tmpl;
-        own_dir = true;
+        store = "file:" + o.store_dir;
     }
-    const std::string program = resolve(argv[i], argv[0]);
+    const std::string program = resolve(argv[split + 1]);
     std::vector<char*> args;
     args.push_back(const_cast<char*>(program.c_str()));
-    for (int j = i + 1; j < argc; ++j) args.push_back(argv[j]);
+    for (int j = split + 2; j < argc; ++j) args.push_back(argv[j]);
     args.push_back(nullptr);
 
-    std::vector<pid_t> pids;
-    for (int rank = 0; rank < n; ++rank) {
+    const int world = o.nnodes * o.nproc;
+    std::vector<int> ranks;
+    struct sigaction sa {};
+    sa.sa_handler = forward;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    g_children.reserve(static_cast<std::size_t>(o.nproc));
+    for (int local = 0; local < o.nproc; ++local) {
+        const int rank = o.node_rank * o.nproc + local;
         const pid_t pid = ::fork();
         if (pid < 0) {
-            std::fprintf(stderr, "keel-launch: fork failed: %s\n", std::strerror(errno));
-            for (pid_t p : pids) ::kill(p, SIGTERM);
-            return 1;
+            for (pid_t p : g_children) ::kill(p, SIGTERM);
+            return fail(std::string("fork failed: ") + std::strerror(errno));
         }
         if (pid == 0) {
+            ::signal(SIGINT, SIG_DFL);
+            ::signal(SIGTERM, SIG_DFL);
             ::setenv("RANK", std::to_string(rank).c_str(), 1);
-            ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-            ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-            ::setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-            ::setenv("KEEL_COMM_STORE", ("file:" + store_dir).c_str(), 1);
+            ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+            ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+            ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+            ::setenv("GROUP_RANK", std::to_string(o.node_rank).c_str(), 1);
+            ::setenv("KEEL_COMM_STORE", store.c_str(), 1);
+            ::setenv("KEEL_COMM_JOB_ID", o.job_id.c_str(), 1);
+            if (!master_addr.empty()) {
+                ::setenv("MASTER_ADDR", master_addr.c_str(), 1);
+                ::setenv("MASTER_PORT", master_port.c_str(), 1);
+            }
+            if (!o.interface.empty()) ::setenv("KEEL_COMM_INTERFACE", o.interface.c_str(), 1);
             ::execvp(args[0], args.data());
             std::fprintf(stderr, "keel-launch: cannot run %s: %s\n", args[0], std::strerror(errno));
             ::_exit(127);
         }
-        pids.push_back(pid);
+        g_children.push_back(pid);
+        ranks.push_back(rank);
     }
     int result = 0;
-    std::size_t left = pids.size();
+    std::size_t left = g_children.size();
     while (left > 0) {
         int status = 0;
         const pid_t done = ::wait(&status);
@@ -103,18 +207,23 @@ int main(int argc, char** argv) {
             break;
         }
         --left;
+        int rank = -1;
+        for (std::size_t k = 0; k < g_children.size(); ++k)
+            if (g_children[k] == done) rank = ranks[k];
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (code != 0 && result == 0) {
             result = code;
-            std::fprintf(stderr, "keel-launch: a rank (pid %d) ended with status %d; stopping the others\n",
-                         static_cast<int>(done), code);
-            for (pid_t p : pids)
-                if (p != done) ::kill(p, SIGTERM);
+            if (g_stop_signal == 0) {
+                std::fprintf(stderr, "keel-launch: %s; stopping the others\n", describe(rank, status).c_str());
+                for (pid_t p : g_children)
+                    if (p != done) ::kill(p, SIGTERM);
+            }
         }
     }
     if (own_dir) {
         std::error_code ec;
-        fs::remove_all(store_dir, ec);
+        fs::remove_all(o.store_dir, ec);
     }
+    if (g_stop_signal != 0 && result == 0) result = 128 + g_stop_signal;
     return result;
 }

@@ -8,6 +8,7 @@
 #include <keel/keel.hpp>
 
 #include <atomic>
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -625,9 +626,95 @@ int duplicate_rank() {
     auto comm = keel::Communicator::create_from_env(c.device, options(3000));
     if (!comm.ok()) {
         std::fprintf(stderr, "error: %s\n", comm.error().message().c_str());
-        return comm.error().message().find("claimed") != std::string::npos ? 3 : 1;
+        // comm.hpp: FAILED_PRECONDITION when two processes claim one rank.
+        return comm.error().code() == KEEL_STATUS_FAILED_PRECONDITION &&
+                       comm.error().message().find("claimed") != std::string::npos
+                   ? 3
+                   : 1;
     }
     return 0;
+}
+
+// Meets the peers that never come with a long timeout: the test kills it
+// while it waits, leaving its keys in the store as a dead job does.
+int dies_while_meeting() {
+    Ctx c = context();
+    auto comm = keel::Communicator::create_from_env(c.device, options(60000));
+    return comm.ok() ? 1 : 2;
+}
+
+// The store holds keys of a job that died while meeting (the test ran
+// dies_while_meeting before): create fails at once, saying so.
+int stale_job() {
+    Ctx c = context();
+    const auto start = std::chrono::steady_clock::now();
+    auto comm = keel::Communicator::create_from_env(c.device, options(5000));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(!comm.ok(), "create succeeded over a dead job's keys");
+    if (!comm.ok()) {
+        std::fprintf(stderr, "error: %s\n", comm.error().message().c_str());
+        CHECK(comm.error().code() == KEEL_STATUS_FAILED_PRECONDITION &&
+                  comm.error().message().find("has ended") != std::string::npos,
+              "%s", comm.error().message().c_str());
+    }
+    CHECK(s < 4.0, "took %.1f s to tell", s);
+    return failures;
+}
+
+// 200 communicators made and dropped in a row, each checked by one
+// all_reduce every 20th; the test counts the keys left in the store.
+int many_communicators() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    for (int i = 0; i < 200; ++i) {
+        keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+        if (i % 20 != 0) continue;
+        keel::Buffer b = upload(c, make(KEEL_DTYPE_I32, 4, [&](std::size_t k) { return static_cast<double>(k + c.rank); }));
+        comm.all_reduce(c.stream, b, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+        CHECK(download(c, b) == make(KEEL_DTYPE_I32, 4, [&](std::size_t k) {
+                  return static_cast<double>(c.size * k + c.size * (c.size - 1) / 2);
+              }),
+              "all_reduce of communicator %d", i);
+    }
+    return failures;
+}
+
+// Not a test: how long Communicator::create takes, 30 in a row after one
+// warm-up, through the store KEEL_COMM_STORE names; rank 0 prints the
+// median and the fastest (the comm README's create-time figures).
+int create_time() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    std::vector<double> ms;
+    for (int i = 0; i < 31; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(30000)).value();
+        if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    if (c.rank == 0)
+        std::printf("create on %d ranks: median %.2f ms, fastest %.2f ms (%zu creates)\n", c.size, ms[ms.size() / 2],
+                    ms.front(), ms.size());
+    return 0;
+}
+
+// The store cannot be reached (MASTER_ADDR:MASTER_PORT where nothing
+// listens): a clear UNAVAILABLE within the 2 s timeout.
+int unreachable_store() {
+    Ctx c = context();
+    const auto start = std::chrono::steady_clock::now();
+    auto comm = keel::Communicator::create_from_env(c.device, options(2000));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(!comm.ok(), "create succeeded without a store");
+    if (!comm.ok()) {
+        std::fprintf(stderr, "error: %s\n", comm.error().message().c_str());
+        CHECK(comm.error().code() == KEEL_STATUS_UNAVAILABLE &&
+                  comm.error().message().find("cannot reach the store") != std::string::npos &&
+                  comm.error().message().find("MASTER_ADDR") != std::string::npos,
+              "%s", comm.error().message().c_str());
+    }
+    CHECK(s >= 1.5 && s < 5.0, "took %.1f s with a 2 s timeout", s);
+    return failures;
 }
 
 // One all_reduce through the store KEEL_COMM_STORE names (the Redis test).
@@ -1179,6 +1266,11 @@ int main(int argc, char** argv) {
     else if (scenario == "interface") rc = interface_by_name();
     else if (scenario == "two_hosts") rc = two_hosts();
     else if (scenario == "one_all_reduce") rc = one_all_reduce();
+    else if (scenario == "dies_while_meeting") rc = dies_while_meeting();
+    else if (scenario == "stale_job") rc = stale_job();
+    else if (scenario == "many_communicators") rc = many_communicators();
+    else if (scenario == "unreachable_store") rc = unreachable_store();
+    else if (scenario == "create_time") rc = create_time();
     else if (scenario == "checker_reuse") rc = checker_reuse();
     else if (scenario == "failed_stream_all_reduce") rc = failed_stream(false);
     else if (scenario == "failed_stream_send") rc = failed_stream(true);

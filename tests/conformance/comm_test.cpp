@@ -226,6 +226,39 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
     KEEL_EXPECT_OK(s.synchronize());
 }
 
+TEST_P(Conformance, SizedSendRecvReadsEntriesOpSizeApartAndRefusesFieldsItDoesNotKnow) {
+    KEEL_RULE(5, "comm_send_recv_sized: entry i is at (const char*)ops + i * op_size, and its struct_size equals "
+                 "op_size. op_size is at least KEEL_P2P_OP_STRUCT_SIZE_1_4 (else INVALID_ARGUMENT) ... bytes beyond "
+                 "them that are not all zero ask for something it cannot do: UNIMPLEMENTED, nothing enqueued "
+                 "(checked before the entries' other fields); part of the communication set from 1.5");
+    MemoryStore store;
+    KEEL_COMM_OR_SKIP(comm, store, "cts/sized");
+    ASSERT_NE(api.comm_send_recv_sized, nullptr) << "a 1.5 plugin with the comm_* set lacks comm_send_recv_sized";
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, 64));
+    const keel_device_addr a = b.view().address();
+    // keel_p2p_op as a newer keel.h may make it: one more field.
+    struct Longer {
+        keel_p2p_op op;
+        std::uint64_t newer = 0;
+    };
+    Longer ops[2] = {{{sizeof(Longer), KEEL_P2P_SEND, 0, a, 64}, 0}, {{sizeof(Longer), KEEL_P2P_RECV, 0, a, 64}, 0}};
+    const auto code_of = [&](std::uint32_t count, std::size_t op_size) {
+        Result<void> r = take_c_error(api.comm_send_recv_sized(comm.comm, plugin_handle(s), &ops[0].op, count, op_size));
+        return r.ok() ? KEEL_STATUS_OK : r.error().code();
+    };
+    KEEL_EXPECT_OK(take_c_error(api.comm_send_recv_sized(comm.comm, plugin_handle(s), nullptr, 0, sizeof(Longer))));
+    EXPECT_EQ(code_of(1, 16), KEEL_STATUS_INVALID_ARGUMENT) << "an op_size shorter than keel.h 1.4's keel_p2p_op";
+    // The second entry, found op_size apart, asks for a field this plugin
+    // cannot know: refused as such, not read as a first entry's neighbour.
+    ops[1].newer = 1;
+    EXPECT_EQ(code_of(2, sizeof(Longer)), KEEL_STATUS_UNIMPLEMENTED) << "a non-zero field beyond keel_p2p_op";
+    ops[1].newer = 0;
+    ops[1].op.struct_size = KEEL_P2P_OP_STRUCT_SIZE;
+    EXPECT_EQ(code_of(2, sizeof(Longer)), KEEL_STATUS_INVALID_ARGUMENT) << "an entry whose struct_size is not op_size";
+    KEEL_EXPECT_OK(s.synchronize());
+}
+
 TEST_P(Conformance, AnAbortedCommunicatorFailsLaterEnqueuesAndIsStillDestroyed) {
     KEEL_RULE(4, "comm_abort: Fails the communicator ... later enqueues fail. Any thread, never blocks for a peer, "
                  "idempotent. The caller still calls comm_destroy");

@@ -51,6 +51,26 @@ export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
   $(pkg-config --cflags --libs keel)
 env -u LD_LIBRARY_PATH "$work/app-pc"  # as README's line builds it: starts with no library path
 
+if ls "$build"/lib*/libkeel_comm.so >/dev/null 2>&1; then
+  step "keel::comm installed: library, header, package component, pkg-config, keel-launch"
+  for f in include/keel/comm.hpp "$libdir/libkeel_comm.so" "$libdir/cmake/keel/keelCommTargets.cmake" \
+           "$libdir/pkgconfig/keel-comm.pc" bin/keel-launch; do
+    [ -e "$prefix/$f" ] || { echo "missing $f"; exit 1; }
+  done
+  step "comm program with find_package(keel COMPONENTS comm), 2 ranks by the installed keel-launch"
+  quiet_cmake -S "$src/tests/kit/comm_app" -B "$work/comm-cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release
+  quiet_cmake --build "$work/comm-cmake"
+  out=$(env -u KEEL_PLUGIN_PATH "$prefix/bin/keel-launch" -n 2 -- "$work/comm-cmake/comm_app")
+  echo "$out"
+  [ "$(echo "$out" | grep -c 'all_reduce ok')" = 2 ]
+  step "comm program with pkg-config keel-comm, 2 ranks"
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 -O1 "$src/tests/kit/comm_app/main.cpp" -o "$work/comm-pc" \
+    $(pkg-config --cflags --libs keel-comm) -Wl,-rpath,"$(pkg-config --variable=libdir keel-comm)"
+  env -u KEEL_PLUGIN_PATH "$prefix/bin/keel-launch" -n 2 -- "$work/comm-pc" | grep -c 'all_reduce ok' | grep -qx 2
+fi
+
 step "C plugin template with find_package(keel) + keel_add_plugin"
 quiet_cmake -S "$src/templates/c_plugin" -B "$work/template" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_C_COMPILER="$cc"

@@ -132,6 +132,19 @@ keel_error* comm_send_recv(keel_comm c, keel_stream s, const keel_p2p_op* ops, s
     });
 }
 
+// keel.h 1.5: the batch read through the plugin support's reader (its
+// op_size and newer-field checks), then as comm_send_recv.
+keel_error* comm_send_recv_sized(keel_comm c, keel_stream s, const keel_p2p_op* ops, std::uint32_t count,
+                                 std::size_t op_size) {
+    return entry(KEEL_FAKE_TYPE " comm_send_recv_sized", [&]() -> Result<void> {
+        KEEL_TRY(require_comm(c, s, "send_recv"));
+        KEEL_TRY_ASSIGN(const std::vector<keel_p2p_op> known, keel::plugin::read_p2p_ops(ops, count, op_size));
+        if (known.empty()) return ok();
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, "send_recv on " + c->where + ": peer " +
+                                                       std::to_string(known[0].peer) + " is not another rank");
+    });
+}
+
 void fill(keel_plugin_api& t) {
     t.comm_create = &comm_create;
     t.comm_destroy = &comm_destroy;
@@ -141,6 +154,13 @@ void fill(keel_plugin_api& t) {
     t.comm_all_gather = &comm_all_gather;
     t.comm_reduce_scatter = &comm_reduce_scatter;
     t.comm_send_recv = &comm_send_recv;
+#if defined(KEEL_FAKE_MINOR) && KEEL_FAKE_MINOR < 5
+    // As a plugin built against keel.h 1.4: its table ends before 1.5.
+    t.abi_minor = KEEL_FAKE_MINOR;
+    t.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
+#else
+    t.comm_send_recv_sized = &comm_send_recv_sized;
+#endif
 }
 
 }  // namespace fake_comm

@@ -23,6 +23,7 @@
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/kernel_args.hpp>
 #include <keel/plugin/native_handle.hpp>
+#include <keel/plugin/p2p_ops.hpp>
 
 #include <algorithm>
 #include <array>
@@ -742,7 +743,8 @@ struct NeverCalled<R (*)(A...)> {
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
-        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
+        case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
+        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_5;
     }
 }
 

@@ -37,9 +37,10 @@ TEST(StreamChurn, AThousandStreamsKeepReservedMemoryWithinTwoSegmentsAndRssFlat)
     }
     EXPECT_GT(segment, 0u);
     const std::uint64_t rss = resident_bytes();
-    if (rss_after_warmup != 0)
+    if (rss_after_warmup != 0) {
         EXPECT_LT(rss, rss_after_warmup + (16ull << 20))
             << "RSS grew from " << rss_after_warmup << " to " << rss << " bytes over 900 cycles";
+    }
     EXPECT_EQ(memory.tracker_stats().outstanding, 0u);
 }
 

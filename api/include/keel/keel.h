@@ -162,7 +162,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 4u
+#define KEEL_ABI_VERSION_MINOR 5u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -557,7 +557,11 @@ typedef enum keel_p2p_kind {
     KEEL_P2P_KIND_FORCE_UINT32 = 0x7fffffff
 } keel_p2p_kind;
 
-/* One send or receive of comm_send_recv. */
+/* One send or receive of comm_send_recv_sized (1.5) and comm_send_recv
+ * (1.4). It may grow: fields are appended, each with a zero value that
+ * means what the struct meant without it, and the caller passes the size it
+ * was built with (comm_send_recv_sized's op_size), which is also each
+ * entry's struct_size. */
 typedef struct keel_p2p_op {
     size_t struct_size;
     keel_p2p_kind kind;
@@ -566,6 +570,8 @@ typedef struct keel_p2p_op {
     uint64_t size;           /* bytes; the matching receive has the same size */
 } keel_p2p_op;
 #define KEEL_P2P_OP_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_p2p_op, size)
+/* keel_p2p_op as 1.4 and 1.5 define it: the least op_size a plugin accepts. */
+#define KEEL_P2P_OP_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_p2p_op, size)
 
 /* ======================================================================== */
 /* The plugin table                                                         */
@@ -962,9 +968,27 @@ typedef struct keel_plugin_api {
                                                      void* user_data);
     /* ---- end of ABI 1.4: host functions that fail their stream ---- */
 
+    /* ---- ABI 1.5: point-to-point with the element size ---------------- */
+
+    /* [optional, 1.5; for a plugin declaring 1.5 or later, part of the
+     * communication set: present exactly when the 1.4 comm_* entries are]
+     * comm_send_recv over `count` entries of `op_size` bytes each, `ops`
+     * pointing at the first (the caller's keel_p2p_op, which may be longer
+     * than the plugin's): entry i is at (const char*)ops + i * op_size, and
+     * its struct_size equals op_size. op_size is at least
+     * KEEL_P2P_OP_STRUCT_SIZE_1_4 (else INVALID_ARGUMENT). The plugin reads
+     * the fields it knows; bytes beyond them that are not all zero ask for
+     * something it cannot do: UNIMPLEMENTED, nothing enqueued (never
+     * silently ignored; checked before the entries' other fields). Otherwise the rules of comm_send_recv. The runtime
+     * calls this entry for a plugin declaring 1.5 and comm_send_recv for a
+     * 1.4 plugin. */
+    keel_error* (*comm_send_recv_sized)(keel_comm comm, keel_stream stream, const keel_p2p_op* ops,
+                                        uint32_t count, size_t op_size);
+    /* ---- end of ABI 1.5 ---- */
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv_sized)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
@@ -972,6 +996,7 @@ typedef struct keel_plugin_api {
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_5 KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv_sized)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -1029,7 +1054,9 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_2 == 8 + 33 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_3 == 8 + 34 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 43 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_4 == 8 + 43 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 44 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_p2p_kind) == 4, "enums are 32-bit");
@@ -1046,10 +1073,11 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 42 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 43 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_COMM_CONFIG_STRUCT_SIZE == 40, "keel_comm_config layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE == 32, "keel_p2p_op layout changed");
+KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE_1_4 == 32, "keel_p2p_op layout changed");
 #endif
 
 #ifdef __cplusplus

@@ -32,6 +32,12 @@ enum class ReduceOp : std::uint32_t { sum, prod, max, min, avg };
 // A key-value store the ranks meet through (rendezvous). Values are
 // written once per key. A cheap shared handle (copies share one store);
 // its functions may be called from any thread.
+//
+// Many jobs may share one store: for_job() puts a job's keys under its
+// own name (from_env() does so with the launcher's job id), and a
+// communicator erases the keys it wrote once every rank is connected, so a
+// store serves job after job. A key left by a process that has ended (a
+// job that died while its ranks met) is reported as such at create.
 class KEEL_COMM_API Store {
 public:
     using SetFn = std::function<Result<void>(std::string_view key, std::span<const std::byte> value)>;
@@ -41,28 +47,56 @@ public:
     // rank claimed twice is told apart at once.
     using GetFn = std::function<Result<std::vector<std::byte>>(std::string_view key,
                                                               std::chrono::milliseconds timeout)>;
+    // Removes `key`; a key that is not set is not an error.
+    using EraseFn = std::function<Result<void>(std::string_view key)>;
 
     // A store given as callbacks: frameworks plug their own (c10d Store,
-    // Paddle's TCPStore). Both must be non-empty and callable from any thread.
-    [[nodiscard]] static Result<Store> callbacks(SetFn set, GetFn get);
+    // Paddle's TCPStore). set and get must be non-empty; erase is optional
+    // (without it, keys stay in the store). All callable from any thread.
+    [[nodiscard]] static Result<Store> callbacks(SetFn set, GetFn get, EraseFn erase = {});
     // A directory shared by the ranks (one machine, or a shared file
     // system); it must exist and be writable.
     [[nodiscard]] static Result<Store> file(std::string directory);
-    // A Redis server (Gloo's Redis store over hiredis). UNAVAILABLE when
-    // the server cannot be reached.
+    // A Redis server (over hiredis). UNAVAILABLE when the server cannot be
+    // reached.
     [[nodiscard]] static Result<Store> redis(std::string host, int port);
-    // KEEL_COMM_STORE: "file:<directory>" (what keel-launch sets) or
-    // "redis:<host>:<port>". NOT_FOUND when it is not set.
+    // A TCP store: the process with `serve` hosts it on `port` (all
+    // addresses; rank 0, as torchrun's MASTER_PORT), every process connects
+    // to host:port, retrying for up to `timeout` while the host starts.
+    // Needs neither a shared file system nor a server of its own. The
+    // hosting lives as long as a copy of the returned store does.
+    // UNAVAILABLE when host:port is not reached within `timeout`, or
+    // `port` cannot be bound.
+    [[nodiscard]] static Result<Store> tcp(std::string host, int port, bool serve,
+                                           std::chrono::milliseconds timeout = std::chrono::seconds(30));
+    // KEEL_COMM_STORE: "file:<directory>" (what keel-launch sets on one
+    // host), "redis:<host>:<port>" or "tcp:<host>:<port>" (hosted by RANK
+    // 0); unset, MASTER_ADDR and MASTER_PORT (torchrun's) mean
+    // tcp:$MASTER_ADDR:$MASTER_PORT. Scoped to the job id job_from_env()
+    // finds, if any. NOT_FOUND when none of them is set.
     [[nodiscard]] static Result<Store> from_env();
+
+    // The job's id from the launcher: KEEL_COMM_JOB_ID (keel-launch sets
+    // it), TORCHELASTIC_RUN_ID (torchrun's --rdzv-id; "none" is no id),
+    // SLURM_JOB_ID[.SLURM_STEP_ID]. Empty when none is set.
+    [[nodiscard]] static std::string job_from_env();
+
+    // This store with every key under "job/<job>/" (nested when called
+    // again); `job` empty: this store.
+    [[nodiscard]] Store for_job(std::string_view job) const;
 
     [[nodiscard]] Result<void> set(std::string_view key, std::span<const std::byte> value) const;
     [[nodiscard]] Result<std::vector<std::byte>> get(std::string_view key,
                                                      std::chrono::milliseconds timeout) const;
+    // Removes `key`; does nothing (OK) on a callbacks store without erase.
+    [[nodiscard]] Result<void> erase(std::string_view key) const;
+
+    struct Functions;
 
 private:
-    Store(SetFn set, GetFn get);
-    std::shared_ptr<const SetFn> set_;
-    std::shared_ptr<const GetFn> get_;
+    explicit Store(std::shared_ptr<const Functions> fns);
+    std::shared_ptr<const Functions> fns_;
+    std::string prefix_;
 };
 
 // Rank and world size from the launcher's variables, in this order:
@@ -84,7 +118,9 @@ struct CommOptions {
     // rank when they create them in the same order).
     std::string key_prefix;
     // Where this rank listens: a network interface ("eth0") or a host
-    // name/address. Both empty: 127.0.0.1 (one machine).
+    // name/address. Both empty: the interface KEEL_COMM_INTERFACE names
+    // (else GLOO_SOCKET_IFNAME, as c10d's Gloo reads it), else 127.0.0.1
+    // (one machine).
     std::string interface;
     std::string hostname;
     // Before each collective the ranks compare what they enqueued (one

@@ -1,4 +1,4 @@
-// keel.h 1.4 communication on NCCL: a keel_comm is an NcclCommunicator*.
+// keel.h 1.4/1.5 communication on NCCL: a keel_comm is an NcclCommunicator*.
 // Arguments are checked here (INVALID_ARGUMENT before NCCL sees them, which
 // would otherwise report them asynchronously or not at all).
 #include "comm_entries.hpp"
@@ -7,6 +7,9 @@
 
 #include <keel/base/dtype.hpp>
 #include <keel/plugin/boundary.hpp>
+#include <keel/plugin/p2p_ops.hpp>
+
+#include <vector>
 
 namespace keel::cuda::api {
 
@@ -127,38 +130,58 @@ keel_error* comm_reduce_scatter(keel_comm comm, keel_stream stream, keel_device_
     });
 }
 
+namespace {
+
+// The checked batch, enqueued as one NCCL group.
+Result<void> send_recv(keel_comm comm, keel_stream stream, const std::vector<keel_p2p_op>& ops) {
+    KEEL_TRY_ASSIGN(NcclCommunicator * c, comm_from(comm));
+    KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
+    if (ops.empty()) return ok();
+    std::string what = "send_recv";
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const keel_p2p_op& p = ops[i];
+        if (p.kind != KEEL_P2P_SEND && p.kind != KEEL_P2P_RECV)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "ops[" + std::to_string(i) + "] has kind " +
+                                                           std::to_string(p.kind));
+        KEEL_TRY(check_rank(*c, p.peer, "peer", "send_recv"));
+        if (p.peer == c->config().rank)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "send_recv on " + c->config().where() +
+                                                           ": a rank may not send to or receive from itself");
+        what += (i == 0 ? " " : ", ") + std::string(p.kind == KEEL_P2P_SEND ? "send to " : "recv from ") +
+                std::to_string(p.peer) + " " + std::to_string(p.size) + " bytes";
+    }
+    return c->enqueue(*s, what, [&](NcclComm n, cudaStream_t cs) {
+        for (const keel_p2p_op& p : ops) {
+            if (p.size == 0) continue;
+            const NcclResult r = p.kind == KEEL_P2P_SEND
+                                     ? c->nccl().Send(device_ptr(p.addr), p.size, kBytes, p.peer, n, cs)
+                                     : c->nccl().Recv(device_ptr(p.addr), p.size, kBytes, p.peer, n, cs);
+            if (r != kNcclSuccess) return r;
+        }
+        return kNcclSuccess;
+    });
+}
+
+}  // namespace
+
 keel_error* comm_send_recv(keel_comm comm, keel_stream stream, const keel_p2p_op* ops, uint32_t count) noexcept {
     return plugin::entry("cuda comm_send_recv", [&]() -> Result<void> {
-        KEEL_TRY_ASSIGN(NcclCommunicator * c, comm_from(comm));
-        KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
-        if (count == 0) return ok();
+        if (count == 0) return send_recv(comm, stream, {});
         KEEL_TRY(plugin::require_non_null(ops, "ops"));
-        std::string what = "send_recv";
-        for (uint32_t i = 0; i < count; ++i) {
-            const keel_p2p_op& p = ops[i];
-            if (p.struct_size < KEEL_P2P_OP_STRUCT_SIZE)
+        // 1.4: entries sizeof(keel_p2p_op) apart, each at least 1.4's size.
+        std::vector<keel_p2p_op> known(ops, ops + count);
+        for (uint32_t i = 0; i < count; ++i)
+            if (known[i].struct_size < KEEL_P2P_OP_STRUCT_SIZE_1_4)
                 return Error(KEEL_STATUS_INVALID_ARGUMENT, "ops[" + std::to_string(i) + "] is shorter than keel_p2p_op");
-            if (p.kind != KEEL_P2P_SEND && p.kind != KEEL_P2P_RECV)
-                return Error(KEEL_STATUS_INVALID_ARGUMENT, "ops[" + std::to_string(i) + "] has kind " +
-                                                               std::to_string(p.kind));
-            KEEL_TRY(check_rank(*c, p.peer, "peer", "send_recv"));
-            if (p.peer == c->config().rank)
-                return Error(KEEL_STATUS_INVALID_ARGUMENT, "send_recv on " + c->config().where() +
-                                                               ": a rank may not send to or receive from itself");
-            what += (i == 0 ? " " : ", ") + std::string(p.kind == KEEL_P2P_SEND ? "send to " : "recv from ") +
-                    std::to_string(p.peer) + " " + std::to_string(p.size) + " bytes";
-        }
-        return c->enqueue(*s, what, [&](NcclComm n, cudaStream_t cs) {
-            for (uint32_t i = 0; i < count; ++i) {
-                const keel_p2p_op& p = ops[i];
-                if (p.size == 0) continue;
-                const NcclResult r = p.kind == KEEL_P2P_SEND
-                                         ? c->nccl().Send(device_ptr(p.addr), p.size, kBytes, p.peer, n, cs)
-                                         : c->nccl().Recv(device_ptr(p.addr), p.size, kBytes, p.peer, n, cs);
-                if (r != kNcclSuccess) return r;
-            }
-            return kNcclSuccess;
-        });
+        return send_recv(comm, stream, known);
+    });
+}
+
+keel_error* comm_send_recv_sized(keel_comm comm, keel_stream stream, const keel_p2p_op* ops, uint32_t count,
+                                 size_t op_size) noexcept {
+    return plugin::entry("cuda comm_send_recv_sized", [&]() -> Result<void> {
+        KEEL_TRY_ASSIGN(const std::vector<keel_p2p_op> known, plugin::read_p2p_ops(ops, count, op_size));
+        return send_recv(comm, stream, known);
     });
 }
 

@@ -19,5 +19,7 @@ keel_error* comm_all_gather(keel_comm comm, keel_stream stream, keel_device_addr
 keel_error* comm_reduce_scatter(keel_comm comm, keel_stream stream, keel_device_addr in, keel_device_addr out,
                                 uint64_t count_per_rank, keel_dtype dtype, keel_reduce_op op) noexcept;
 keel_error* comm_send_recv(keel_comm comm, keel_stream stream, const keel_p2p_op* ops, uint32_t count) noexcept;
+keel_error* comm_send_recv_sized(keel_comm comm, keel_stream stream, const keel_p2p_op* ops, uint32_t count,
+                                 size_t op_size) noexcept;
 
 }  // namespace keel::cuda::api

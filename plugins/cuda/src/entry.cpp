@@ -56,6 +56,7 @@ constexpr keel_plugin_api kApi = {
     .comm_reduce_scatter = &comm_reduce_scatter,
     .comm_send_recv = &comm_send_recv,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
+    .comm_send_recv_sized = &comm_send_recv_sized,
 };
 
 }  // namespace

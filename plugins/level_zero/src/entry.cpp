@@ -59,6 +59,7 @@ constexpr keel_plugin_api kApi = {
     .comm_reduce_scatter = nullptr,
     .comm_send_recv = nullptr,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
+    .comm_send_recv_sized = nullptr,
 };
 
 }  // namespace

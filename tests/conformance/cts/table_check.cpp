@@ -30,6 +30,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
         case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
+        case 5: return KEEL_PLUGIN_API_STRUCT_SIZE_1_5;
         default: return 0;
     }
 }
@@ -43,12 +44,12 @@ bool present(const keel_plugin_api& t, std::size_t end, Fn fn) {
 
 struct Checker {
     TableReport& report;
-    void pass(std::string name) { report.checks.push_back({std::move(name), Outcome::passed, ""}); }
+    void pass(std::string name) { report.checks.push_back({std::move(name), Outcome::passed, "", ""}); }
     void fail(std::string name, std::string why) {
-        report.checks.push_back({std::move(name), Outcome::failed, std::move(why)});
+        report.checks.push_back({std::move(name), Outcome::failed, std::move(why), ""});
     }
     void skip(std::string name, std::string why) {
-        report.checks.push_back({std::move(name), Outcome::skipped, std::move(why)});
+        report.checks.push_back({std::move(name), Outcome::skipped, std::move(why), ""});
     }
     void expect(bool ok, std::string name, std::string why) {
         ok ? pass(std::move(name)) : fail(std::move(name), std::move(why));
@@ -136,6 +137,13 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
                              KEEL_CTS_HAS(t, comm_reduce_scatter) + KEEL_CTS_HAS(t, comm_send_recv);
     c.expect(comm_entries == 0 || comm_entries == 8, "the comm_* entries come as a set (1.4)",
              std::to_string(comm_entries) + " of the 8 are present");
+    // [1.5] For a plugin declaring 1.5 or later, comm_send_recv_sized is
+    // part of that set; a 1.4 plugin is not asked for it.
+    if (t.abi_minor >= 5)
+        c.expect(KEEL_CTS_HAS(t, comm_send_recv_sized) == (comm_entries == 8),
+                 "comm_send_recv_sized comes with the comm_* entries (1.5)",
+                 comm_entries == 8 ? "the 1.4 set is present without comm_send_recv_sized"
+                                   : "comm_send_recv_sized is present without the 1.4 set");
 }
 
 // What device `index` reports, checked against the table.

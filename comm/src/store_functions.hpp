@@ -1,0 +1,23 @@
+// What a Store is made of: its three functions. Each kind of store
+// (file_store.cpp, redis_store.cpp, tcp_store.cpp) builds one.
+#pragma once
+
+#include <keel/comm.hpp>
+
+namespace keel {
+
+struct Store::Functions {
+    SetFn set;
+    GetFn get;
+    EraseFn erase;  // may be empty (a callbacks store without one)
+};
+
+namespace comm {
+// Store's constructor is private; the kinds of store reach it through here.
+[[nodiscard]] Store make_store(Store::SetFn set, Store::GetFn get, Store::EraseFn erase);
+// Store::from_env, reaching a TCP store's host within `timeout` (the
+// communicator's, for create_from_env).
+[[nodiscard]] Result<Store> store_from_env(std::chrono::milliseconds timeout);
+}  // namespace comm
+
+}  // namespace keel

@@ -19,6 +19,7 @@
 // puts a second raw Gloo context where keel was: the same work on both
 // sides, so its ratios are what this machine alone moves them by.
 #include <keel/comm.hpp>
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include <gloo/allgather.h>
@@ -129,8 +130,8 @@ std::shared_ptr<gloo::Context> raw_context(const keel::Store& store, const std::
     // Where keel listens too: KEEL_COMM_INTERFACE (keel-launch --interface),
     // else loopback.
     gloo::transport::tcp::attr attr;
-    const char* iface = std::getenv("KEEL_COMM_INTERFACE");
-    if (iface != nullptr && *iface != '\0') attr.iface = iface;
+    const std::optional<std::string_view> iface = keel::env::foreign("KEEL_COMM_INTERFACE");
+    if (iface && !iface->empty()) attr.iface = std::string(*iface);
     else attr.hostname = "127.0.0.1";
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, n);
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);

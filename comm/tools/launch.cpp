@@ -6,6 +6,8 @@
 // store that rank 0 hosts at --master (MASTER_ADDR/MASTER_PORT), so the
 // hosts share nothing. Exits with the first failing rank's status after
 // stopping the others; 0 when every rank succeeds.
+#include <keel/environment.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -14,8 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -133,8 +137,8 @@ int main(int argc, char** argv) {
     if (!o.store_dir.empty() && !master_addr.empty())
         return fail("--store and --master are two stores: give one");
     if (o.job_id.empty()) {
-        const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");
-        if (run_id != nullptr && *run_id != '\0' && std::strcmp(run_id, "none") != 0) o.job_id = run_id;
+        const std::optional<std::string_view> run_id = keel::env::foreign("TORCHELASTIC_RUN_ID");
+        if (run_id && !run_id->empty() && *run_id != "none") o.job_id = std::string(*run_id);
         else if (master_addr.empty()) o.job_id = random_id();
         else o.job_id = "tcp-" + master_addr + "-" + master_port;  // the same on every host
     }

@@ -24,7 +24,8 @@ def cases(tmp, plugin):
     for tool in ["keel-info", "keel-hello", "sync_latency", "lerp_bench", "keel-memory-bench", "keel-soak",
                  "keel-pipeline", "keel-cts"]:
         add(tool, ["--help"], {}, 0, r"(?si)" + re.escape(tool) + r".*usage")
-        add(tool, ["--no-such-option"], {}, 1, r"--no-such-option")
+        required = ["--mode", "hold"] if tool == "keel-pipeline" else []  # its one required option first
+        add(tool, required + ["--no-such-option"], {}, 1, r"--no-such-option")
 
     # keel-info
     add("keel-info", ["--device", "nope:0"], {}, 1, r"no device named 'nope:0'; devices: cpu:0")

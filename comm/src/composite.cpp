@@ -15,8 +15,6 @@
 namespace keel {
 namespace {
 
-std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
-
 // [offset, offset + size) of `view`; the caller checked that it fits.
 DeviceView part(const DeviceView& view, std::uint64_t offset, std::uint64_t size) {
     if (size == 0) return view.sub(0, 0).value();

@@ -21,7 +21,6 @@ using comm::Op;
 using comm::OpKind;
 using comm::StagedCopy;
 
-std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
 // A device address the host may dereference (Impl::host_addressable).
 std::byte* host_address(const DeviceView& view) noexcept {
@@ -103,6 +102,8 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
                                                                : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
+    impl->claim_store = store;
+    impl->claim_key = std::move(connected.claim_key);
     impl->start_watching();
     return Communicator(std::move(impl));
 }

@@ -61,6 +61,7 @@ Communicator::Impl::~Impl() {
         watcher_.join();
     }
     if (watcher_wake_ >= 0) ::close(watcher_wake_);
+    if (claim_store && !claim_key.empty()) (void)claim_store->erase(claim_key);
 }
 
 std::string Communicator::Impl::where(const char* op) const {

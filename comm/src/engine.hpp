@@ -61,6 +61,9 @@ namespace comm {
 class NativeComm;
 }  // namespace comm
 
+// "n bytes", for the messages that compare sizes.
+inline std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
 struct Communicator::Impl {
     Impl(Device device, int rank, int size, std::string name, std::chrono::milliseconds timeout, bool check_sizes,
          bool checked);
@@ -73,6 +76,10 @@ struct Communicator::Impl {
     Device device;
     const int rank;
     const int size;
+    // The store and key of this rank's claim, erased by ~Impl (best effort:
+    // a store that cannot erase keeps it).
+    std::optional<Store> claim_store;
+    std::string claim_key;
     const std::string name;
     const std::chrono::milliseconds timeout;
     const bool check_sizes;

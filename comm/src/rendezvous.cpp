@@ -151,6 +151,11 @@ public:
 
     [[nodiscard]] const Store& store() const noexcept { return recording_; }
     void keep() noexcept { kept_ = true; }
+    // Leaves `key` to the caller, who erases it later.
+    void hold(const std::string& key) {
+        std::lock_guard guard(keys_->mutex);
+        std::erase(keys_->names, key);
+    }
 
 private:
     struct Keys {
@@ -241,7 +246,8 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
         gloo::BarrierOptions barrier(context);
         barrier.setTimeout(options.timeout);
         gloo::barrier(barrier);
-        return Connected{std::move(context), SocketSet::with_connections(*connections)};
+        written.hold(claim_key);
+        return Connected{std::move(context), SocketSet::with_connections(*connections), claim_key};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());
     }

@@ -16,6 +16,10 @@ namespace keel::comm {
 struct Connected {
     std::shared_ptr<gloo::rendezvous::Context> context;
     SocketSet sockets;  // its pairs' sockets (socket_set.hpp)
+    // The rank's claim key, left in the store while the communicator lives
+    // so that a later process claiming the same rank is refused; the
+    // communicator erases it when it goes.
+    std::string claim_key;
 };
 
 // Claims `rank` under `name` and waits until all `size` ranks claimed

@@ -632,6 +632,9 @@ int duplicate_rank() {
                    ? 3
                    : 1;
     }
+    // The claim is held while the communicator lives: keep it for as long as
+    // the other claimant may take to start (a sanitizer build starts slowly).
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
     return 0;
 }
 

@@ -137,6 +137,15 @@ Result<void> check_view(const Communicator::Impl& impl, const char* op, const ch
     return {};
 }
 
+// in and out of an operation that writes what it reads: the same size.
+Result<void> check_same_size(const Communicator::Impl& impl, const char* op, const DeviceView& in,
+                             const DeviceView& out) {
+    if (in.size() != out.size())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": in has " + bytes_text(in.size()) + ", out " +
+                                                       bytes_text(out.size()));
+    return {};
+}
+
 Result<void> check_dtype(const Communicator::Impl& impl, const char* op, keel_dtype dtype, ReduceOp reduce,
                          std::uint64_t bytes) {
     const std::size_t es = comm::dtype_size(dtype);
@@ -169,9 +178,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     KEEL_TRY(check_stream(impl, kOp, stream));
     KEEL_TRY(check_view(impl, kOp, "in", in));
     KEEL_TRY(check_view(impl, kOp, "out", out));
-    if (in.size() != out.size())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": in has " + bytes_text(in.size()) +
-                                                       ", out " + bytes_text(out.size()));
+    KEEL_TRY(check_same_size(impl, kOp, in, out));
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
     const std::uint64_t n = in.size();
     if (n == 0) return {};
@@ -202,9 +209,7 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     const bool is_root = impl.rank == root;
     if (is_root) {
         KEEL_TRY(check_view(impl, kOp, "in", in));
-        if (in.size() != out.size())
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": in has " + bytes_text(in.size()) +
-                                                           ", out " + bytes_text(out.size()));
+        KEEL_TRY(check_same_size(impl, kOp, in, out));
     }
     const std::uint64_t n = out.size();
     if (n == 0) return {};
@@ -309,9 +314,7 @@ Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceVie
     const bool is_root = impl.rank == root;
     if (is_root) {
         KEEL_TRY(check_view(impl, kOp, "out", out));
-        if (in.size() != out.size())
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": in has " + bytes_text(in.size()) +
-                                                           ", out " + bytes_text(out.size()));
+        KEEL_TRY(check_same_size(impl, kOp, in, out));
     }
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
     const std::uint64_t n = in.size();

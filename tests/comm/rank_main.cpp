@@ -876,6 +876,13 @@ int failed_stream(bool send, bool known = false) {
         comm.recv(c.stream, first, 0).value();
     }
     if (!send || c.rank == 1) CHECK(download(c, first) == value(2000), "the first operation");
+    // Rank 0 fails the communicator in step 2 only once rank 1 has the
+    // first message: a send completes on the sender before the receiver
+    // read it. A barrier moves no data through the staging.
+    if (send) {
+        comm.barrier(c.stream).value();
+        c.stream.synchronize().value();
+    }
     // 2: rank 0's stream fails in a host function enqueued before the
     // operation, which is enqueued while the function still runs.
     keel::Buffer second = upload(c, value(c.rank + 1));

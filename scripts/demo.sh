@@ -41,8 +41,8 @@ warnings=$(grep -c 'warning:' "$log" || true)
 echo "keel: built in $((SECONDS - started)) s, ${warnings} compiler warning(s)"
 echo
 
-echo "\$ build/samples/keel-info/keel-info"
-build/samples/keel-info/keel-info
+echo "\$ build/tools/keel-info/keel-info"
+build/tools/keel-info/keel-info
 echo
 echo "\$ build/samples/hello/keel-hello $*"
 build/samples/hello/keel-hello "$@"

@@ -85,8 +85,8 @@ skip_part() {  # NAME WHY
 
 # A GPU is one keel's CUDA plugin can use.
 gpu_why=""
-if ! "$B/samples/keel-info/keel-info" --device cuda:0 >"$out/keel-info.log" 2>&1; then
-  status=$("$B/samples/keel-info/keel-info" 2>/dev/null | sed -n 's/^ *status: //p' | head -1)
+if ! "$B/tools/keel-info/keel-info" --device cuda:0 >"$out/keel-info.log" 2>&1; then
+  status=$("$B/tools/keel-info/keel-info" 2>/dev/null | sed -n 's/^ *status: //p' | head -1)
   gpu_why="no GPU${status:+ ($status)}"
 fi
 if [ -z "$gpu_why" ]; then
@@ -123,7 +123,7 @@ run_part ctest 150 ctest --test-dir "$B" -j "$cores" --output-on-failure --timeo
 if [ -n "$gpu_why" ]; then
   skip_part cts-cuda "$gpu_why"
 else
-  run_part cts-cuda 120 "$B/tests/conformance/keel-cts" "$B/lib/keel/plugins/libkeel_cuda.so"
+  run_part cts-cuda 120 "$B/conformance/keel-cts" "$B/lib/keel/plugins/libkeel_cuda.so"
 fi
 
 # 2. compute-sanitizer memcheck over the CUDA tests: memory errors only (the
@@ -148,18 +148,18 @@ fi
 if [ -n "$gpu_why" ]; then
   for p in cuda-bench lerp-bench-cuda torch-lerp-bench memory-bench-cuda sync-latency-cuda; do skip_part "$p" "$gpu_why"; done
 else
-  run_part cuda-bench 45 "$B/samples/cuda_bench/keel-cuda-bench" --device 0
-  run_part lerp-bench-cuda 30 "$B/samples/lerp_bench/lerp_bench" --device cuda:0 --reps 30
+  run_part cuda-bench 45 "$B/bench/cuda/keel-cuda-bench" --device 0
+  run_part lerp-bench-cuda 30 "$B/bench/lerp/lerp_bench" --device cuda:0 --reps 30
   if LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
        >/dev/null 2>&1; then
     # PyTorch brings its own libraries: not the bundle's.
-    run_part torch-lerp-bench 45 env LD_LIBRARY_PATH="$orig_ld_path" python3 samples/lerp_bench/torch_lerp_bench.py \
+    run_part torch-lerp-bench 45 env LD_LIBRARY_PATH="$orig_ld_path" python3 bench/lerp/torch_lerp_bench.py \
       --device cuda:0 --reps 30
   else
     skip_part torch-lerp-bench "python3 cannot import torch with CUDA"
   fi
-  run_part memory-bench-cuda 90 "$B/samples/memory_bench/keel-memory-bench" --device cuda:0
-  run_part sync-latency-cuda 45 "$B/samples/sync_latency/sync_latency" --device cuda:0 \
+  run_part memory-bench-cuda 90 "$B/bench/memory/keel-memory-bench" --device cuda:0
+  run_part sync-latency-cuda 45 "$B/bench/sync_latency/sync_latency" --device cuda:0 \
     --iters 5000 --park-us 5000 --idle-ms 300
 fi
 
@@ -168,7 +168,7 @@ fi
 if [ -n "$gpu_why" ]; then
   skip_part soak-cuda "$gpu_why"
 else
-  run_part soak-cuda 45 "$B/samples/soak/keel-soak" --device cuda:0 --seconds 30 --threads 4
+  run_part soak-cuda 45 "$B/tools/keel-soak/keel-soak" --device cuda:0 --seconds 30 --threads 4
 fi
 
 # One rank on NCCL (libnccl.so.2 from PyTorch's nvidia-nccl wheel or the
@@ -208,12 +208,12 @@ fi
 
 # 4. The CPU device with every core of this host.
 export KEEL_CPU_THREADS=$cores
-run_part memory-bench-cpu 50 "$B/samples/memory_bench/keel-memory-bench" --device cpu:0
-run_part sync-latency-cpu 40 "$B/samples/sync_latency/sync_latency" --device cpu:0 \
+run_part memory-bench-cpu 50 "$B/bench/memory/keel-memory-bench" --device cpu:0
+run_part sync-latency-cpu 40 "$B/bench/sync_latency/sync_latency" --device cpu:0 \
   --iters 10000 --park-us 5000 --idle-ms 300
 # The plugins' pageable staging with this host's cores against a simulated
 # link of an H100's pinned rate: whether 2-4 blocks reach the host copy rate.
-run_part staging-bench-host 20 "$B/samples/staging_bench/keel-staging-bench" --link 55
+run_part staging-bench-host 20 "$B/bench/staging/keel-staging-bench" --link 55
 # keel::comm's generic path (Gloo) on cpu:0, 2 ranks, against raw Gloo in the
 # same run: time below 64 KiB (goal <= 1.2x) and busbw from 1 MiB (>= 0.9x),
 # which a loaded 2-core VM cannot judge; CPU time per operation beside them.

@@ -5,7 +5,7 @@
 //   keel-hello [--device cpu:0] [--count 1000000]
 #include <keel/keel.hpp>
 
-#include <keel/samples/cli.hpp>
+#include <keel/tools/cli.hpp>
 
 #include <cstdio>
 #include <optional>

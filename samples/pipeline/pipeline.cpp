@@ -24,7 +24,7 @@
 // (wall time, CPU time, page faults) to stderr.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
-#include <keel/samples/cli.hpp>
+#include <keel/tools/cli.hpp>
 
 #include <algorithm>
 #include <chrono>

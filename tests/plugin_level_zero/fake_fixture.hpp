@@ -1,4 +1,4 @@
-// Tests of the plugin on the fake Level Zero driver (tests/level_zero_fake),
+// Tests of the plugin on the fake Level Zero driver (testing/fake_level_zero),
 // loaded by the real loader through ZE_ENABLE_ALT_DRIVERS (set by ctest).
 #pragma once
 

@@ -1,7 +1,7 @@
 /* The argument layouts of the Level Zero plugin's kernels: one contract for
  * the OpenCL C sources in this folder (compiled to SPIR-V at build time), the
  * plugin, which sets the arguments (src/kernels/), and the test driver under
- * tests/level_zero_fake, which runs these very sources compiled as C++.
+ * testing/fake_level_zero, which runs these very sources compiled as C++.
  *
  * Every field is 64-bit so the layout is identical in OpenCL C and C++
  * (no padding anywhere). Operand orders follow plugins/support
@@ -16,7 +16,7 @@ typedef long keel_i64;
 #else
 #include <stdint.h>
 typedef int64_t keel_i64;
-/* The host build (tests/level_zero_fake) defines KEEL_KERNEL, KEEL_GLOBAL and
+/* The host build (testing/fake_level_zero) defines KEEL_KERNEL, KEEL_GLOBAL and
  * the OpenCL built-ins the sources use before including them. */
 #endif
 

@@ -25,11 +25,11 @@ protected:
         auto device = runtime_.device(GetParam());
         if (!device.ok()) GTEST_SKIP() << GetParam() << " is not here: " << device.error().message();
         device_.emplace(std::move(*device));
-        memory_.emplace(keel::DeviceMemory::create(*device_, keel::MemoryConfig{}).expect("DeviceMemory::create"));
+        memory_.emplace(keel::MemoryPool::create(*device_, keel::MemoryConfig{}).expect("MemoryPool::create"));
     }
     keel::Runtime runtime_ = keel::Runtime::create().expect("loading the plugins");
     std::optional<keel::Device> device_;
-    std::optional<keel::DeviceMemory> memory_;
+    std::optional<keel::MemoryPool> memory_;
 };
 
 constexpr std::uint64_t kBuffer = 192ull << 10;  // well under a segment
@@ -37,7 +37,7 @@ constexpr int kPerStream = 8;
 
 // One stream of the pattern: eight buffers used on it, one kept, the
 // stream closed while the kept one lives on.
-void one_stream(const keel::DeviceMemory& memory, std::vector<keel::Buffer>& kept) {
+void one_stream(const keel::MemoryPool& memory, std::vector<keel::Buffer>& kept) {
     keel::Stream stream = keel::Stream::create(memory).expect("Stream::create");
     std::vector<keel::Buffer> buffers;
     for (int i = 0; i < kPerStream; ++i) {

@@ -24,7 +24,7 @@ TEST(CpuOwnership, ASharedInstanceKeptOnlyByABufferIsFoundAgainByTheNextStream) 
         kept = Buffer::allocate(first, 4096).expect("a buffer");
     }  // every handle of the shared instance is gone: the buffer keeps it
     const Stream second = Stream::create(device).expect("a stream");
-    const DeviceMemory memory = second.memory().expect("its memory");
+    const MemoryPool memory = second.memory().expect("its memory");
     const AllocatorStats with = memory.stats();
     EXPECT_GE(with.allocated_count, 1u);
     kept.reset();

@@ -85,7 +85,7 @@ TEST_P(PinnedLifetime, APinnedBufferReusedByStreamsThatComeAndGoKeepsFewPoints) 
     // each copy is given back once passed, not kept until the buffer goes
     // (which would take a new event from the pool per stream).
     KEEL_ASSERT_OK_AND_ASSIGN(keel::Stream first, keel::Stream::create(*device_));
-    KEEL_ASSERT_OK_AND_ASSIGN(keel::DeviceMemory memory, first.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(keel::MemoryPool memory, first.memory());
     KEEL_ASSERT_OK_AND_ASSIGN(keel::PinnedBuffer staging, keel::PinnedBuffer::allocate(*device_, 4096));
     std::memset(staging.data(), 7, 4096);
     const std::uint64_t events_before = memory.tracker_stats().events_created;

@@ -6,6 +6,8 @@
 // checked mode and the CPU plugin's checker (happens-before included) are
 // both on, with random delays on the device so that nothing here depends on
 // timing.
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -26,12 +28,9 @@ namespace {
 using testing::Gate;
 
 const Runtime& runtime() {
-    static Runtime rt = [] {
-        ::setenv("KEEL_CHECK", "1", 1);
-        ::setenv("KEEL_CPU_DELAY", "random:200", 1);
-        ::setenv("KEEL_CPU_SEED", "7", 0);  // KEEL_CPU_SEED=N picks another schedule
-        return Runtime::create().expect("loading the plugins");
-    }();
+    // KEEL_CPU_SEED=N in the environment picks another schedule.
+    static Runtime rt = testing::runtime_with(
+        {{"KEEL_CHECK", "1"}, {"KEEL_CPU_DELAY", "random:200"}, {"KEEL_CPU_SEED", "7", true}});
     return rt;
 }
 

@@ -4,6 +4,8 @@
 // moved on. Streams are held back deterministically with a Gate (a host
 // function that waits until the test opens it) where a test needs work to
 // be unfinished. Everything goes through the public API.
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -29,12 +31,7 @@ using testing::Gate;
 // One Runtime for the whole run, created after the checker is switched on
 // (the CPU plugin reads its settings once, when it is loaded).
 const Runtime& runtime() {
-    static Runtime rt = [] {
-        ::setenv("KEEL_CPU_CHECK", "1", 1);
-        ::setenv("KEEL_CPU_DELAY", "random:100", 1);
-        ::setenv("KEEL_CPU_SEED", "11", 1);
-        return Runtime::create().expect("loading the plugins");
-    }();
+    static Runtime rt = testing::checked_cpu_runtime();
     return rt;
 }
 

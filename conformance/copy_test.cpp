@@ -275,7 +275,7 @@ TEST_P(Conformance, ATinyCopyCapturesItsSourceAtTheCall) {
     // Up to KEEL_INLINE_COPY_MAX bytes take the plugin's memcpy_h2d_inline
     // when it has one (else staging): either way the source may be reused
     // at once, even while the stream is held back.
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(memory));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 2 * KEEL_INLINE_COPY_MAX));
     Bytes scratch = pattern(KEEL_INLINE_COPY_MAX, 5);

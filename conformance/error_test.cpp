@@ -47,12 +47,12 @@ TEST_P(Conformance, AMovedFromStreamRefusesEveryCall) {
 
 TEST_P(Conformance, AMovedFromDeviceMemoryStillRefersToItsInstance) {
     KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
-    // Like Device, a DeviceMemory handle has no empty state: moving copies.
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
-    DeviceMemory moved = std::move(memory);
-    DeviceMemory assigned = moved;
+    // Like Device, a MemoryPool handle has no empty state: moving copies.
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device()));
+    MemoryPool moved = std::move(memory);
+    MemoryPool assigned = moved;
     assigned = std::move(moved);
-    for (const DeviceMemory* m : {&memory, &moved, &assigned}) {  // NOLINT(bugprone-use-after-move): the point
+    for (const MemoryPool* m : {&memory, &moved, &assigned}) {  // NOLINT(bugprone-use-after-move): the point
         EXPECT_EQ(*m, assigned);
         EXPECT_EQ(m->device(), device());
         EXPECT_EQ(m->stats().allocated_bytes, 0u);
@@ -175,13 +175,13 @@ TEST_P(Conformance, AMemoryConfigWhoseSizesWouldWrapIsInvalid) {
     for (const auto& [name, set] : fields) {
         MemoryConfig config;
         set(config);
-        for (auto made : {DeviceMemory::create(device(), config), DeviceMemory::shared(device(), config)}) {
+        for (auto made : {MemoryPool::create(device(), config), MemoryPool::shared(device(), config)}) {
             ASSERT_FALSE(made.ok()) << name;
             EXPECT_EQ(made.error().code(), KEEL_STATUS_INVALID_ARGUMENT) << made.error().message();
             EXPECT_NE(made.error().message().find(name), std::string::npos) << made.error().message();
         }
     }
-    KEEL_EXPECT_OK(DeviceMemory::shared(device()));  // a refused configuration is not remembered
+    KEEL_EXPECT_OK(MemoryPool::shared(device()));  // a refused configuration is not remembered
 }
 
 TEST_P(Conformance, AZeroByteAllocationIsInvalid) {

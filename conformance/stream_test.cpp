@@ -63,7 +63,7 @@ TEST_P(Conformance, AHoldReleasesItsObjectOnlyAfterTheStreamPassedIt) {
     KEEL_ASSERT_OK(s.synchronize());
     // Released by a later sweep on a host thread (the reclaimer, or any call
     // into the device's memory machinery), without a host function.
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, s.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, s.memory());
     memory.sweep();
     EXPECT_EQ(destroyed->load(), 1);
 }
@@ -88,7 +88,7 @@ TEST_P(Conformance, ABufferMayOutliveItsStreamInEveryAllocatorMode) {
     MemoryConfig checked;
     checked.allocator.checked = true;
     for (const MemoryConfig& config : {uncached, checked}) {
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config));
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config));
         Buffer buffer;
         {
             KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(memory));
@@ -110,7 +110,7 @@ TEST_P(Conformance, ReleasingCachedMemoryWaitsForTheWorkThatStillUsesIt) {
     KEEL_RULE(0, "device_free: the caller guarantees no enqueued operation still uses it");
     // A freed buffer is at once reusable by its stream, whose queued work
     // may still use it: giving its segment back to the plugin must wait.
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(memory));
     Gate gate;
     std::optional<HostFuture<std::uint8_t>> pending;

@@ -86,7 +86,7 @@ void bench_alloc(const keel::Device& device, bool quick) {
     std::printf("\n1. Allocation, one thread: alloc+free pairs (ns per pair; goal: cached <= 100 ns)\n");
     std::printf("   %-10s %12s %12s %14s %14s %16s\n", "size", "cached wall", "cached cpu", "raw wall",
                 "raw cpu", "raw/cached wall");
-    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto memory = check(keel::MemoryPool::create(device), "MemoryPool::create");
     auto stream = check(keel::Stream::create(memory), "Stream::create");
     const int cached_n = quick ? 50'000 : 500'000;
     const int raw_n = quick ? 2'000 : 20'000;
@@ -129,7 +129,7 @@ void bench_threads(const keel::Device& device, bool quick) {
         double rates[2] = {0, 0};
         double cpu_ns[2] = {0, 0};
         for (int shared = 0; shared < 2; ++shared) {
-            auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+            auto memory = check(keel::MemoryPool::create(device), "MemoryPool::create");
             std::vector<keel::Stream> streams;
             for (int t = 0; t < (shared ? 1 : threads); ++t)
                 streams.push_back(check(keel::Stream::create(memory), "Stream::create"));
@@ -203,7 +203,7 @@ void bench_copies(const keel::Device& device, bool quick) {
                 config.staging.ring_chunks, config.staging.copy_threads);
     std::printf("   %-9s %-4s %8s %9s %6s %9s %6s %8s %7s %9s %6s %8s %9s\n", "size", "dir", "pinned", "staged",
                 "ratio", "owned", "ratio", "threads", "allocs", "give-ups", "p-thr", "p-allocs", "p-refused");
-    auto memory = check(keel::DeviceMemory::create(device, config), "DeviceMemory::create");
+    auto memory = check(keel::MemoryPool::create(device, config), "MemoryPool::create");
     auto stream = check(keel::Stream::create(memory), "Stream::create");
     for (std::uint64_t size : {4 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB}) {
         // Small copies are timed in batches (then synchronised once).
@@ -346,7 +346,7 @@ struct Workload {
 };
 
 struct Pipeline {
-    keel::DeviceMemory memory;
+    keel::MemoryPool memory;
     keel::Stream producer;
     keel::Stream consumer;
     keel::Buffer out;
@@ -356,7 +356,7 @@ struct Pipeline {
 // fence; the producer frees it at once. The buffer's last use is the
 // consumer's copy.
 PipelineResult run_steps(Pipeline& p, FreeMode mode, const Workload& w, int steps) {
-    keel::DeviceMemory& memory = p.memory;
+    keel::MemoryPool& memory = p.memory;
     const keel::Stream& producer = p.producer;
     const keel::Stream& consumer = p.consumer;
     memory.reset_peaks();
@@ -396,7 +396,7 @@ PipelineResult run_steps(Pipeline& p, FreeMode mode, const Workload& w, int step
 }
 
 PipelineResult run_pipeline(const keel::Device& device, FreeMode mode, const Workload& w, int steps) {
-    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto memory = check(keel::MemoryPool::create(device), "MemoryPool::create");
     auto producer = check(keel::Stream::create(memory), "Stream::create");
     auto consumer = check(keel::Stream::create(memory), "Stream::create");
     auto out = check(keel::Buffer::allocate(consumer, w.max_bytes), "Buffer::allocate");
@@ -453,7 +453,7 @@ void bench_checked(const keel::Device& device, bool quick) {
         const char* name = "default";
         if (mode == 1) config.allocator.checked = true, name = "checked";
         if (mode == 2) config.allocator.caching = false, name = "no caching";
-        auto memory = check(keel::DeviceMemory::create(device, config), "DeviceMemory::create");
+        auto memory = check(keel::MemoryPool::create(device, config), "MemoryPool::create");
         auto stream = check(keel::Stream::create(memory), "Stream::create");
         auto run = [&](int n) {
             for (int i = 0; i < n; ++i) {

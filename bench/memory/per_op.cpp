@@ -118,7 +118,7 @@ struct PerOp {
 
 PerOp run_once(const keel::Device& device, const Op& op, int threads, bool one_stream, int per_thread) {
 
-    auto memory = check(keel::DeviceMemory::create(device), "DeviceMemory::create");
+    auto memory = check(keel::MemoryPool::create(device), "MemoryPool::create");
     const auto kernel = check(keel::Kernel::find(device, "fill"), "Kernel::find fill");
     const int stream_count = one_stream ? 1 : threads;
     std::vector<keel::Stream> streams;

@@ -1,5 +1,7 @@
 #include "reduce.hpp"
 
+#include <keel/base/half.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -8,62 +10,7 @@
 namespace keel::comm {
 namespace {
 
-// IEEE half <-> float, round to nearest even (f16 and bf16 reduce in float,
-// as NCCL does, and round once per step).
-float half_to_float(std::uint16_t h) noexcept {
-    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    std::uint32_t exp = (h >> 10) & 0x1f;
-    std::uint32_t mant = h & 0x3ffu;
-    std::uint32_t bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else {  // subnormal: normalise
-            exp = 127 - 15 + 1;
-            while ((mant & 0x400u) == 0) {
-                mant <<= 1;
-                --exp;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    return std::bit_cast<float>(bits);
-}
-
-std::uint16_t float_to_half(float f) noexcept {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-    const std::uint32_t abs = x & 0x7fffffffu;
-    if (abs >= 0x7f800000u) return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u);  // inf, nan
-    if (abs >= 0x477ff000u) return sign | 0x7c00u;                                       // overflow
-    if (abs < 0x38800000u) {                                                             // subnormal or zero
-        if (abs < 0x33000000u) return sign;
-        const std::uint32_t exp = abs >> 23;
-        const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-        const std::uint32_t shift = 126 - exp;  // 14..24
-        std::uint32_t h = mant >> shift;
-        const std::uint32_t rem = mant & ((1u << shift) - 1);
-        const std::uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1u))) ++h;
-        return static_cast<std::uint16_t>(sign | h);
-    }
-    std::uint32_t h = ((abs >> 13) - ((127 - 15) << 10));
-    const std::uint32_t rem = abs & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-}
-
-float bf16_to_float(std::uint16_t b) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
-
-std::uint16_t float_to_bf16(float f) noexcept {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet nan
-    return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+// f16 and bf16 reduce in float, as NCCL does, and round once per step.
 
 struct Sum {
     template <class T> static T apply(T a, T b) { return static_cast<T>(a + b); }

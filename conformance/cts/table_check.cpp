@@ -2,6 +2,7 @@
 
 #include "elf_exports.hpp"
 
+#include <keel/base/required_entries.hpp>
 #include <keel/keel.h>
 #include <keel/testing/loaded_plugin.hpp>
 
@@ -116,14 +117,7 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
     std::string missing;
 #define KEEL_CTS_REQUIRED(entry) \
     if (!KEEL_CTS_HAS(t, entry)) missing += (missing.empty() ? "" : ", ") + std::string(#entry);
-    KEEL_CTS_REQUIRED(plugin_info) KEEL_CTS_REQUIRED(plugin_shutdown) KEEL_CTS_REQUIRED(device_count)
-    KEEL_CTS_REQUIRED(device_get) KEEL_CTS_REQUIRED(device_properties) KEEL_CTS_REQUIRED(stream_create)
-    KEEL_CTS_REQUIRED(stream_destroy) KEEL_CTS_REQUIRED(stream_synchronize) KEEL_CTS_REQUIRED(stream_query)
-    KEEL_CTS_REQUIRED(stream_wait_event) KEEL_CTS_REQUIRED(stream_enqueue_host_func)
-    KEEL_CTS_REQUIRED(event_create) KEEL_CTS_REQUIRED(event_destroy) KEEL_CTS_REQUIRED(event_record)
-    KEEL_CTS_REQUIRED(event_query) KEEL_CTS_REQUIRED(event_synchronize) KEEL_CTS_REQUIRED(device_alloc)
-    KEEL_CTS_REQUIRED(device_free) KEEL_CTS_REQUIRED(memcpy_h2d) KEEL_CTS_REQUIRED(memcpy_d2h)
-    KEEL_CTS_REQUIRED(memcpy_d2d) KEEL_CTS_REQUIRED(memset_d8)
+    KEEL_REQUIRED_PLUGIN_ENTRIES(KEEL_CTS_REQUIRED)
 #undef KEEL_CTS_REQUIRED
     c.expect(missing.empty(), "every required entry is set", "null or beyond struct_size: " + missing);
     c.expect(KEEL_CTS_HAS(t, host_alloc) == KEEL_CTS_HAS(t, host_free), "host_alloc and host_free come together",

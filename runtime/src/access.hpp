@@ -6,7 +6,7 @@
 
 #include <keel/buffer.hpp>
 #include <keel/device.hpp>
-#include <keel/device_memory.hpp>
+#include <keel/memory_pool.hpp>
 #include <keel/event.hpp>
 #include <keel/fence.hpp>
 #include <keel/host_copy.hpp>
@@ -71,11 +71,11 @@ struct Access {
     }
 
     // ---- memory -------------------------------------------------------------
-    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& core(const DeviceMemory& m) noexcept {
+    [[nodiscard]] static const std::shared_ptr<memory::MemoryCore>& core(const MemoryPool& m) noexcept {
         return m.core_;
     }
-    [[nodiscard]] static DeviceMemory memory(Device device, std::shared_ptr<memory::MemoryCore> core) noexcept {
-        return DeviceMemory(std::move(device), std::move(core));
+    [[nodiscard]] static MemoryPool memory(Device device, std::shared_ptr<memory::MemoryCore> core) noexcept {
+        return MemoryPool(std::move(device), std::move(core));
     }
     // The memory instance `stream` uses, bound now if it had none (see
     // stream_memory.cpp). Valid while the stream lives.

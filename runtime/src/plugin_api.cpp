@@ -1,5 +1,7 @@
 #include "plugin_api.hpp"
 
+#include <keel/base/required_entries.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -14,26 +16,11 @@ struct RequiredEntry {
 };
 
 #define KEEL_REQUIRED(entry)                                                       \
-    RequiredEntry {                                                                \
-        #entry, KEEL_API_ENTRY_END(entry),                                         \
-            [](const keel_plugin_api& t) { return t.entry != nullptr; }            \
-    }
+    RequiredEntry{#entry, KEEL_API_ENTRY_END(entry),                               \
+                  [](const keel_plugin_api& t) { return t.entry != nullptr; }},
 
 // Every [required] entry of keel.h, in table order.
-constexpr RequiredEntry kRequired[] = {
-    KEEL_REQUIRED(plugin_info),        KEEL_REQUIRED(plugin_shutdown),
-    KEEL_REQUIRED(device_count),       KEEL_REQUIRED(device_get),
-    KEEL_REQUIRED(device_properties),  KEEL_REQUIRED(stream_create),
-    KEEL_REQUIRED(stream_destroy),     KEEL_REQUIRED(stream_synchronize),
-    KEEL_REQUIRED(stream_query),       KEEL_REQUIRED(stream_wait_event),
-    KEEL_REQUIRED(stream_enqueue_host_func),
-    KEEL_REQUIRED(event_create),       KEEL_REQUIRED(event_destroy),
-    KEEL_REQUIRED(event_record),       KEEL_REQUIRED(event_query),
-    KEEL_REQUIRED(event_synchronize),  KEEL_REQUIRED(device_alloc),
-    KEEL_REQUIRED(device_free),        KEEL_REQUIRED(memcpy_h2d),
-    KEEL_REQUIRED(memcpy_d2h),         KEEL_REQUIRED(memcpy_d2d),
-    KEEL_REQUIRED(memset_d8),
-};
+constexpr RequiredEntry kRequired[] = {KEEL_REQUIRED_PLUGIN_ENTRIES(KEEL_REQUIRED)};
 #undef KEEL_REQUIRED
 
 constexpr std::size_t kHeaderSize = KEEL_STRUCT_SIZE(keel_plugin_api, abi_minor);

@@ -1,6 +1,6 @@
 #include <keel/stream.hpp>
 
-#include <keel/device_memory.hpp>
+#include <keel/memory_pool.hpp>
 #include <keel/event.hpp>
 #include <keel/kernel.hpp>
 
@@ -77,7 +77,7 @@ Result<Stream> Stream::create(const Device& device) {
     return Stream(device, handle, std::move(memory));
 }
 
-Result<Stream> Stream::create(const DeviceMemory& memory) {
+Result<Stream> Stream::create(const MemoryPool& memory) {
     auto bound = std::make_unique<Memory>();
     bound->core = detail::Access::core(memory);
     bound->bound.store(true, std::memory_order_relaxed);
@@ -175,7 +175,7 @@ Result<void> check_live(const Stream& s, const char* where, const char* role, ke
 
 }  // namespace
 
-Result<DeviceMemory> Stream::memory() const {
+Result<MemoryPool> Stream::memory() const {
     KEEL_TRY(check_stream(*this, "Stream::memory"));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     return detail::Access::memory(device_, *core);

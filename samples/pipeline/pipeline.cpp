@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     const std::uint64_t bytes = a.elements * 4;
     keel::Kernel fill = keel::Kernel::find(device, "fill").value();
     keel::Kernel axpy = keel::Kernel::find(device, "axpy").value();
-    keel::DeviceMemory memory = compute.memory().value();
+    keel::MemoryPool memory = compute.memory().value();
 
     double blocked_ms = 0;       // every host wait
     double send_blocked_ms = 0;  // of which: waits after sends (sync mode)

@@ -5,15 +5,12 @@
   keel.h's KEEL_ABI_VERSION_MAJOR.MINOR, and a table size shown with it is
   KEEL_PLUGIN_API_STRUCT_SIZE on LP64;
 - an "(ABI 1.N)" that dates a feature names a minor api/CHANGELOG.md has;
-- README.md's layout table names every top-level folder of the tree, and
-  only folders that exist;
 - a README that says how many lines its plugin has is within 20 % of it.
 
 Usage: check_docs.py <source root>. Prints each mismatch; exit status 1 if any.
 """
 import pathlib
 import re
-import subprocess
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
@@ -64,25 +61,6 @@ for doc in docs:
                       if p.is_file() and p.suffix in {".cpp", ".hpp", ".cu", ".cuh", ".inc", ".c", ".h"})
         if abs(claimed - counted) > 0.2 * counted:
             say(rel, f"says about {claimed} lines; {src.relative_to(root)} has {counted}")
-
-# The layout table of README.md against the tree git tracks.
-readme = (root / "README.md").read_text()
-layout = readme[readme.index("## Layout"):]
-layout = layout[:layout.index("\n## ", 4)]
-listed = set()
-for m in re.finditer(r"^\| `([^`]+)`", layout, re.M):
-    path = m.group(1).rstrip("/")
-    listed.add(path.split("/")[0])
-    if not (root / path).exists():
-        say("README.md", f"the layout table names {path}, which does not exist")
-try:
-    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
-    top = {line.split("/")[0] for line in tracked.splitlines() if "/" in line}
-except (OSError, subprocess.CalledProcessError):
-    top = {p.name for p in root.iterdir() if p.is_dir()}
-for folder in sorted(top - listed):
-    if not folder.startswith("."):
-        say("README.md", f"the layout table does not name the top-level folder {folder}/")
 
 for p in problems:
     print(p)

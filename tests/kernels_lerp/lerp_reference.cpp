@@ -1,5 +1,7 @@
 #include "lerp_reference.hpp"
 
+#include <keel/base/half.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -41,41 +43,6 @@ private:
     Dims out_, coord_, index_;
     std::vector<Dims> step_;
 };
-
-std::uint16_t float_to_half(float f) {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    const std::uint32_t sign = (x >> 16) & 0x8000u;
-    const std::uint32_t abs = x & 0x7fffffffu;
-    if (abs >= 0x7f800000u) return static_cast<std::uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
-    if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
-    if (abs < 0x38800000u) {  // subnormal half (or zero)
-        const float scaled = std::fabs(f) * 16777216.0f;  // 2^24: one half-subnormal ulp == 1
-        return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
-    }
-    const std::uint32_t mant = abs & 0x1fffu;
-    std::uint32_t h = (abs - 0x38000000u) >> 13;
-    if (mant > 0x1000u || (mant == 0x1000u && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-}
-
-float half_to_float(std::uint16_t h) {
-    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    if (exp == 0) {
-        const float v = static_cast<float>(mant) / 16777216.0f;
-        return sign ? -v : v;
-    }
-    if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-    return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-std::uint16_t float_to_bf16(float f) {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
-    return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-float bf16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
 template <class T>
 void put(std::vector<std::byte>& out, std::size_t i, T v) {

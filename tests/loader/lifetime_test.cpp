@@ -90,7 +90,7 @@ TEST(Lifetime, ABufferOutlivingItsStreamMemoryAndRuntimeKeepsThemUntilItGoes) {
     {
         auto rt = Runtime::create(only({fake_dir("good")}));
         ASSERT_TRUE(rt.ok());
-        auto memory = DeviceMemory::create(rt->devices().at(0));
+        auto memory = MemoryPool::create(rt->devices().at(0));
         ASSERT_TRUE(memory.ok());
         auto s = Stream::create(*memory);
         ASSERT_TRUE(s.ok());

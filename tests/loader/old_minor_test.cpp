@@ -71,7 +71,7 @@ TEST_F(OldMinor, ElapsedTimeIsUnimplemented) {
 TEST_F(OldMinor, TinyCopiesAreStagedWithoutTheInlineEntryOrHostAlloc) {
     // No memcpy_h2d_inline and no host_alloc (their slots abort if called):
     // a scalar goes through staging in ordinary host memory.
-    auto memory = DeviceMemory::create(device());
+    auto memory = MemoryPool::create(device());
     ASSERT_TRUE(memory.ok());
     auto stream = Stream::create(*memory);
     ASSERT_TRUE(stream.ok());

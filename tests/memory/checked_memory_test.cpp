@@ -6,6 +6,8 @@
 // checked mode and the CPU plugin's checker (happens-before included) are
 // both on, with random delays on the device so that nothing here depends on
 // timing.
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -26,12 +28,9 @@ namespace {
 using testing::Gate;
 
 const Runtime& runtime() {
-    static Runtime rt = [] {
-        ::setenv("KEEL_CHECK", "1", 1);
-        ::setenv("KEEL_CPU_DELAY", "random:200", 1);
-        ::setenv("KEEL_CPU_SEED", "7", 0);  // KEEL_CPU_SEED=N picks another schedule
-        return Runtime::create().expect("loading the plugins");
-    }();
+    // KEEL_CPU_SEED=N in the environment picks another schedule.
+    static Runtime rt = testing::runtime_with(
+        {{"KEEL_CHECK", "1"}, {"KEEL_CPU_DELAY", "random:200"}, {"KEEL_CPU_SEED", "7", true}});
     return rt;
 }
 
@@ -49,18 +48,18 @@ protected:
         // A private instance per test; checked because KEEL_CHECK=1.
         MemoryConfig config;
         config.allocator.quarantine_bytes = quarantine_bytes();
-        memory_ = std::make_unique<DeviceMemory>(DeviceMemory::create(*device_, config).expect("DeviceMemory"));
+        memory_ = std::make_unique<MemoryPool>(MemoryPool::create(*device_, config).expect("MemoryPool"));
     }
     virtual std::uint64_t quarantine_bytes() const { return 64 * MiB; }
     const Device& device() const { return *device_; }
-    const DeviceMemory& memory() const { return *memory_; }
+    const MemoryPool& memory() const { return *memory_; }
     Stream stream() const { return Stream::create(memory()).expect("Stream::create"); }
     static std::vector<std::uint8_t> read(const Stream& s, DeviceView view) {
         return s.copy_to_vector<std::uint8_t>(view).expect("copy_to_vector").get().expect("the copy");
     }
 
     std::unique_ptr<Device> device_;
-    std::unique_ptr<DeviceMemory> memory_;
+    std::unique_ptr<MemoryPool> memory_;
 };
 
 enum class Record { never, before_use, after_use };
@@ -212,7 +211,7 @@ protected:
 // the overflow when the block is freed, and the next allocation fails.
 TEST_F(CheckedMemoryNoQuarantine, AWritePastTheBufferIsFoundInItsGuardAndFailsTheNextAllocation) {
     Stream s = stream();
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory other, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool other, MemoryPool::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream foreign, Stream::create(other));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s, 1000));
     KEEL_ASSERT_OK(foreign.order_after(s));
@@ -226,7 +225,7 @@ TEST_F(CheckedMemoryNoQuarantine, AWritePastTheBufferIsFoundInItsGuardAndFailsTh
 
 TEST_F(CheckedMemoryNoQuarantine, AWriteWithinTheBufferLeavesItsGuardIntact) {
     Stream s = stream();
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory other, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool other, MemoryPool::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream foreign, Stream::create(other));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s, 1000));
     KEEL_ASSERT_OK(foreign.order_after(s));
@@ -245,7 +244,7 @@ protected:
         if (IsSkipped()) return;
         MemoryConfig config;
         config.allocator.caching = false;
-        memory_ = std::make_unique<DeviceMemory>(DeviceMemory::create(device(), config).expect("DeviceMemory"));
+        memory_ = std::make_unique<MemoryPool>(MemoryPool::create(device(), config).expect("MemoryPool"));
     }
 };
 
@@ -339,7 +338,7 @@ TEST(CheckedMemoryConfig, ConfigReportsTheCheckedModeTheEnvironmentTurnedOn) {
     if (!d.ok()) GTEST_SKIP() << "no cpu:0: " << d.error().message();
     MemoryConfig unchecked;
     unchecked.allocator.checked = false;
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(*d, unchecked));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(*d, unchecked));
     EXPECT_TRUE(memory.config().allocator.checked) << "KEEL_CHECK=1 is set for this process";
 }
 
@@ -347,7 +346,7 @@ TEST(CheckedMemoryConfig, AnInvalidKeelCheckIsAnErrorNamingTheVariable) {
     auto d = runtime().device("cpu:0");
     if (!d.ok()) GTEST_SKIP() << "no cpu:0: " << d.error().message();
     testing::ScopedEnv two("KEEL_CHECK", "2");
-    auto memory = DeviceMemory::create(*d, MemoryConfig{});
+    auto memory = MemoryPool::create(*d, MemoryConfig{});
     ASSERT_FALSE(memory.ok());
     EXPECT_EQ(memory.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(memory.error().message().find("KEEL_CHECK='2': expected 1|0|on|off"), std::string::npos)

@@ -4,6 +4,8 @@
 // of their buffers live on keep reserved memory within a small multiple of
 // what is alive. On every device that loads: cpu:0, and level_zero:0 on the
 // fake driver (cuda:0 where a GPU is).
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 
 #include <gtest/gtest.h>
@@ -19,17 +21,14 @@
 
 namespace {
 
-class ClosedStreamMemory : public ::testing::TestWithParam<std::string> {
+class ClosedStreamMemory : public keel::testing::EveryDevice {
 protected:
     void SetUp() override {
-        auto device = runtime_.device(GetParam());
-        if (!device.ok()) GTEST_SKIP() << GetParam() << " is not here: " << device.error().message();
-        device_.emplace(std::move(*device));
-        memory_.emplace(keel::DeviceMemory::create(*device_, keel::MemoryConfig{}).expect("DeviceMemory::create"));
+        EveryDevice::SetUp();
+        if (IsSkipped()) return;
+        memory_.emplace(keel::MemoryPool::create(device(), keel::MemoryConfig{}).expect("MemoryPool::create"));
     }
-    keel::Runtime runtime_ = keel::Runtime::create().expect("loading the plugins");
-    std::optional<keel::Device> device_;
-    std::optional<keel::DeviceMemory> memory_;
+    std::optional<keel::MemoryPool> memory_;
 };
 
 constexpr std::uint64_t kBuffer = 192ull << 10;  // well under a segment
@@ -37,7 +36,7 @@ constexpr int kPerStream = 8;
 
 // One stream of the pattern: eight buffers used on it, one kept, the
 // stream closed while the kept one lives on.
-void one_stream(const keel::DeviceMemory& memory, std::vector<keel::Buffer>& kept) {
+void one_stream(const keel::MemoryPool& memory, std::vector<keel::Buffer>& kept) {
     keel::Stream stream = keel::Stream::create(memory).expect("Stream::create");
     std::vector<keel::Buffer> buffers;
     for (int i = 0; i < kPerStream; ++i) {
@@ -221,12 +220,6 @@ TEST_P(ClosedStreamMemory, ThreadsChurningStreamsWhileAnotherDropsTheirSurvivors
     EXPECT_EQ(stats.reserved_bytes, 0u) << stats.segment_count << " segments stay reserved";
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ClosedStreamMemory, ::testing::Values("cpu:0", "level_zero:0", "cuda:0"),
-                         [](const auto& info) {
-                             std::string name = info.param;
-                             for (char& c : name)
-                                 if (c == ':') c = '_';
-                             return name;
-                         });
+KEEL_ON_EVERY_DEVICE(ClosedStreamMemory);
 
 }  // namespace

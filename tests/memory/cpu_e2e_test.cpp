@@ -4,6 +4,8 @@
 // moved on. Streams are held back deterministically with a Gate (a host
 // function that waits until the test opens it) where a test needs work to
 // be unfinished. Everything goes through the public API.
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -29,12 +31,7 @@ using testing::Gate;
 // One Runtime for the whole run, created after the checker is switched on
 // (the CPU plugin reads its settings once, when it is loaded).
 const Runtime& runtime() {
-    static Runtime rt = [] {
-        ::setenv("KEEL_CPU_CHECK", "1", 1);
-        ::setenv("KEEL_CPU_DELAY", "random:100", 1);
-        ::setenv("KEEL_CPU_SEED", "11", 1);
-        return Runtime::create().expect("loading the plugins");
-    }();
+    static Runtime rt = testing::checked_cpu_runtime();
     return rt;
 }
 
@@ -47,7 +44,7 @@ protected:
     }
     const Device& device() const { return *device_; }
     // A stream that uses `memory` (a private instance of the test).
-    static Stream stream(const DeviceMemory& memory) { return Stream::create(memory).expect("Stream::create"); }
+    static Stream stream(const MemoryPool& memory) { return Stream::create(memory).expect("Stream::create"); }
     // A stream that uses the device's shared instance.
     Stream stream() const { return Stream::create(device()).expect("Stream::create"); }
     static MemoryConfig config() {
@@ -71,7 +68,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
 }
 
 TEST_F(CpuMemory, RecordStreamKeepsABlockFromReuseWhileAnotherStreamReadsIt) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s1 = stream(memory), s2 = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 4 * MiB));
@@ -99,7 +96,7 @@ TEST_F(CpuMemory, RecordStreamKeepsABlockFromReuseWhileAnotherStreamReadsIt) {
 }
 
 TEST_F(CpuMemory, WithoutRecordStreamTheCheckerCatchesTheEarlyReuse) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s1 = stream(memory), s2 = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s1, 4 * MiB));
@@ -124,7 +121,7 @@ TEST_F(CpuMemory, WithoutRecordStreamTheCheckerCatchesTheEarlyReuse) {
 }
 
 TEST_F(CpuMemory, AContainerDestroyedRightAfterAnAsyncCopyStillArrives) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));  // every copy runs after its container died
@@ -153,7 +150,7 @@ TEST_F(CpuMemory, AContainerDestroyedRightAfterAnAsyncCopyStillArrives) {
 TEST_F(CpuMemory, ALargeCopyCyclesThroughItsStagingRingAndArrivesIntact) {
     MemoryConfig cfg = config();
     cfg.staging.copy_threads = 2;  // two chunks staged ahead, whatever the machine
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
     Stream s = stream(memory);
     const std::size_t size = 9 * MiB + 123;  // 10 chunks, the last one short
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
@@ -183,7 +180,7 @@ TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
     for (std::uint32_t threads : {1u, 4u}) {
         MemoryConfig cfg = config();
         cfg.staging.copy_threads = threads;
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
         Stream s = stream(memory);
         const std::size_t size = 6 * MiB + 4321;
         KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
@@ -210,7 +207,7 @@ TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
 }
 
 TEST_F(CpuMemory, ALargeCopyBehindBlockedWorkTakesFreshBlocksInsteadOfWaiting) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));  // the stream cannot reach the copy
@@ -229,7 +226,7 @@ TEST_F(CpuMemory, ALargeCopyBehindBlockedWorkTakesFreshBlocksInsteadOfWaiting) {
 }
 
 TEST_F(CpuMemory, AMovedInVectorIsCopiedWithoutStaging) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));
@@ -246,7 +243,7 @@ TEST_F(CpuMemory, TheCheckerSeesAPinnedSourceReusedBeforeItsCopyRan) {
     // The control for the tests above: the same thing without staging (a
     // direct copy from pinned memory, which the caller must leave alone
     // until the copy ran).
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK(gate.hold(s));
@@ -264,7 +261,7 @@ TEST_F(CpuMemory, TheCheckerSeesAPinnedSourceReusedBeforeItsCopyRan) {
 }
 
 TEST_F(CpuMemory, TwoStreamPipelinePassesBuffersWithHoldsAndNoSyncs) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream producer = stream(memory), consumer = stream(memory);
     constexpr std::size_t kSteps = 48;
     constexpr std::size_t kChunk = 256 * KiB;
@@ -298,7 +295,7 @@ TEST_F(CpuMemory, TwoStreamPipelineKeepsSentBuffersAliveWithStreamHolds) {
     // As a framework would: streams of the device (its shared memory) and
     // Stream::hold.
     Stream producer = stream(), consumer = stream();
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, consumer.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, consumer.memory());
     constexpr std::size_t kSteps = 32;
     constexpr std::size_t kChunk = 128 * KiB;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer out, Buffer::allocate(consumer, kSteps * kChunk));
@@ -330,7 +327,7 @@ TEST_F(CpuMemory, OutOfMemoryHeldByOtherStreamsIsRecoveredByTheRetry) {
     MemoryConfig cfg = config();
     cfg.allocator.reserved_limit = 64 * MiB;
     cfg.reclaim_interval = std::chrono::microseconds{0};
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
     Stream s1 = stream(memory), s2 = stream(memory), s3 = stream(memory), user = stream(memory);
     Gate gate;
     {
@@ -359,7 +356,7 @@ TEST_F(CpuMemory, OutOfMemoryHeldByOtherStreamsIsRecoveredByTheRetry) {
 TEST_F(CpuMemory, AnUnrecoverableOutOfMemoryReportsTheStatistics) {
     MemoryConfig cfg = config();
     cfg.allocator.reserved_limit = 64 * MiB;
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
     Stream s = stream(memory);
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer held, Buffer::allocate(s, 40 * MiB));
     auto r = Buffer::allocate(s, 40 * MiB);
@@ -375,7 +372,7 @@ TEST_F(CpuMemory, MemoryStaysBoundedWhenTheHostEnqueuesFarAhead) {
     cfg.limits.max_staging_in_flight_bytes = 4 * MiB;
     cfg.limits.max_pending_free_bytes = 8 * MiB;
     cfg.limits.max_queued_per_stream = 32;
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), cfg));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
     Stream s1 = stream(memory), s2 = stream(memory);
     Gate gate;
     // s2 stays held until the host has gone past a bound (so it must wait);
@@ -412,7 +409,7 @@ TEST_F(CpuMemory, MemoryStaysBoundedWhenTheHostEnqueuesFarAhead) {
 }
 
 TEST_F(CpuMemory, FenceOrdersAStreamWithoutBlockingTheHost) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s1 = stream(memory), s2 = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s1, 1 * MiB));
@@ -435,7 +432,7 @@ TEST_F(CpuMemory, FenceOrdersAStreamWithoutBlockingTheHost) {
 }
 
 TEST_F(CpuMemory, AnEventIsHostVisibleCompletion) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer x, Buffer::allocate(s, 1 * MiB));
@@ -452,7 +449,7 @@ TEST_F(CpuMemory, AnEventIsHostVisibleCompletion) {
 }
 
 TEST_F(CpuMemory, AsyncErrorsSurfaceWhereTheHostObservesThem) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Gate gate;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer dst, Buffer::allocate(s, 4096));
@@ -483,7 +480,7 @@ TEST_F(CpuMemory, AsyncErrorsSurfaceWhereTheHostObservesThem) {
 // Device -> host copies are not staged by the runtime: the plugin writes
 // the caller's memory when the copy runs.
 TEST_F(CpuMemory, ADeviceToHostCopyMakesNoPinnedAllocationAndDeliversEverySize) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     for (const std::size_t size : {std::size_t{1}, 4 * KiB + 3, 3 * MiB + 5}) {
         SCOPED_TRACE(size);
@@ -507,7 +504,7 @@ TEST_F(CpuMemory, ADeviceToHostCopyMakesNoPinnedAllocationAndDeliversEverySize) 
 // A future owns its vector: dropping it never blocks, and the vector goes
 // once the copy ran.
 TEST_F(CpuMemory, DroppingAHostFutureBehindAHeldStreamReturnsAtOnceAndFreesTheVectorLater) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     const std::size_t size = 4 * MiB;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
@@ -540,7 +537,7 @@ TEST_F(CpuMemory, DroppingAHostFutureBehindAHeldStreamReturnsAtOnceAndFreesTheVe
 
 // A use after free of plugin memory is refused by the call that commits it.
 TEST_F(CpuMemory, AUseAfterFreeIsRefusedByTheCall) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer dst, Buffer::allocate(s, 4096));
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer raw, RawBuffer::allocate(device(), 4096));
@@ -552,7 +549,7 @@ TEST_F(CpuMemory, AUseAfterFreeIsRefusedByTheCall) {
 }
 
 TEST_F(CpuMemory, ManyThreadsAllocateFreeAndCopyConcurrently) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     constexpr int kThreads = 4;
     constexpr int kSteps = 60;
     Stream side = stream(memory);
@@ -619,16 +616,16 @@ TEST_F(CpuMemory, ManyThreadsAllocateFreeAndCopyConcurrently) {
 }
 
 TEST_F(CpuMemory, TheSharedInstanceIsOnePerDeviceAndStreamsOfTheDeviceUseIt) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory a, DeviceMemory::shared(device()));
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory b, DeviceMemory::shared(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool a, MemoryPool::shared(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool b, MemoryPool::shared(device()));
     EXPECT_TRUE(a == b);
     Stream s = stream();
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory used, s.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool used, s.memory());
     EXPECT_TRUE(used == a);
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory own, DeviceMemory::create(device()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool own, MemoryPool::create(device()));
     EXPECT_FALSE(own == a);
     Stream p = stream(own);
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory used_by_p, p.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool used_by_p, p.memory());
     EXPECT_TRUE(used_by_p == own);
     // Buffers, staged copies and holds of `p` go through `own`.
     const std::uint64_t before = own.stats().allocations;
@@ -647,17 +644,17 @@ TEST_F(CpuMemory, AnExplicitConfigurationIsNeverSilentlyIgnored) {
     MemoryConfig other = small;
     other.allocator.reserved_limit = 16 * MiB;
     {
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory shared, DeviceMemory::shared(device(), small));
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool shared, MemoryPool::shared(device(), small));
         EXPECT_EQ(shared.config().allocator.reserved_limit, 32 * MiB);
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory same, DeviceMemory::shared(device(), small));
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool same, MemoryPool::shared(device(), small));
         EXPECT_TRUE(same == shared) << "the same configuration again is fine";
-        auto conflict = DeviceMemory::shared(device(), other);
+        auto conflict = MemoryPool::shared(device(), other);
         ASSERT_FALSE(conflict.ok());
         EXPECT_EQ(conflict.error().code(), KEEL_STATUS_FAILED_PRECONDITION);
         EXPECT_NE(conflict.error().message().find("another configuration"), std::string::npos)
             << conflict.error().message();
         Stream s = stream();
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory used, s.memory());
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool used, s.memory());
         EXPECT_EQ(used.config().allocator.reserved_limit, 32 * MiB);
     }
     {
@@ -665,12 +662,12 @@ TEST_F(CpuMemory, AnExplicitConfigurationIsNeverSilentlyIgnored) {
         // next one, which a stream of the device creates on first need.
         Stream later = stream();
         KEEL_ASSERT_OK_AND_ASSIGN(Buffer over, Buffer::allocate(later, 16 * MiB));
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory recreated, later.memory());
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool recreated, later.memory());
         EXPECT_EQ(recreated.config().allocator.reserved_limit, 32 * MiB);
         KEEL_EXPECT_ERROR(Buffer::allocate(later, 20 * MiB), KEEL_STATUS_OUT_OF_MEMORY);
     }
     // Nothing uses it now: the default again, for the other tests.
-    KEEL_EXPECT_OK(DeviceMemory::shared(device(), MemoryConfig{}));
+    KEEL_EXPECT_OK(MemoryPool::shared(device(), MemoryConfig{}));
 }
 
 TEST_F(CpuMemory, BuffersFencesAndCopiesKeepTheirMemoryAfterEveryHandleAndStream) {
@@ -679,7 +676,7 @@ TEST_F(CpuMemory, BuffersFencesAndCopiesKeepTheirMemoryAfterEveryHandleAndStream
     std::vector<std::uint8_t> out(4096, 0);
     HostCopy copy;
     {
-        KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+        KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
         Stream s = stream(memory);
         KEEL_ASSERT_OK_AND_ASSIGN(survivor, Buffer::allocate(s, 4096));
         KEEL_ASSERT_OK(s.memset(survivor, 9));
@@ -698,7 +695,7 @@ TEST_F(CpuMemory, BuffersFencesAndCopiesKeepTheirMemoryAfterEveryHandleAndStream
 }
 
 TEST_F(CpuMemory, AnEmptyStreamIsRejected) {
-    KEEL_ASSERT_OK_AND_ASSIGN(DeviceMemory memory, DeviceMemory::create(device(), config()));
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), config()));
     Stream s = stream(memory);
     Stream moved = std::move(s);
     auto r = Buffer::allocate(s, 16);  // NOLINT(bugprone-use-after-move): testing the moved-from stream

@@ -6,6 +6,8 @@
 // uses"); on cpu:0 the drop would return before the copy ran. Every device
 // that loads is tried (cuda:0 where a GPU is); the stream is held by a gate,
 // so the copies are still queued when the buffers go.
+#include "device_fixture.hpp"
+
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
@@ -25,16 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class PinnedLifetime : public ::testing::TestWithParam<std::string> {
-protected:
-    void SetUp() override {
-        auto device = runtime_.device(GetParam());
-        if (!device.ok()) GTEST_SKIP() << GetParam() << " is not here: " << device.error().message();
-        device_.emplace(std::move(*device));
-    }
-    keel::Runtime runtime_ = keel::Runtime::create().expect("loading the plugins");
-    std::optional<keel::Device> device_;
-};
+class PinnedLifetime : public keel::testing::EveryDevice {};
 
 std::vector<std::uint32_t> pattern(std::size_t n) {
     std::vector<std::uint32_t> v(n);
@@ -85,7 +78,7 @@ TEST_P(PinnedLifetime, APinnedBufferReusedByStreamsThatComeAndGoKeepsFewPoints) 
     // each copy is given back once passed, not kept until the buffer goes
     // (which would take a new event from the pool per stream).
     KEEL_ASSERT_OK_AND_ASSIGN(keel::Stream first, keel::Stream::create(*device_));
-    KEEL_ASSERT_OK_AND_ASSIGN(keel::DeviceMemory memory, first.memory());
+    KEEL_ASSERT_OK_AND_ASSIGN(keel::MemoryPool memory, first.memory());
     KEEL_ASSERT_OK_AND_ASSIGN(keel::PinnedBuffer staging, keel::PinnedBuffer::allocate(*device_, 4096));
     std::memset(staging.data(), 7, 4096);
     const std::uint64_t events_before = memory.tracker_stats().events_created;
@@ -120,12 +113,6 @@ TEST_P(PinnedLifetime, PartsOfAPinnedBufferCopyInAndOutLikeSlotsOfAStagingRing) 
     KEEL_EXPECT_OK(stream.synchronize());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, PinnedLifetime, ::testing::Values("cpu:0", "level_zero:0", "cuda:0"),
-                         [](const auto& info) {
-                             std::string name = info.param;
-                             for (char& c : name)
-                                 if (c == ':') c = '_';
-                             return name;
-                         });
+KEEL_ON_EVERY_DEVICE(PinnedLifetime);
 
 }  // namespace

@@ -3,7 +3,7 @@
 // memory goes back to the plugin, and the completion tracker forgets it.
 // cpu:0 through the public API, plain and in checked mode.
 #include <keel/keel.hpp>
-#include <keel/testing/resident.hpp>
+#include <keel/base/resident.hpp>
 
 #include <gtest/gtest.h>
 
@@ -12,13 +12,12 @@
 namespace keel {
 namespace {
 
-using testing::resident_bytes;
 
 TEST(StreamChurn, AThousandStreamsKeepReservedMemoryWithinTwoSegmentsAndRssFlat) {
     Runtime rt = Runtime::create().expect("loading the plugins");
     auto device = rt.device("cpu:0");
     if (!device.ok()) GTEST_SKIP() << "no cpu:0: " << device.error().message();
-    const DeviceMemory memory = DeviceMemory::create(*device, MemoryConfig{}).expect("DeviceMemory::create");
+    const MemoryPool memory = MemoryPool::create(*device, MemoryConfig{}).expect("MemoryPool::create");
     constexpr std::uint64_t kBytes = 4ull << 20;
     std::uint64_t segment = 0;  // the reserved bytes of one cycle's segment
     std::uint64_t rss_after_warmup = 0;
@@ -54,7 +53,7 @@ TEST(StreamChurn, CheckedModeReusesOrReleasesTheSegmentsOfClosedStreamsAsTheirBl
     MemoryConfig config;
     config.allocator.checked = true;
     config.allocator.quarantine_bytes = 1ull << 20;
-    const DeviceMemory memory = DeviceMemory::create(*device, config).expect("DeviceMemory::create");
+    const MemoryPool memory = MemoryPool::create(*device, config).expect("MemoryPool::create");
     constexpr std::uint64_t kBytes = 256ull << 10;  // a small block: one small segment per stream
     std::uint64_t segment = 0;
     for (int cycle = 0; cycle < 200; ++cycle) {

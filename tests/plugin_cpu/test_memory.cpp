@@ -1,7 +1,7 @@
 // Device memory, pinned memory and copies.
 #include "cpu_test.hpp"
 
-#include <keel/testing/resident.hpp>
+#include <keel/base/resident.hpp>
 
 #include <cstring>
 #include <numeric>
@@ -212,7 +212,7 @@ TEST_F(CpuMemory, FreedLargeDeviceAndPinnedMemoryGoesBackToTheOs) {
 #endif
     constexpr std::uint64_t kBytes = 16ull << 20;
     keel_stream s = stream();
-    const std::uint64_t before = keel::testing::resident_bytes();
+    const std::uint64_t before = keel::resident_bytes();
     keel_device_addr larger = alloc(28ull << 20);  // freed first: it raised glibc's threshold above kBytes
     forget_allocation(larger);
     KEEL_ASSERT_OK(api().device_free(dev(), larger));
@@ -226,7 +226,7 @@ TEST_F(CpuMemory, FreedLargeDeviceAndPinnedMemoryGoesBackToTheOs) {
         KEEL_ASSERT_OK(api().host_alloc(dev(), kBytes, &p));
         std::memset(p, 2, kBytes);
         KEEL_ASSERT_OK(api().host_free(dev(), p));
-        const std::uint64_t rss = keel::testing::resident_bytes();
+        const std::uint64_t rss = keel::resident_bytes();
         EXPECT_LT(rss, before + kBytes / 2) << "round " << round << ": " << rss << " bytes resident after freeing, "
                                             << before << " before the first";
     }

@@ -14,7 +14,7 @@ namespace {
 struct Globals {
     std::optional<keel::Runtime> runtime;
     std::optional<keel::Stream> stream;
-    std::optional<keel::DeviceMemory> private_memory;
+    std::optional<keel::MemoryPool> private_memory;
     std::optional<keel::Stream> private_stream;
     std::optional<keel::Buffer> buffer;
 };
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     globals.runtime.emplace(keel::Runtime::create().expect("loading plugins"));
     keel::Device device = globals.runtime->device(name).expect("the device to test");
     globals.stream.emplace(keel::Stream::create(device).expect("a stream"));
-    globals.private_memory.emplace(keel::DeviceMemory::create(device).expect("a private memory instance"));
+    globals.private_memory.emplace(keel::MemoryPool::create(device).expect("a private memory instance"));
     globals.private_stream.emplace(keel::Stream::create(*globals.private_memory).expect("a stream on it"));
     for (keel::Stream* s : {&*globals.stream, &*globals.private_stream}) {
         keel::Buffer held = keel::Buffer::allocate(*s, 1 << 20).expect("a cached buffer");

@@ -38,7 +38,7 @@ std::string capabilities(const keel::DeviceProperties& p) {
 
 // The effective memory configuration of the device's shared instance.
 void print_memory_config(const keel::Device& d) {
-    auto memory = keel::DeviceMemory::shared(d);
+    auto memory = keel::MemoryPool::shared(d);
     if (!memory.ok()) {
         std::printf("      memory config   %s\n", memory.error().message().c_str());
         return;

@@ -3,6 +3,7 @@
 #include "faults.hpp"
 #include "worker.hpp"
 
+#include <keel/base/resident.hpp>
 #include <keel/keel.hpp>
 
 #include <algorithm>
@@ -24,7 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double rss_mib() { return static_cast<double>(rss_bytes()) / (1 << 20); }
+double rss_mib() { return static_cast<double>(keel::resident_bytes()) / (1 << 20); }
 
 // One row of the table: a fault, over every step kind and position.
 struct Row {
@@ -135,7 +136,7 @@ int driver_matrix(const MatrixOptions& o) {
     }
     // Held for the whole matrix: statistics at the end come from the
     // instance the cases used.
-    keel::DeviceMemory memory = keel::DeviceMemory::shared(*device).expect("the memory instance");
+    keel::MemoryPool memory = keel::MemoryPool::shared(*device).expect("the memory instance");
     const double rss_before = rss_mib();
     std::mutex shared_mu;
     std::optional<keel::Stream> shared;

@@ -18,6 +18,7 @@
 #include "matrix.hpp"
 #include "worker.hpp"
 
+#include <keel/base/resident.hpp>
 #include <keel/keel.hpp>
 
 #include <keel/tools/cli.hpp>
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
     auto first_stream = keel::Stream::create(*device);
     if (!first_stream.ok()) return keel::cli::fail(app, "creating a stream: " + first_stream.error().message());
     shared.emplace(std::move(first_stream).value());
-    keel::DeviceMemory memory = shared->memory().expect("the memory instance");
+    keel::MemoryPool memory = shared->memory().expect("the memory instance");
     soak::Counters counters;
     const auto start = Clock::now();
     const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
     for (int q = 1; q <= 4; ++q) {
         std::this_thread::sleep_until(start + (until - start) * q / 4);
         const Heap h = heap();
-        rss_mib[q] = static_cast<double>(soak::rss_bytes()) / (1 << 20);
+        rss_mib[q] = static_cast<double>(keel::resident_bytes()) / (1 << 20);
         const keel::AllocatorStats stats = memory.stats();
         reserved_mib[q] = static_cast<double>(stats.reserved_bytes) / (1 << 20);
         std::printf("| %d | %llu | %.1f | %.1f | %.1f | %.1f | %.1f |\n", q,

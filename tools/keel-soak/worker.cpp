@@ -20,15 +20,6 @@ std::vector<std::uint32_t> pattern(std::uint32_t seed, std::size_t n) {
 
 }  // namespace
 
-std::uint64_t rss_bytes() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return n == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
 const char* step_name(Step step) {
     switch (step) {
         case Step::upload: return "upload + read-back";

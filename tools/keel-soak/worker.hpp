@@ -17,9 +17,6 @@
 
 namespace soak {
 
-// Resident set size of this process in bytes (0 where /proc is missing).
-[[nodiscard]] std::uint64_t rss_bytes();
-
 struct Counters {
     std::atomic<std::uint64_t> steps{0};
     std::atomic<std::uint64_t> mismatches{0};

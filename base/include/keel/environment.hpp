@@ -8,7 +8,7 @@
 // "Settings"): a variable that is set overrides, field by field, what the
 // code configured or the default; an unset or empty variable changes
 // nothing. The effective configuration is what each component reports
-// (DeviceMemory::config(), keel-info). A value that does not parse is an
+// (MemoryPool::config(), keel-info). A value that does not parse is an
 // error (INVALID_ARGUMENT) naming the variable and what it accepts, never a
 // silent fallback.
 //

@@ -62,7 +62,7 @@ public:
     [[nodiscard]] keel::Result<keel::Kernel> kernel(const std::string& name) const;
 
     // The device's shared memory instance (the allocator's statistics).
-    [[nodiscard]] keel::Result<keel::DeviceMemory> memory() const { return keel::DeviceMemory::shared(device_); }
+    [[nodiscard]] keel::Result<keel::MemoryPool> memory() const { return keel::MemoryPool::shared(device_); }
 
 private:
     int index_;

@@ -178,7 +178,7 @@ std::string memory_summary(std::int64_t device) {
 
 // Waits for every pending free, then returns the cached segments to the device.
 void empty_cache(std::int64_t device) {
-    const keel::DeviceMemory memory = unwrap(device_at(device).memory());
+    const keel::MemoryPool memory = unwrap(device_at(device).memory());
     memory.synchronize();
     unwrap(memory.release_cached());
 }

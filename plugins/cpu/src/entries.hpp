@@ -1,6 +1,8 @@
 // The C entry points of keel_plugin_api, each defined next to the concept
-// it belongs to (device.cpp, stream_entries.cpp, event.cpp, memory_entries.cpp,
-// copy.cpp, kernel_entries.cpp) and assembled into the table by entry.cpp.
+// it belongs to (device.cpp: devices and memory; stream_entries.cpp,
+// event_entries.cpp, copy_entries.cpp, kernel_entries.cpp; a file named
+// <concept>_entries.cpp holds entries in every plugin) and assembled into the
+// table by entry.cpp.
 // Every one converts Result -> keel_error* through keel::plugin::entry.
 #pragma once
 

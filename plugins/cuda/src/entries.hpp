@@ -2,6 +2,14 @@
 // group per source file (plugin::DevicePlugin, plugin_state.hpp, has the
 // rest). Each converts its Result to the ABI's keel_error* through
 // keel::plugin::entry, so no exception or CUDA error escapes unreported.
+//
+// The CUDA and Level Zero plugins declare the same list (their entries.hpp):
+// what they share lives in plugins/support (plugin::DevicePlugin, the
+// boundary, handles, kernel tables); what stays is each plugin's own
+// functions in its own namespace. The compiler checks each declaration
+// against keel.h where entry.cpp puts its address in the table, so one
+// shared list would need a macro around every declaration and catch nothing
+// more.
 #pragma once
 
 #include <keel/keel.h>
@@ -12,7 +20,7 @@ namespace keel::cuda::api {
 keel_error* device_memory_info(keel_device device, uint64_t* out_free, uint64_t* out_total) noexcept;
 keel_error* device_native_handle(keel_device device, keel_native_handle* out) noexcept;
 
-// stream.cpp
+// stream_entries.cpp
 keel_error* stream_create(keel_device device, uint32_t flags, keel_stream* out_stream) noexcept;
 keel_error* stream_destroy(keel_stream stream) noexcept;
 keel_error* stream_synchronize(keel_stream stream) noexcept;
@@ -22,7 +30,7 @@ keel_error* stream_enqueue_host_func(keel_stream stream, keel_host_fn fn, void* 
 keel_error* stream_enqueue_fallible_host_func(keel_stream stream, keel_fallible_host_fn fn, void* user_data) noexcept;
 keel_error* stream_native_handle(keel_stream stream, keel_native_handle* out) noexcept;
 
-// event.cpp
+// event_entries.cpp
 keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_event) noexcept;
 keel_error* event_destroy(keel_event event) noexcept;
 keel_error* event_record(keel_event event, keel_stream stream) noexcept;
@@ -30,13 +38,13 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept;
 keel_error* event_synchronize(keel_event event) noexcept;
 keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) noexcept;
 
-// memory.cpp
+// memory_entries.cpp
 keel_error* device_alloc(keel_device device, uint64_t size, keel_device_addr* out_addr) noexcept;
 keel_error* device_free(keel_device device, keel_device_addr addr) noexcept;
 keel_error* host_alloc(keel_device device, uint64_t size, void** out_ptr) noexcept;
 keel_error* host_free(keel_device device, void* ptr) noexcept;
 
-// copy.cpp
+// copy_entries.cpp
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept;
 keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint64_t size) noexcept;
 keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_addr src, uint64_t size) noexcept;

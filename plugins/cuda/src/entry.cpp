@@ -10,6 +10,9 @@ namespace keel::cuda::api {
 
 namespace {
 
+// Every entry of keel.h in table order, each set or null here, so that what
+// this plugin lacks is read in one place (the other GPU plugin's table has
+// the same shape and its own entries).
 constexpr keel_plugin_api kApi = {
     .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
     .abi_major = KEEL_ABI_VERSION_MAJOR,

@@ -3,6 +3,14 @@
 // rest). Each converts its Result to the ABI's keel_error* through
 // keel::plugin::entry, so no exception or Level Zero error escapes
 // unreported.
+//
+// The CUDA and Level Zero plugins declare the same list (their entries.hpp):
+// what they share lives in plugins/support (plugin::DevicePlugin, the
+// boundary, handles, kernel tables); what stays is each plugin's own
+// functions in its own namespace. The compiler checks each declaration
+// against keel.h where entry.cpp puts its address in the table, so one
+// shared list would need a macro around every declaration and catch nothing
+// more.
 #pragma once
 
 #include <keel/keel.h>

@@ -12,6 +12,9 @@ namespace {
 // device_memory_info is absent: Level Zero 1.4's core API reports no free
 // memory (only Sysman does, and only when ZES_ENABLE_SYSMAN=1 was set
 // before zeInit, which a plugin cannot impose on its process).
+// Every entry of keel.h in table order, each set or null here, so that what
+// this plugin lacks is read in one place (the other GPU plugin's table has
+// the same shape and its own entries).
 constexpr keel_plugin_api kApi = {
     .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
     .abi_major = KEEL_ABI_VERSION_MAJOR,

@@ -60,16 +60,16 @@ private:
 };
 
 // Device memory from the caching allocator of the memory instance of the
-// stream it was allocated on (see DeviceMemory): allocation and free cost
+// stream it was allocated on (see MemoryPool): allocation and free cost
 // no plugin call in steady state. The buffer belongs to that stream; freeing
 // it (dropping it) is stream-ordered: the memory is at once reusable by that
-// stream, whose in-order execution makes it safe. Work on OTHER streams
-// must be declared with record_stream() after it is enqueued (or the buffer
-// handed to Stream::hold): the memory then comes back only once that work
-// completed.
+// stream, whose in-order execution makes it safe. Other streams that use it
+// must be declared with record_stream() (or the buffer handed to
+// Stream::hold): the memory then comes back only once the work they had
+// enqueued when the buffer was freed completed.
 //
 // A buffer keeps its memory instance, and so the device's plugin, alive
-// (reference-counted): it may outlive every DeviceMemory handle, stream and
+// (reference-counted): it may outlive every MemoryPool handle, stream and
 // Runtime.
 //
 // Move-only. An empty buffer (default, moved-from, reset) has size 0 and an
@@ -101,10 +101,12 @@ public:
     // [offset, offset + size) of the buffer; OUT_OF_RANGE if it does not fit.
     [[nodiscard]] Result<DeviceView> view(std::uint64_t offset, std::uint64_t size) const;
 
-    // Declares that the work enqueued on `stream` so far uses this buffer
-    // (call it after enqueuing the use; again after later uses). When the
-    // buffer is freed its memory is not reused before that work completed.
-    // No-op on the owning stream.
+    // Declares that `stream` uses this buffer, as torch's record_stream:
+    // when the buffer is freed, an event is recorded on `stream` and the
+    // memory is not reused before it completed, so every use enqueued on
+    // `stream` before the free is covered, whether enqueued before or after
+    // this call; once per stream is enough. A stream closed before the free
+    // already waited for its work. No-op on the owning stream.
     [[nodiscard]] Result<void> record_stream(const Stream& stream);
 
     // Frees now (as the destructor does); the buffer is empty afterwards.

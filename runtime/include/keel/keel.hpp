@@ -3,7 +3,7 @@
 
 #include <keel/buffer.hpp>
 #include <keel/device.hpp>
-#include <keel/device_memory.hpp>
+#include <keel/device_memory.hpp>  // the deprecated alias of MemoryPool
 #include <keel/event.hpp>
 #include <keel/fence.hpp>
 #include <keel/format.hpp>
@@ -11,6 +11,7 @@
 #include <keel/host_func.hpp>
 #include <keel/kernel.hpp>
 #include <keel/memory_config.hpp>
+#include <keel/memory_pool.hpp>
 #include <keel/memory_stats.hpp>
 #include <keel/pinned_buffer.hpp>
 #include <keel/raw_buffer.hpp>

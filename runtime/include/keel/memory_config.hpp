@@ -1,4 +1,4 @@
-// MemoryConfig: the tunables of a device's memory machinery (DeviceMemory),
+// MemoryConfig: the tunables of a device's memory machinery (MemoryPool),
 // with their defaults. docs/memory.md explains each default; every bound
 // here is enforced by making the host wait for the oldest outstanding work,
 // never by failing. Plain values; compare with ==.

@@ -1,4 +1,4 @@
-// Statistics and snapshots of a device's memory machinery (DeviceMemory):
+// Statistics and snapshots of a device's memory machinery (MemoryPool):
 // plain values, safe to copy and send anywhere.
 #pragma once
 

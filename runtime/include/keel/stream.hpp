@@ -24,7 +24,7 @@
 
 namespace keel {
 
-class DeviceMemory;
+class MemoryPool;
 class Event;
 class Kernel;
 class KernelArgs;
@@ -52,7 +52,7 @@ concept WritableHostRange =
 // while the work runs puts the stream in an error state that synchronize(),
 // query(), events recorded after it and later enqueues report.
 //
-// Memory: a stream uses one memory instance (DeviceMemory) for its
+// Memory: a stream uses one memory instance (MemoryPool) for its
 // buffers, staged copies, holds and fences. Stream::create(device) uses the
 // device's shared instance, bound on the first call that needs it (so a
 // stream that never allocates or stages costs nothing extra);
@@ -72,7 +72,7 @@ public:
     // A stream on `device` that uses the device's shared memory instance.
     [[nodiscard]] static Result<Stream> create(const Device& device);
     // A stream on memory.device() that uses `memory`.
-    [[nodiscard]] static Result<Stream> create(const DeviceMemory& memory);
+    [[nodiscard]] static Result<Stream> create(const MemoryPool& memory);
 
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -84,7 +84,7 @@ public:
     [[nodiscard]] bool empty() const noexcept { return handle_ == nullptr; }
     // The memory instance this stream uses (binding the device's shared
     // one if it had none yet): for its statistics and configuration.
-    [[nodiscard]] Result<DeviceMemory> memory() const;
+    [[nodiscard]] Result<MemoryPool> memory() const;
 
     // ---- waiting ------------------------------------------------------------
 
@@ -107,7 +107,8 @@ public:
     // One-shot fence: work enqueued on this stream from now on runs after
     // everything enqueued on `from` so far. A no-op for the stream itself.
     [[nodiscard]] Result<void> order_after(const Stream& from) const;
-    // Waits across devices are not part of ABI 1.0 (UNIMPLEMENTED).
+    // A fence or event of another device: UNIMPLEMENTED (keel.h has no
+    // entry that waits across devices).
 
     // ---- copies: copy(dst, src) copies all of src into the start of dst ----
     //

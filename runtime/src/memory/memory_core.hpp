@@ -23,7 +23,7 @@ namespace keel::memory {
 
 // Sync: shared by every thread that uses the device. Shared ownership, so
 // nothing made from a core outlives it, in two kinds:
-// - handles: a DeviceMemory, a Stream, a Fence and a HostCopy hold a
+// - handles: a MemoryPool, a Stream, a Fence and a HostCopy hold a
 //   std::shared_ptr<MemoryCore> of the core's one live handle group;
 // - buffers: an allocated block keeps its core alive through its pool's
 //   count of blocks out (BlockAllocator::set_owner), so allocating and

@@ -1,5 +1,7 @@
 #include "host_kernels.hpp"
 
+#include <keel/base/half.hpp>
+
 #include <cstdint>
 #include <cstring>
 #include <stdint.h>  // before the kernels' header, which includes it inside the namespace below
@@ -24,15 +26,8 @@ using std::size_t;
 struct half {  // storage only, as in OpenCL C without cl_khr_fp16
     std::uint16_t bits;
 };
-inline float vload_half(std::size_t i, const half* p) {
-    _Float16 h;
-    std::memcpy(&h, &p[i].bits, sizeof h);
-    return static_cast<float>(h);
-}
-inline void vstore_half_rte(float v, std::size_t i, half* p) {
-    const _Float16 h = static_cast<_Float16>(v);  // rounds to nearest even
-    std::memcpy(&p[i].bits, &h, sizeof h);
-}
+inline float vload_half(std::size_t i, const half* p) { return keel::half_to_float(p[i].bits); }
+inline void vstore_half_rte(float v, std::size_t i, half* p) { p[i].bits = keel::float_to_half(v); }
 inline float as_float(uint u) {
     float f;
     std::memcpy(&f, &u, sizeof f);

@@ -1,6 +1,6 @@
 #include <keel/base/no_destructor.hpp>
 
-#include <keel/device_memory.hpp>
+#include <keel/memory_pool.hpp>
 #include <keel/environment.hpp>
 
 #include "access.hpp"
@@ -58,7 +58,7 @@ Result<void> check_config(const Device& device, const MemoryConfig& config) {
     for (const auto& [field, value] : rounded)
         if (value > kLargestRoundedSize)
             return Error(KEEL_STATUS_INVALID_ARGUMENT,
-                         std::string("[DeviceMemory] MemoryConfig::") + field + " of " + std::to_string(value) +
+                         std::string("[MemoryPool] MemoryConfig::") + field + " of " + std::to_string(value) +
                              " bytes for " + device.name() + " is larger than the largest usable, " +
                              std::to_string(kLargestRoundedSize) + " bytes");
     return ok();
@@ -84,10 +84,10 @@ Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const Memo
                                   &detail::Access::slot(device));
     } catch (const std::bad_alloc&) {
         return Error(KEEL_STATUS_OUT_OF_MEMORY,
-                     "[DeviceMemory] host allocation failed creating " + device.name() + "'s memory");
+                     "[MemoryPool] host allocation failed creating " + device.name() + "'s memory");
     } catch (const std::system_error& e) {
         return Error(KEEL_STATUS_INTERNAL,
-                     "[DeviceMemory] cannot start " + device.name() + "'s reclaimer thread: " + e.what());
+                     "[MemoryPool] cannot start " + device.name() + "'s reclaimer thread: " + e.what());
     }
 }
 
@@ -108,14 +108,14 @@ Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const Memo
     if (std::shared_ptr<MemoryCore> existing = entry.core.lock()) {
         if (config != nullptr && !(existing->config() == *config))
             return Error(KEEL_STATUS_FAILED_PRECONDITION,
-                         "[DeviceMemory::shared] " + device.name() +
+                         "[MemoryPool::shared] " + device.name() +
                              "'s shared memory already exists with another configuration; give it "
                              "its configuration before its first buffer, staged copy, hold or fence "
-                             "(or use DeviceMemory::create for a private instance)");
+                             "(or use MemoryPool::create for a private instance)");
         try {
             return MemoryCore::share(existing);  // its buffers may have outlived every handle
         } catch (const std::bad_alloc&) {
-            return Error(KEEL_STATUS_OUT_OF_MEMORY, "[DeviceMemory] host allocation failed sharing " +
+            return Error(KEEL_STATUS_OUT_OF_MEMORY, "[MemoryPool] host allocation failed sharing " +
                                                         device.name() + "'s memory");
         }
     }
@@ -128,29 +128,29 @@ Result<std::shared_ptr<MemoryCore>> shared_core(const Device& device, const Memo
 
 }  // namespace memory
 
-Result<DeviceMemory> DeviceMemory::shared(const Device& device) {
+Result<MemoryPool> MemoryPool::shared(const Device& device) {
     KEEL_TRY_ASSIGN(auto core, memory::shared_core(device, nullptr));
-    return DeviceMemory(device, std::move(core));
+    return MemoryPool(device, std::move(core));
 }
 
-Result<DeviceMemory> DeviceMemory::shared(const Device& device, const MemoryConfig& config) {
+Result<MemoryPool> MemoryPool::shared(const Device& device, const MemoryConfig& config) {
     KEEL_TRY_ASSIGN(auto core, memory::shared_core(device, &config));
-    return DeviceMemory(device, std::move(core));
+    return MemoryPool(device, std::move(core));
 }
 
-Result<DeviceMemory> DeviceMemory::create(const Device& device, const MemoryConfig& config) {
+Result<MemoryPool> MemoryPool::create(const Device& device, const MemoryConfig& config) {
     KEEL_TRY_ASSIGN(auto core, memory::create_core(device, config));
-    return DeviceMemory(device, std::move(core));
+    return MemoryPool(device, std::move(core));
 }
 
-const MemoryConfig& DeviceMemory::config() const noexcept { return core_->config(); }
-void DeviceMemory::sweep() const noexcept { core_->tracker().sweep_and_settle(); }
-void DeviceMemory::synchronize() const noexcept { core_->tracker().drain(); }
-Result<void> DeviceMemory::release_cached() const { return core_->allocator().release_cached(); }
-AllocatorStats DeviceMemory::stats() const { return core_->allocator().stats(); }
-MemorySnapshot DeviceMemory::snapshot() const { return core_->allocator().snapshot(); }
-StagingStats DeviceMemory::staging_stats() const { return core_->staging().stats(); }
-TrackerStats DeviceMemory::tracker_stats() const { return core_->tracker().stats(); }
-void DeviceMemory::reset_peaks() const noexcept { core_->allocator().reset_peaks(); }
+const MemoryConfig& MemoryPool::config() const noexcept { return core_->config(); }
+void MemoryPool::sweep() const noexcept { core_->tracker().sweep_and_settle(); }
+void MemoryPool::synchronize() const noexcept { core_->tracker().drain(); }
+Result<void> MemoryPool::release_cached() const { return core_->allocator().release_cached(); }
+AllocatorStats MemoryPool::stats() const { return core_->allocator().stats(); }
+MemorySnapshot MemoryPool::snapshot() const { return core_->allocator().snapshot(); }
+StagingStats MemoryPool::staging_stats() const { return core_->staging().stats(); }
+TrackerStats MemoryPool::tracker_stats() const { return core_->tracker().stats(); }
+void MemoryPool::reset_peaks() const noexcept { core_->allocator().reset_peaks(); }
 
 }  // namespace keel

@@ -1,12 +1,12 @@
-// The resident set size of this process, for tests that check memory goes
-// back to the OS. Header-only.
+// The resident set size of this process, for the tests and tools that check
+// memory goes back to the OS. Header-only.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <unistd.h>
 
-namespace keel::testing {
+namespace keel {
 
 // In bytes; 0 where /proc is missing.
 inline std::uint64_t resident_bytes() {
@@ -18,4 +18,4 @@ inline std::uint64_t resident_bytes() {
     return read == 2 ? resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
-}  // namespace keel::testing
+}  // namespace keel

@@ -2,12 +2,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -93,9 +93,10 @@ bool process_alive(std::int32_t pid) noexcept {
 }
 
 std::uint64_t random_uid() {
-    static thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32)};
+    // From the kernel: no per-thread generator state in a dlopen'ed plugin.
     std::uint64_t v = 0;
-    while (v == 0) v = rng();
+    while (v == 0)
+        if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) v = 0;
     return v;
 }
 

@@ -72,8 +72,9 @@ TEST_P(Conformance, IpcHandlesOfTheWrongKindOrWithoutTheirDescriptorAreRefused) 
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer plain, RawBuffer::allocate(device(), 4096));
     auto not_exportable = ipc::export_memory(plain);
     // Where every allocation is exportable (CUDA, Level Zero) this succeeds.
-    if (!not_exportable.ok())
+    if (!not_exportable.ok()) {
         EXPECT_EQ(not_exportable.error().code(), KEEL_STATUS_INVALID_ARGUMENT) << not_exportable.error().message();
+    }
 }
 
 }  // namespace

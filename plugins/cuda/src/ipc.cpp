@@ -60,7 +60,7 @@ Result<CudaHandle> read_handle(const keel_ipc_handle* handle, keel_ipc_handle_ki
 // What opening a handle answers: CUDA's "invalid context" for a handle of
 // this very process, an invalid handle for a forged or stale one.
 Result<void> check_open(cudaError_t e, const char* what) {
-    if (e == cudaErrorInvalidContext || e == cudaErrorDeviceUninitialized) {
+    if (e == cudaErrorDeviceUninitialized) {  // "invalid device context"
         (void)cudaGetLastError();
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
                      std::string(what) + ": CUDA does not open a handle in the process that exported it");

@@ -32,6 +32,7 @@ std::size_t table_size_of_minor(std::uint32_t minor) {
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
         case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
         case 5: return KEEL_PLUGIN_API_STRUCT_SIZE_1_5;
+        case 6: return KEEL_PLUGIN_API_STRUCT_SIZE_1_6;
         default: return 0;
     }
 }
@@ -93,6 +94,14 @@ void check_major_refused(Checker& c, const std::filesystem::path& file) {
              "expected VERSION_MISMATCH, got " + describe(*error));
 }
 
+int ipc_memory_entries(const keel_plugin_api& t) {
+    return KEEL_CTS_HAS(t, ipc_memory_alloc) + KEEL_CTS_HAS(t, ipc_memory_export) +
+           KEEL_CTS_HAS(t, ipc_memory_import) + KEEL_CTS_HAS(t, ipc_memory_close);
+}
+int ipc_event_entries(const keel_plugin_api& t) {
+    return KEEL_CTS_HAS(t, ipc_event_export) + KEEL_CTS_HAS(t, ipc_event_import);
+}
+
 void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
     r.abi_major = t.abi_major;
     r.abi_minor = t.abi_minor;
@@ -138,6 +147,13 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
                  "comm_send_recv_sized comes with the comm_* entries (1.5)",
                  comm_entries == 8 ? "the 1.4 set is present without comm_send_recv_sized"
                                    : "comm_send_recv_sized is present without the 1.4 set");
+    // [1.6] [ipc.memory-set], [ipc.event-set]: each IPC set comes whole or not at all.
+    const int ipc_memory = ipc_memory_entries(t);
+    c.expect(ipc_memory == 0 || ipc_memory == 4, "the ipc_memory_* entries come as a set (1.6 [ipc.memory-set])",
+             std::to_string(ipc_memory) + " of the 4 are present");
+    const int ipc_events = ipc_event_entries(t);
+    c.expect(ipc_events == 0 || ipc_events == 2, "the ipc_event_* entries come as a set (1.6 [ipc.event-set])",
+             std::to_string(ipc_events) + " of the 2 are present");
 }
 
 // What device `index` reports, checked against the table.
@@ -169,6 +185,17 @@ void check_device(Checker& c, const keel_plugin_api& t, std::uint32_t index) {
     std::uint32_t known = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_EVENT_TIMING |
                           KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY;
     if (t.abi_minor >= 3) known |= KEEL_DEVICE_CAP_PINNED_COPIES_ONLY;
+    if (t.abi_minor >= 6) {
+        known |= KEEL_DEVICE_CAP_IPC_MEMORY | KEEL_DEVICE_CAP_IPC_EVENTS;
+        const bool memory_cap = (p.capabilities & KEEL_DEVICE_CAP_IPC_MEMORY) != 0;
+        c.expect(memory_cap == (ipc_memory_entries(t) == 4), at + "IPC_MEMORY iff the ipc_memory_* entries (1.6)",
+                 memory_cap ? "IPC_MEMORY is set but the ipc_memory_* entries are absent"
+                            : "the ipc_memory_* entries are present but IPC_MEMORY is not set");
+        const bool events_cap = (p.capabilities & KEEL_DEVICE_CAP_IPC_EVENTS) != 0;
+        c.expect(events_cap == (ipc_event_entries(t) == 2), at + "IPC_EVENTS iff the ipc_event_* entries (1.6)",
+                 events_cap ? "IPC_EVENTS is set but the ipc_event_* entries are absent"
+                            : "the ipc_event_* entries are present but IPC_EVENTS is not set");
+    }
     c.expect((p.capabilities & ~known) == 0, at + "only defined capability bits",
              "unknown bits set: " + std::to_string(p.capabilities & ~known));
     if (!KEEL_CTS_HAS(t, device_native_handle)) {

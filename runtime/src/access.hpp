@@ -47,6 +47,11 @@ struct Access {
     [[nodiscard]] static keel_stream handle(const Stream& stream) noexcept { return stream.handle_; }
     [[nodiscard]] static keel_event handle(const Event& event) noexcept { return event.handle_; }
     [[nodiscard]] static const DeviceSlot* slot(const Event& event) noexcept { return event.device_; }
+    // An Event around a plugin event made outside Event::create (keel::ipc).
+    [[nodiscard]] static Event event(const DeviceSlot* slot, keel_event handle, std::uint32_t share,
+                                     EventTiming timing) noexcept {
+        return Event(slot, handle, share, timing);
+    }
     [[nodiscard]] static keel_kernel handle(const Kernel& kernel) noexcept { return kernel.handle_; }
 
     // ---- host functions and kernel arguments -------------------------------

@@ -162,7 +162,7 @@ extern "C" {
 #endif
 
 #define KEEL_ABI_VERSION_MAJOR 1u
-#define KEEL_ABI_VERSION_MINOR 5u
+#define KEEL_ABI_VERSION_MINOR 6u
 
 #if defined(_WIN32)
 #define KEEL_PLUGIN_EXPORT __declspec(dllexport)
@@ -306,6 +306,12 @@ typedef enum keel_device_capability {
      * runtime stages pageable memory for it (see memcpy_h2d). Needs
      * host_alloc; ignored in a plugin that declares an older minor. */
     KEEL_DEVICE_CAP_PINNED_COPIES_ONLY = 1u << 4,
+    /* [1.6] ipc_memory_* share device memory with other processes
+     * ([ipc.memory-set]). */
+    KEEL_DEVICE_CAP_IPC_MEMORY = 1u << 7,
+    /* [1.6] ipc_event_* and KEEL_EVENT_INTERPROCESS share events with other
+     * processes ([ipc.event-set]). */
+    KEEL_DEVICE_CAP_IPC_EVENTS = 1u << 8,
     KEEL_DEVICE_CAP_FORCE_UINT32 = 0x7fffffff
 } keel_device_capability;
 
@@ -404,6 +410,10 @@ static inline const keel_kernel_arg* keel_kernel_arg_at(const keel_launch_args* 
 typedef enum keel_event_flags {
     KEEL_EVENT_DEFAULT = 0,         /* no timing: cheapest */
     KEEL_EVENT_TIMING = 1u << 0,    /* event_elapsed_time may be used */
+    /* [1.6] ipc_event_export may export it; only on a device with
+     * KEEL_DEVICE_CAP_IPC_EVENTS, never with KEEL_EVENT_TIMING (else
+     * INVALID_ARGUMENT). */
+    KEEL_EVENT_INTERPROCESS = 1u << 1,
     KEEL_EVENT_FLAGS_FORCE_UINT32 = 0x7fffffff
 } keel_event_flags;
 
@@ -572,6 +582,43 @@ typedef struct keel_p2p_op {
 #define KEEL_P2P_OP_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_p2p_op, size)
 /* keel_p2p_op as 1.4 and 1.5 define it: the least op_size a plugin accepts. */
 #define KEEL_P2P_OP_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_p2p_op, size)
+
+/* ======================================================================== */
+/* Memory and events shared between processes (ABI 1.6)                     */
+/* ======================================================================== */
+
+/* What a keel_ipc_handle names. */
+typedef enum keel_ipc_handle_kind {
+    KEEL_IPC_HANDLE_NONE = 0,
+    KEEL_IPC_HANDLE_MEMORY = 1,  /* an allocation, from ipc_memory_export */
+    KEEL_IPC_HANDLE_EVENT = 2,   /* an event, from ipc_event_export */
+    KEEL_IPC_HANDLE_KIND_FORCE_UINT32 = 0x7fffffff
+} keel_ipc_handle_kind;
+
+/* Room for a driver's opaque handle (a cudaIpcMemHandle_t is 64 bytes, a
+ * ze_ipc_mem_handle_t 64). */
+#define KEEL_IPC_HANDLE_MAX_BYTES 64u
+
+/* An exported allocation or event as it travels to another process: a file
+ * descriptor, where the platform shares memory through one (sent with
+ * SCM_RIGHTS over a Unix socket: its number means nothing elsewhere), and
+ * opaque bytes the exporting plugin defines (sent as they are). The
+ * receiving process rebuilds the struct with ITS descriptor number in `fd`.
+ *
+ * [ipc.handle-ownership] since 1.6: `fd` of an exported handle is the
+ * caller's (close it once sent, or once no longer needed); import reads
+ * `fd` and `bytes` during the call only and never takes, closes or keeps
+ * the caller's descriptor (a plugin that needs it dups it). */
+typedef struct keel_ipc_handle {
+    size_t struct_size;          /* [in] set by the caller */
+    keel_ipc_handle_kind kind;
+    int32_t fd;                  /* a descriptor, or -1 for none */
+    uint64_t size;               /* memory: bytes of the allocation; event: 0 */
+    uint32_t byte_count;         /* bytes of `bytes` in use, <= KEEL_IPC_HANDLE_MAX_BYTES */
+    uint32_t reserved;           /* 0 */
+    uint8_t bytes[KEEL_IPC_HANDLE_MAX_BYTES];
+} keel_ipc_handle;
+#define KEEL_IPC_HANDLE_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_ipc_handle, bytes)
 
 /* ======================================================================== */
 /* The plugin table                                                         */
@@ -986,9 +1033,103 @@ typedef struct keel_plugin_api {
                                         uint32_t count, size_t op_size);
     /* ---- end of ABI 1.5 ---- */
 
+    /* ---- ABI 1.6: memory and events shared between processes ----------
+     * [optional, 1.6] Device memory and events another process can use, as
+     * CUDA's IPC handles and Level Zero's IPC handles offer: one process
+     * exports an allocation (or an event) as a keel_ipc_handle, sends it
+     * (keel::ipc sends a descriptor with SCM_RIGHTS over a Unix socket), and
+     * another process imports it on a device of the same plugin as a device
+     * address (or an event) of its own.
+     *
+     * [ipc.memory-set] since 1.6: ipc_memory_alloc, ipc_memory_export,
+     * ipc_memory_import and ipc_memory_close are present as a set, exactly
+     * when a device sets KEEL_DEVICE_CAP_IPC_MEMORY; [ipc.event-set] since
+     * 1.6: ipc_event_export and ipc_event_import are present as a set,
+     * exactly when a device sets KEEL_DEVICE_CAP_IPC_EVENTS, which also
+     * makes event_create accept KEEL_EVENT_INTERPROCESS (keel-cts checks
+     * both). A plugin of an older minor has none of them: the runtime
+     * answers UNIMPLEMENTED.
+     *
+     * [ipc.memory-lifetime] since 1.6: an importer's address stays valid,
+     * with the allocation's bytes, until that importer closes it
+     * (ipc_memory_close), also after the exporter freed the allocation or
+     * exited: the memory lives until the exporter freed it AND every
+     * importer closed it. A device_free of exported memory while an
+     * importer still has it open is a caller bug all the same (the exporter
+     * may not reuse what it shared); a checking plugin reports it where it
+     * can tell (the CPU plugin's checker refuses the free).
+     *
+     * [ipc.memory-ordering] since 1.6: the processes order their work on
+     * shared memory through an exported event: the exporter records it
+     * after its writes, the importer's stream waits for it
+     * (stream_wait_event) before reading. Memory is not ordered by the
+     * handle's arrival: a read not ordered after the exporter's writes by
+     * the shared event (or by the exporter's host having waited for them
+     * before it exported) is a race, which a checking plugin reports where
+     * it can tell.
+     *
+     * Errors at the call: INVALID_ARGUMENT for a null handle or output, an
+     * address that is not the base of a live allocation of ipc_memory_alloc
+     * (export), a handle of the wrong kind, of another plugin or malformed
+     * (import), an imported address given to device_free or a local one to
+     * ipc_memory_close; UNAVAILABLE when the exporter's allocation or event
+     * is gone for good (its process exited before the import, where the
+     * plugin can tell). A plugin may refuse to import a handle in the
+     * process that exported it (FAILED_PRECONDITION, as CUDA does).
+     *
+     * Threads: any thread, as every entry. */
+
+    /* [optional, 1.6] Allocates `size` > 0 bytes of device memory that
+     * ipc_memory_export can export, with device_alloc's rules (alignment,
+     * OUT_OF_MEMORY); the caller frees it with device_free. Where every
+     * allocation is exportable (CUDA, Level Zero) it is device_alloc. */
+    keel_error* (*ipc_memory_alloc)(keel_device device, uint64_t size, keel_device_addr* out_addr);
+
+    /* [optional, 1.6] Exports the allocation whose BASE is `addr` (from
+     * ipc_memory_alloc of `device`): writes the fields of `out` that fit
+     * out->struct_size (kind MEMORY, size, fd or -1, bytes). Each call
+     * makes a new handle (a new descriptor, the caller's). Synchronous;
+     * enqueues nothing: the bytes are those of the allocation whenever the
+     * importer reads them (see [ipc.memory-ordering]). */
+    keel_error* (*ipc_memory_export)(keel_device device, keel_device_addr addr, keel_ipc_handle* out);
+
+    /* [optional, 1.6] Opens `handle` (from ipc_memory_export of this
+     * plugin in another process) on `device`: *out_addr is the base of the
+     * whole allocation (handle->size bytes) in this process, usable by every
+     * copy, memset and kernel of `device` like its own memory, until
+     * ipc_memory_close. Each import is opened, and closed, on its own. */
+    keel_error* (*ipc_memory_import)(keel_device device, const keel_ipc_handle* handle,
+                                     keel_device_addr* out_addr);
+
+    /* [optional, 1.6] Closes an address from ipc_memory_import. The caller
+     * guarantees no enqueued operation still uses it (as for device_free);
+     * a use enqueued after the close is a use after free. */
+    keel_error* (*ipc_memory_close)(keel_device device, keel_device_addr addr);
+
+    /* [optional, 1.6] Exports an event created with KEEL_EVENT_INTERPROCESS
+     * (else INVALID_ARGUMENT): writes `out` as ipc_memory_export does (kind
+     * EVENT). The exporter keeps recording it as any event. */
+    keel_error* (*ipc_event_export)(keel_event event, keel_ipc_handle* out);
+
+    /* [optional, 1.6] Opens `handle` (from ipc_event_export in another
+     * process) as an event of `device`, the caller's until event_destroy.
+     * [ipc.event-wait] since 1.6: stream_wait_event, event_query and
+     * event_synchronize on it observe the exporter's most recent record
+     * as the exporter had made it when the call was made (a record not yet
+     * made is not waited for), and the 1.3 error propagation holds across
+     * the processes: a record after a failure fails the waiting stream,
+     * the query and the synchronize with the exporter's error in the
+     * message. A wait for an exporter that exited before its record
+     * completed fails with UNAVAILABLE, in bounded time, where the plugin
+     * can tell. event_record and event_elapsed_time on an imported event
+     * are INVALID_ARGUMENT: only the exporter records it. */
+    keel_error* (*ipc_event_import)(keel_device device, const keel_ipc_handle* handle,
+                                    keel_event* out_event);
+    /* ---- end of ABI 1.6: memory and events shared between processes ---- */
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv_sized)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, ipc_event_import)
 /* The table's size at each minor: a plugin built against minor N writes
  * exactly this struct_size (keel-cts checks it). */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
@@ -997,6 +1138,7 @@ typedef struct keel_plugin_api {
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_5 KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv_sized)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_6 KEEL_STRUCT_SIZE(keel_plugin_api, ipc_event_import)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -1056,8 +1198,11 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_3 == 8 + 34 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_4 == 8 + 43 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 8 + 44 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_5 == 8 + 44 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 8 + 50 * sizeof(void*),
+                   "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(sizeof(keel_ipc_handle_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_p2p_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(KEEL_COMM_STORE_STRUCT_SIZE == 4 * sizeof(void*), "keel_comm_store layout changed");
@@ -1073,8 +1218,9 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE == 16 + 43 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 16 + 49 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
+KEEL_STATIC_ASSERT(KEEL_IPC_HANDLE_STRUCT_SIZE == 96, "keel_ipc_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_COMM_CONFIG_STRUCT_SIZE == 40, "keel_comm_config layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE == 32, "keel_p2p_op layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE_1_4 == 32, "keel_p2p_op layout changed");

@@ -123,6 +123,22 @@ Result<AllocationInfo> AddressSpace::allocate(std::uint64_t size, std::uint64_t 
     return AllocationInfo{id, make_addr(slot), size};
 }
 
+Result<AllocationInfo> AddressSpace::adopt_shared(HostBlock storage, std::uint64_t size, std::uint64_t id) {
+    if (size == 0 || !storage) return Error(KEEL_STATUS_INVALID_ARGUMENT, "no shared storage");
+    const std::uint64_t rounded = (size + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
+    std::lock_guard lock(mutex_);
+    KEEL_TRY_ASSIGN(std::uint32_t slot, take_slot());
+    if (storage_.size() <= slot) storage_.resize(slot + 1);
+    if (shared_.size() <= slot) shared_.resize(slot + 1, 0);
+    std::byte* host = storage.get();
+    storage_[slot] = std::move(storage);
+    shared_[slot] = 1;
+    write(slot, SlotState::live, host, size, id);
+    used_.fetch_add(rounded, std::memory_order_relaxed);
+    live_.fetch_add(1, std::memory_order_relaxed);
+    return AllocationInfo{id, make_addr(slot), size};
+}
+
 Result<AllocationInfo> AddressSpace::free(keel_device_addr addr) {
     if ((addr & ~(kOffsetMask | (0xFFFFFull << kSlotShift))) != kDeviceAddrTag)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, hex(addr) + " is not a device address");
@@ -140,7 +156,9 @@ Result<AllocationInfo> AddressSpace::free(keel_device_addr addr) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, hex(addr) + " is not a live device allocation");
     const AllocationInfo info{v.id, addr, v.size};
     const std::uint64_t rounded = (v.size + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
-    if (check_.poison) {
+    const bool shared = slot < shared_.size() && shared_[slot] != 0;
+    if (shared) shared_[slot] = 0;
+    if (check_.poison && !shared) {
         // Keep the storage, poisoned, so an operation that already holds its
         // host pointer reads garbage instead of freed memory.
         fill_words(v.host, rounded, poison::kFreedDeviceWord);

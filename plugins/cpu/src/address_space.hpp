@@ -59,6 +59,9 @@ public:
     ~AddressSpace();
 
     [[nodiscard]] Result<AllocationInfo> allocate(std::uint64_t size, std::uint64_t id);
+    // An allocation whose storage other processes share (ipc/ipc_memory.hpp):
+    // never poisoned or quarantined when freed, since importers still read it.
+    [[nodiscard]] Result<AllocationInfo> adopt_shared(HostBlock storage, std::uint64_t size, std::uint64_t id);
     // Frees the allocation whose BASE is `addr`.
     [[nodiscard]] Result<AllocationInfo> free(keel_device_addr addr);
     // The live allocation `addr` points into, if any (checker bookkeeping).
@@ -118,6 +121,7 @@ private:
     mutable std::mutex mutex_;  // alloc/free only; translate never takes it
     std::vector<std::unique_ptr<Chunk>> owned_chunks_;
     std::vector<HostBlock> storage_;        // by slot index
+    std::vector<std::uint8_t> shared_;      // by slot index: 1 when storage_ is shared with other processes
     std::vector<std::uint32_t> free_slots_;  // reusable slot indices (LIFO)
     std::uint32_t next_slot_ = 1;            // slot 0 is never used
     std::deque<std::uint32_t> quarantine_;   // freed slots whose storage is kept, oldest first

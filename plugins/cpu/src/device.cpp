@@ -36,7 +36,8 @@ Device::Device(const Config& config)
     : config_(config),
       memory_(config.memory_bytes, config.check),
       pinned_(config.mlock_pinned, config.check),
-      checker_(config.checker_active ? std::make_unique<Checker>(config.check, memory_, pinned_) : nullptr) {}
+      checker_(config.checker_active ? std::make_unique<Checker>(config.check, memory_, pinned_) : nullptr),
+      ipc_(std::make_unique<ipc::IpcDevice>(memory_, checker_.get())) {}
 
 Device::~Device() { magic_ = 0; }
 
@@ -54,7 +55,8 @@ keel_device_properties Device::properties() const {
     std::strncpy(p.name, name.c_str(), sizeof p.name - 1);
     std::strncpy(p.vendor, "keel", sizeof p.vendor - 1);
     p.total_memory = memory_.total_bytes();
-    p.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY;
+    p.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY |
+                     KEEL_DEVICE_CAP_IPC_MEMORY | KEEL_DEVICE_CAP_IPC_EVENTS;
     p.compute_units = thread_pool_size();
     p.max_allocation = std::min(memory_.total_bytes(), kMaxAllocation);
     p.alloc_alignment = kAllocAlignment;
@@ -138,13 +140,17 @@ Result<keel_device_addr> Device::device_alloc(std::uint64_t size) {
 }
 
 Result<void> Device::device_free(keel_device_addr addr) {
+    if (std::optional<Result<void>> shared = ipc_->memory.check_free(addr)) [[unlikely]]
+        KEEL_TRY(std::move(*shared));
     if (checker_) [[unlikely]] {
-        return checker_->free_device(addr, [&]() -> Result<void> {
+        KEEL_TRY(checker_->free_device(addr, [&]() -> Result<void> {
             KEEL_TRY(memory_.free(addr));
             return ok();
-        });
+        }));
+    } else {
+        KEEL_TRY(memory_.free(addr));
     }
-    KEEL_TRY(memory_.free(addr));
+    ipc_->memory.forget_freed(addr);
     return ok();
 }
 

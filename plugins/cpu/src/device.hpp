@@ -8,6 +8,7 @@
 #include "address_space.hpp"
 #include "checker/checker.hpp"
 #include "config.hpp"
+#include "ipc/ipc_device.hpp"
 #include "pinned_memory.hpp"
 #include "sharded_owners.hpp"
 
@@ -44,6 +45,8 @@ public:
     [[nodiscard]] PinnedMemory& pinned() noexcept { return pinned_; }
     // Null when checker mode is off.
     [[nodiscard]] Checker* checker() noexcept { return checker_.get(); }
+    // Memory and events shared with other processes (keel.h 1.6).
+    [[nodiscard]] ipc::IpcDevice& ipc() noexcept { return *ipc_; }
     [[nodiscard]] SpinWindow spin() const noexcept { return SpinWindow{config_.spin_us < 0 ? -1 : config_.spin_us * 1000}; }
 
     [[nodiscard]] std::uint64_t next_allocation_id() noexcept { return ++allocation_ids_; }
@@ -79,6 +82,8 @@ private:
     std::unordered_map<Stream*, std::unique_ptr<Stream>> streams_;
     // Events come and go at a high rate from many threads: no shared lock.
     ShardedOwners<Event> events_;
+    // Last: its thread completes interprocess event records until it goes.
+    std::unique_ptr<ipc::IpcDevice> ipc_;
 };
 
 }  // namespace keel::cpu

@@ -2,6 +2,7 @@
 // and plugin_info / plugin_shutdown.
 #include "checker/annotations.hpp"
 #include "entries.hpp"
+#include "ipc/ipc_entries.hpp"
 #include "parallel_for.hpp"
 #include "plugin.hpp"
 
@@ -72,6 +73,12 @@ constexpr keel_plugin_api kApi = [] {
     api.kernel_get = &entries::kernel_get;
     api.kernel_launch = &entries::kernel_launch;
     api.memcpy_h2d_inline = &entries::memcpy_h2d_inline;
+    api.ipc_memory_alloc = &entries::ipc_memory_alloc;
+    api.ipc_memory_export = &entries::ipc_memory_export;
+    api.ipc_memory_import = &entries::ipc_memory_import;
+    api.ipc_memory_close = &entries::ipc_memory_close;
+    api.ipc_event_export = &entries::ipc_event_export;
+    api.ipc_event_import = &entries::ipc_event_import;
     return api;
 }();
 

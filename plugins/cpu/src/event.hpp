@@ -26,6 +26,9 @@ namespace keel::cpu {
 
 class Device;
 class VectorClock;
+namespace ipc {
+class SharedEvent;
+}
 
 class Event {
 public:
@@ -63,6 +66,9 @@ public:
     // The device's, between create and destroy (ShardedOwners). After the
     // magic, which must stay the first member (handle.hpp).
     OwnerSlot slot;
+    // Interprocess events (keel.h 1.6): the state other processes share;
+    // null for a process-local event. Set once, before the handle is given out.
+    std::shared_ptr<ipc::SharedEvent> shared;
 };
 
 }  // namespace keel::cpu

@@ -7,6 +7,7 @@
 #include "handle.hpp"
 #include "entries.hpp"
 #include "stream.hpp"
+#include "ipc/ipc_entries.hpp"
 
 #include <keel/plugin/boundary.hpp>
 
@@ -97,9 +98,13 @@ keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_eve
     return plugin::entry("cpu event_create", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, Device::from(device));
         KEEL_TRY(plugin::require_non_null(out_event, "out_event"));
-        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING)) != 0)
+        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING | KEEL_EVENT_INTERPROCESS)) != 0)
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown flags " + std::to_string(flags));
-        KEEL_TRY_ASSIGN(Event * e, d->create_event(flags));
+        KEEL_TRY_ASSIGN(Event * e, d->create_event(flags & KEEL_EVENT_TIMING));
+        if (Result<void> shared = ipc::make_interprocess(*e, flags); !shared.ok()) {
+            d->destroy_event(e);
+            return shared;
+        }
         *out_event = e->handle();
         return ok();
     });
@@ -119,6 +124,16 @@ keel_error* event_record(keel_event event, keel_stream stream) {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        if (e->shared) [[unlikely]] {
+            if (ipc::is_imported(*e))
+                return Error(KEEL_STATUS_INVALID_ARGUMENT, "an imported event: only its exporter records it");
+            if (Checker* checker = s->device().checker()) KEEL_TRY(record_checked(*checker, *e, *s));
+            else {
+                KEEL_TRY(s->check_usable());
+                e->set({s->current_point(), nullptr, nullptr});
+            }
+            return ipc::after_record(*e);
+        }
         if (Checker* checker = s->device().checker()) [[unlikely]]
             return record_checked(*checker, *e, *s);
         if (!e->timing()) {
@@ -140,6 +155,11 @@ keel_error* event_query(keel_event event, int32_t* out_done) {
     return plugin::entry("cpu event_query", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        if (ipc::is_imported(*e)) [[unlikely]] {
+            KEEL_TRY_ASSIGN(bool done, ipc::query_imported(*e));
+            *out_done = done ? 1 : 0;
+            return ok();
+        }
         const Event::Record r = e->get();
         // A lazy stream (checker mode) runs the work a query asks about.
         if (r.point.timeline) r.point.timeline->demand(r.point.position);
@@ -154,6 +174,7 @@ keel_error* event_query(keel_event event, int32_t* out_done) {
 keel_error* event_synchronize(keel_event event) {
     return plugin::entry("cpu event_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
+        if (ipc::is_imported(*e)) [[unlikely]] return ipc::synchronize_imported(*e);
         const Event::Record r = e->get();
         if (r.point.timeline) r.point.timeline->wait_for(r.point.position);
         if (r.clock) e->device().checker()->host_learns(r.clock);
@@ -189,6 +210,7 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) {
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        if (ipc::is_imported(*e)) [[unlikely]] return ipc::wait_imported(*s, *e);
         if (Checker* checker = s->device().checker()) [[unlikely]]
             return wait_checked(*checker, *s, *e);
         KEEL_TRY(s->check_usable());

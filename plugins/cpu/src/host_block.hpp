@@ -56,6 +56,15 @@ public:
         b.size_ = b.ptr_ ? size : 0;
         return b;
     }
+    // Takes over `mapped` bytes mapped at `p` (unmapped when the block goes),
+    // of which `size` are in use: storage shared with other processes.
+    [[nodiscard]] static HostBlock adopt_mapping(std::byte* p, std::uint64_t size, std::uint64_t mapped) noexcept {
+        HostBlock b;
+        b.ptr_ = p;
+        b.size_ = size;
+        b.mapped_ = mapped;
+        return b;
+    }
     HostBlock(const HostBlock&) = delete;
     HostBlock& operator=(const HostBlock&) = delete;
     HostBlock(HostBlock&& other) noexcept

@@ -101,6 +101,13 @@ Result<void> AllocationRegistry::check(keel_device_addr addr, std::uint64_t size
                      std::to_string(it->second) + " bytes)");
 }
 
+std::optional<std::uint64_t> AllocationRegistry::size_at(keel_device_addr base) const {
+    std::shared_lock lock(mutex_);
+    auto it = std::lower_bound(live_.begin(), live_.end(), base, base_less);
+    if (it == live_.end() || it->first != base) return std::nullopt;
+    return it->second;
+}
+
 bool AllocationRegistry::contains(keel_device_addr addr, std::uint64_t size) const noexcept {
     if (cached(addr, size)) return true;
     std::shared_lock lock(mutex_);

@@ -10,6 +10,7 @@
 #include <keel/result.hpp>
 
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
@@ -43,6 +44,9 @@ public:
     // of the allocation holding `addr`. `role` names the operand in the
     // message ("destination").
     Result<void> check(keel_device_addr addr, std::uint64_t size, const char* role) const;
+
+    // Size of the allocation starting exactly at `base`, if there is one.
+    [[nodiscard]] std::optional<std::uint64_t> size_at(keel_device_addr base) const;
 
     // Like check(), as a cheap yes/no (no message built on a miss).
     [[nodiscard]] bool contains(keel_device_addr addr, std::uint64_t size) const noexcept;

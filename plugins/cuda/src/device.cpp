@@ -107,6 +107,11 @@ Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
     // dereferences it (only managed memory, which keel does not allocate,
     // is host-accessible).
     properties_.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_PINNED_MEMORY;
+    // cudaIpc* needs a device that supports it (not WSL, not some MIG setups).
+    int ipc_ok = 0;
+    if (cudaDeviceGetAttribute(&ipc_ok, cudaDevAttrIpcEventSupport, ordinal_) == cudaSuccess && ipc_ok != 0)
+        properties_.capabilities |= KEEL_DEVICE_CAP_IPC_MEMORY | KEEL_DEVICE_CAP_IPC_EVENTS;
+    (void)cudaGetLastError();
     if (prop.concurrentKernels != 0) properties_.capabilities |= KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
     properties_.compute_units = static_cast<std::uint32_t>(prop.multiProcessorCount);
     properties_.max_allocation = prop.totalGlobalMem;

@@ -56,4 +56,12 @@ keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const vo
 keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel) noexcept;
 keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_launch_args* launch) noexcept;
 
+// ipc.cpp
+keel_error* ipc_memory_alloc(keel_device device, uint64_t size, keel_device_addr* out_addr) noexcept;
+keel_error* ipc_memory_export(keel_device device, keel_device_addr addr, keel_ipc_handle* out) noexcept;
+keel_error* ipc_memory_import(keel_device device, const keel_ipc_handle* handle, keel_device_addr* out_addr) noexcept;
+keel_error* ipc_memory_close(keel_device device, keel_device_addr addr) noexcept;
+keel_error* ipc_event_export(keel_event event, keel_ipc_handle* out) noexcept;
+keel_error* ipc_event_import(keel_device device, const keel_ipc_handle* handle, keel_event* out_event) noexcept;
+
 }  // namespace keel::cuda::api

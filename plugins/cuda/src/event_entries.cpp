@@ -24,9 +24,19 @@ keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_eve
     return plugin::entry("cuda event_create", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         KEEL_TRY(plugin::require_non_null(out_event, "out_event"));
-        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING)) != 0)
+        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING | KEEL_EVENT_INTERPROCESS)) != 0)
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown event flags " + std::to_string(flags));
         const bool timing = (flags & KEEL_EVENT_TIMING) != 0;
+        if ((flags & KEEL_EVENT_INTERPROCESS) != 0) {
+            // CUDA's interprocess events have no timing, and are never pooled.
+            if (timing)
+                return Error(KEEL_STATUS_INVALID_ARGUMENT, "an interprocess event has no timing (KEEL_EVENT_TIMING)");
+            KEEL_TRY(d->make_current());
+            cudaEvent_t shared = nullptr;
+            KEEL_TRY(check_cuda(cudaEventCreateWithFlags(&shared, cudaEventInterprocess | cudaEventDisableTiming)));
+            *out_event = to_handle(std::make_unique<Event>(*d, shared, false, Event::Sharing::exported).release());
+            return ok();
+        }
         cudaEvent_t raw = nullptr;
         if (std::optional<cudaEvent_t> pooled = d->idle_events(timing).take()) {
             raw = *pooled;
@@ -51,7 +61,7 @@ keel_error* event_destroy(keel_event handle) noexcept {
         // Only an event whose last record completed may be reused: the next
         // owner must see it as complete until it records it. A pending one
         // is destroyed; CUDA lets its record (and waits on it) finish.
-        if (cudaEventQuery(event->cuda()) == cudaSuccess &&
+        if (event->sharing() == Event::Sharing::none && cudaEventQuery(event->cuda()) == cudaSuccess &&
             device.idle_events(event->timing()).give(event->cuda()))
             return ok();
         KEEL_TRY(device.make_current());
@@ -63,6 +73,8 @@ keel_error* event_record(keel_event event, keel_stream stream) noexcept {
     return plugin::entry("cuda event_record", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));
+        if (e->sharing() == Event::Sharing::imported)
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "an imported event: only its exporter records it");
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " recorded on a stream of " +

@@ -55,8 +55,11 @@ private:
 // threads through its handle; `recorded` is atomic for that reason.
 class Event {
 public:
-    Event(Device& device, cudaEvent_t event, bool timing)
-        : device_(device), event_(event), timing_(timing) {}
+    // Shared with other processes (keel.h 1.6): never pooled.
+    enum class Sharing : std::uint8_t { none, exported, imported };
+
+    Event(Device& device, cudaEvent_t event, bool timing, Sharing sharing = Sharing::none)
+        : device_(device), event_(event), timing_(timing), sharing_(sharing) {}
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
     Event(Event&&) = delete;
@@ -66,6 +69,7 @@ public:
     [[nodiscard]] Device& device() const noexcept { return device_; }
     [[nodiscard]] cudaEvent_t cuda() const noexcept { return event_; }
     [[nodiscard]] bool timing() const noexcept { return timing_; }
+    [[nodiscard]] Sharing sharing() const noexcept { return sharing_; }
     [[nodiscard]] bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire); }
     void mark_recorded() noexcept { recorded_.store(true, std::memory_order_release); }
 
@@ -90,6 +94,7 @@ private:
     Device& device_;
     const cudaEvent_t event_;
     const bool timing_;
+    const Sharing sharing_;
     std::atomic<bool> recorded_{false};
     mutable std::mutex mutex_;
     std::shared_ptr<const HostFailure> failure_;  // guarded by mutex_

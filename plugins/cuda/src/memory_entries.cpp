@@ -2,6 +2,7 @@
 #include "cuda_error.hpp"
 #include "entries.hpp"
 #include "handles.hpp"
+#include "ipc.hpp"
 
 #include <keel/plugin/boundary.hpp>
 
@@ -36,6 +37,7 @@ keel_error* device_alloc(keel_device device, uint64_t size, keel_device_addr* ou
 keel_error* device_free(keel_device device, keel_device_addr addr) noexcept {
     return plugin::entry("cuda device_free", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
+        KEEL_TRY(refuse_imported(*d, addr));
         KEEL_TRY(d->allocations().remove(addr));
         KEEL_TRY(d->make_current());
         // cudaFree waits for the whole device; the runtime's caching

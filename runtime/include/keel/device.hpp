@@ -28,6 +28,8 @@ enum class DeviceCapability : std::uint32_t {
     concurrent_streams = KEEL_DEVICE_CAP_CONCURRENT_STREAMS,
     pinned_memory = KEEL_DEVICE_CAP_PINNED_MEMORY,
     pinned_copies_only = KEEL_DEVICE_CAP_PINNED_COPIES_ONLY,  // honoured from ABI 1.3
+    ipc_memory = KEEL_DEVICE_CAP_IPC_MEMORY,                  // keel::ipc memory, from ABI 1.6
+    ipc_events = KEEL_DEVICE_CAP_IPC_EVENTS,                  // keel::ipc events, from ABI 1.6
 };
 
 // What a plugin reports about a device, read once when the plugin loads.

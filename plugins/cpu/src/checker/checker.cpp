@@ -103,9 +103,11 @@ std::optional<Checker::Finding> Checker::resolve(const OpRef& op, const OpAccess
         auto r = memory_.locate(a.addr, a.size);
         if (!r.ok()) {
             const bool freed = r.error().message().find("use after free") != std::string::npos;
+            const bool closed = freed && ipc_order_.closed_import(a.addr & ~kOffsetMask);
             return Finding{r.error().code(),
-                           std::string(freed ? "use after free: " : "out of range: ") + op.describe() + ": " + a.role +
-                               " " + r.error().message(),
+                           std::string(closed ? "use after close of imported memory (ipc_memory_close): "
+                                              : freed ? "use after free: " : "out of range: ") +
+                               op.describe() + ": " + a.role + " " + r.error().message(),
                            {op.stream}};
         }
         out.push_back(Target{r->id, r->base, r->size, false, a});
@@ -189,6 +191,12 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
     if (config_.races) {
         for (const Target& t : scratch_targets_)
             if (std::optional<Finding> f = stale_view(c.use, t)) return report(lock, std::move(*f));
+        for (const Target& t : scratch_targets_)
+            if (!t.pinned)
+                if (std::optional<std::string> why = ipc_order_.unordered(t.id, t.access.write))
+                    return report(lock, Finding{KEEL_STATUS_FAILED_PRECONDITION,
+                                                "race (across processes): " + c.use.describe() + " " + *why,
+                                                {id}});
         const VectorClock& clock = order_.clock(id);
         tick = clock.get(id) + 1;
         for (const Target& t : scratch_targets_) {
@@ -227,6 +235,7 @@ Result<std::uint64_t> Checker::admit(const Lock& lock, Stream& stream, Op& scrat
         for (const Target& t : scratch_targets_) {
             const std::uint64_t begin = t.access.addr - t.base;
             order_.record(t.id, AccessRecord{c.use, tick, begin, begin + t.access.size, t.access.role, t.access.write});
+            if (t.access.write && !t.pinned) ipc_order_.on_write(t.id, id, tick);
         }
         if (scratch.kind == OpKind::host_func) c.clock = order_.snapshot(id);
         if (scratch.kind == OpKind::copy_d2h) guard_destination(lock, stream, scratch, c);

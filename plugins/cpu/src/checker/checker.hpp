@@ -26,6 +26,7 @@
 #include "../op.hpp"
 #include "happens_before.hpp"
 #include "op_accesses.hpp"
+#include "ipc_order.hpp"
 #include "op_ref.hpp"
 
 #include <keel/result.hpp>
@@ -120,6 +121,18 @@ public:
     // ---- caching-allocator annotations (annotations.hpp) ----------------
     [[nodiscard]] Result<void> release_range(Stream& stream, keel_device_addr addr, std::uint64_t size);
     [[nodiscard]] Result<void> acquire_range(Stream& stream, keel_device_addr addr, std::uint64_t size);
+
+    // ---- memory shared between processes (ipc_order.hpp) -----------------
+    void ipc_exported(std::uint64_t id, ipc::AllocationHeader* header);
+    void ipc_imported(std::uint64_t id, keel_device_addr base, ipc::AllocationHeader* header);
+    void ipc_forget(std::uint64_t id, keel_device_addr base, bool closed_import);
+    void ipc_before_export(std::uint64_t id);
+    void ipc_cover(const ClockRef& clock, ipc::EventState& state, std::uint64_t record);
+    void ipc_learn(const ipc::EventState& state, std::uint64_t record);
+    // The exporter frees memory `open_imports` importers still have open:
+    // a finding (late-free mode error), a log line (log) or nothing (off).
+    [[nodiscard]] Result<void> ipc_free_exported(std::uint64_t id, keel_device_addr base, std::uint64_t size,
+                                                 std::uint32_t open_imports, std::int32_t importer_pid);
 
     // ---- worker side ------------------------------------------------------
     void on_complete(Op& op);
@@ -221,6 +234,8 @@ private:
     std::multimap<std::uintptr_t, std::uintptr_t> host_writes_;
     std::map<std::uint64_t, GuardedDestination> guarded_;  // by guarded_pages handle
     std::uintptr_t longest_host_write_ = 0;  // never shrinks: an upper bound is enough
+
+    IpcOrder ipc_order_;
 };
 
 }  // namespace keel::cpu

@@ -1,0 +1,188 @@
+// keel-ipc-bench: how long it takes to hand device memory to another
+// process (keel.h 1.6), two processes joined by a Unix socket pair:
+//
+//   export    ipc::export_memory in the exporter
+//   transfer  send_handle + receive_handle (the descriptor with SCM_RIGHTS)
+//   import    ipc::import_memory in the importer (maps the allocation)
+//   close     ImportedBuffer::close in the importer
+//   round trip  from export to the importer's acknowledgement of the import
+//
+// beside two baselines of the same run: a 1-byte socket round trip (the
+// least a handover between processes costs) and RawBuffer::allocate + free
+// (an allocation that stays in the process). Medians of --reps runs per row.
+//
+// Usage: keel-ipc-bench [--device cpu:0] [--reps 200] [--sizes 4096,1048576,67108864]
+#include <keel/ipc.hpp>
+#include <keel/keel.hpp>
+#include <keel/tools/cli.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+bool write_all(int fd, const void* p, std::size_t n) {
+    const auto* c = static_cast<const char*>(p);
+    while (n > 0) {
+        const ssize_t w = ::write(fd, c, n);
+        if (w <= 0) return false;
+        c += w;
+        n -= static_cast<std::size_t>(w);
+    }
+    return true;
+}
+bool read_all(int fd, void* p, std::size_t n) {
+    auto* c = static_cast<char*>(p);
+    while (n > 0) {
+        const ssize_t r = ::read(fd, c, n);
+        if (r <= 0) return false;
+        c += r;
+        n -= static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
+// What the importer reports per run: receive, import, close (microseconds).
+struct ImporterTimes {
+    double transfer_end_us = 0;  // receive finished, relative to its start of waiting
+    double import_us = 0;
+    double close_us = 0;
+};
+
+int importer(int socket, const std::string& device_name, int runs_total) {
+    auto rt = keel::Runtime::create();
+    if (!rt.ok()) return 2;
+    auto dev = rt->device(device_name);
+    if (!dev.ok()) return 2;
+    char go = 0;
+    // Baseline: bare round trips.
+    for (;;) {
+        if (!read_all(socket, &go, 1)) return 3;
+        if (go == 'e') break;
+        if (!write_all(socket, &go, 1)) return 3;
+    }
+    for (int i = 0; i < runs_total; ++i) {
+        auto h = keel::ipc::receive_handle(socket);
+        if (!h.ok()) return 4;
+        const auto t0 = Clock::now();
+        auto mem = keel::ipc::import_memory(*dev, *h);
+        const auto t1 = Clock::now();
+        if (!mem.ok()) return 5;
+        const char ack = 'a';
+        if (!write_all(socket, &ack, 1)) return 3;
+        const auto t2 = Clock::now();
+        if (!mem->close().ok()) return 6;
+        const auto t3 = Clock::now();
+        const double times[2] = {micros(t1 - t0), micros(t3 - t2)};
+        if (!write_all(socket, times, sizeof times)) return 3;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"keel-ipc-bench: latency of exporting device memory to another process and importing it there "
+                 "(keel.h 1.6), beside a socket round trip and a plain allocation, in one run"};
+    keel::cli::show_defaults(app);
+    std::string device_name = "cpu:0";
+    int reps = 200;
+    std::vector<std::uint64_t> sizes{4096, 1u << 20, 64u << 20};
+    app.add_option("--device", device_name, "device to share memory of (both processes)");
+    app.add_option("--reps", reps, "runs per row (medians are printed)")->check(CLI::Range(1, 100000));
+    app.add_option("--sizes", sizes, "allocation sizes in bytes")->delimiter(',');
+    if (auto code = keel::cli::parse(app, argc, argv)) return *code;
+    for (std::uint64_t s : sizes)
+        if (s == 0) return keel::cli::fail(app, "--sizes: a size must be > 0");
+
+    int sockets[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sockets) != 0) return keel::cli::fail(app, "socketpair failed");
+    const int runs_total = reps * static_cast<int>(sizes.size());
+    const pid_t child = ::fork();  // before any Runtime: one thread
+    if (child == 0) {
+        ::close(sockets[0]);
+        ::_exit(importer(sockets[1], device_name, runs_total));
+    }
+    ::close(sockets[1]);
+    const int socket = sockets[0];
+    auto fail = [&](const std::string& m) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+        return keel::cli::fail(app, m);
+    };
+    auto rt = keel::Runtime::create();
+    if (!rt.ok()) return fail(rt.error().message());
+    auto dev = rt->device(device_name);
+    if (!dev.ok()) return fail(dev.error().message());
+
+    std::vector<double> ping;
+    for (int i = 0; i < reps; ++i) {
+        const char b = 'p';
+        char back = 0;
+        const auto t0 = Clock::now();
+        if (!write_all(socket, &b, 1) || !read_all(socket, &back, 1)) return fail("the importer went away");
+        ping.push_back(micros(Clock::now() - t0));
+    }
+    const char go = 'e';
+    if (!write_all(socket, &go, 1)) return fail("the importer went away");
+
+    std::printf("keel-ipc-bench on %s (%s), medians of %d runs, microseconds\n", device_name.c_str(),
+                dev->properties().name.c_str(), reps);
+    std::printf("socket round trip (1 byte): %.1f us\n\n", median(ping));
+    std::printf("%12s %10s %10s %10s %10s %12s %12s %14s\n", "bytes", "alloc", "export", "import", "close",
+                "round trip", "vs socket", "plain alloc+free");
+    for (std::uint64_t size : sizes) {
+        std::vector<double> alloc, exp, imp, cls, trip, plain;
+        for (int i = 0; i < reps; ++i) {
+            const auto a0 = Clock::now();
+            auto mem = keel::ipc::allocate_exportable(*dev, size);
+            const auto a1 = Clock::now();
+            if (!mem.ok()) return fail(mem.error().message());
+            auto h = keel::ipc::export_memory(*mem);
+            const auto a2 = Clock::now();
+            if (!h.ok()) return fail(h.error().message());
+            if (!keel::ipc::send_handle(socket, *h).ok()) return fail("send_handle failed");
+            char ack = 0;
+            if (!read_all(socket, &ack, 1)) return fail("the importer went away (import failed?)");
+            const auto a3 = Clock::now();
+            double times[2];
+            if (!read_all(socket, times, sizeof times)) return fail("the importer went away");
+            alloc.push_back(micros(a1 - a0));
+            exp.push_back(micros(a2 - a1));
+            trip.push_back(micros(a3 - a1));
+            imp.push_back(times[0]);
+            cls.push_back(times[1]);
+            if (!mem->free().ok()) return fail("free failed");
+            const auto p0 = Clock::now();
+            auto raw = keel::RawBuffer::allocate(*dev, size);
+            if (!raw.ok() || !raw->free().ok()) return fail("plain allocation failed");
+            plain.push_back(micros(Clock::now() - p0));
+        }
+        std::printf("%12llu %10.1f %10.1f %10.1f %10.1f %12.1f %11.1fx %14.1f\n",
+                    static_cast<unsigned long long>(size), median(alloc), median(exp), median(imp), median(cls),
+                    median(trip), median(trip) / std::max(median(ping), 1e-3), median(plain));
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return keel::cli::fail(app, "the importer process failed (status " + std::to_string(status) + ")");
+    return 0;
+}

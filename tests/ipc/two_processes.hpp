@@ -1,0 +1,106 @@
+// Runs an exporter and an importer in two forked processes joined by a Unix
+// socket pair, each with its own Runtime (the test process itself loads no
+// plugin, so it forks with one thread). Each side returns "" on success or
+// what went wrong, which the test reports.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+namespace keel::testing {
+
+using Side = std::function<std::string(int socket)>;
+
+struct SideResult {
+    int code = -1;        // exit code; -1: killed at the deadline
+    std::string message;  // what the side reported
+};
+
+namespace detail {
+inline pid_t start_side(const Side& side, int socket, int other_socket, int report) {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    ::close(other_socket);
+    std::string message = side(socket);
+    if (!message.empty()) {
+        [[maybe_unused]] auto n = ::write(report, message.data(), message.size());
+    }
+    ::_exit(message.empty() ? 0 : 1);
+}
+
+inline std::string drain(int fd) {
+    std::string out;
+    char buf[512];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    return out;
+}
+}  // namespace detail
+
+// Runs both sides at once; kills what is still running after `deadline`.
+inline std::pair<SideResult, SideResult> run_two_processes(const Side& exporter, const Side& importer,
+                                                           std::chrono::seconds deadline = std::chrono::seconds(60)) {
+    int sockets[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets), 0);
+    int reports[2][2];
+    EXPECT_EQ(::pipe(reports[0]), 0);
+    EXPECT_EQ(::pipe(reports[1]), 0);
+    const pid_t pids[2] = {detail::start_side(exporter, sockets[0], sockets[1], reports[0][1]),
+                           detail::start_side(importer, sockets[1], sockets[0], reports[1][1])};
+    ::close(sockets[0]);
+    ::close(sockets[1]);
+    ::close(reports[0][1]);
+    ::close(reports[1][1]);
+    SideResult results[2];
+    bool running[2] = {true, true};
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while ((running[0] || running[1]) && std::chrono::steady_clock::now() < end) {
+        for (int i = 0; i < 2; ++i) {
+            int status = 0;
+            if (running[i] && ::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+                results[i].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                running[i] = false;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (running[i]) {
+            ::kill(pids[i], SIGKILL);
+            ::waitpid(pids[i], nullptr, 0);
+            results[i].message = "killed after the deadline; ";
+        }
+        results[i].message += detail::drain(reports[i][0]);
+        ::close(reports[i][0]);
+    }
+    return {results[0], results[1]};
+}
+
+}  // namespace keel::testing
+
+// In a side: `decl` = the value of a Result expression, or return its error.
+#define IPC_SIDE_ASSIGN(decl, expr) IPC_SIDE_ASSIGN_IMPL(KEEL_CONCAT(ipc_side_tmp_, __LINE__), decl, expr)
+#define IPC_SIDE_ASSIGN_IMPL(tmp, decl, expr)                                               \
+    auto tmp = (expr);                                                                      \
+    if (!tmp.ok()) return std::string(#expr " failed: ") + tmp.error().message();           \
+    decl = std::move(tmp).value()
+#define IPC_SIDE_OK(expr)                                                                   \
+    do {                                                                                    \
+        auto ipc_side_r = (expr);                                                           \
+        if (!ipc_side_r.ok()) return std::string(#expr " failed: ") + ipc_side_r.error().message(); \
+    } while (0)
+#define IPC_SIDE_EXPECT(cond, message)                                                      \
+    do {                                                                                    \
+        if (!(cond)) return std::string("expected " #cond ": ") + (message);                \
+    } while (0)

@@ -10,6 +10,7 @@
 #include "memory/memory_core.hpp"
 #include "memory/stream_registry.hpp"
 #include "plugin.hpp"
+#include "trace/session.hpp"
 
 namespace keel::trace {
 
@@ -96,8 +97,6 @@ void memory_instant(Kind kind, keel_stream stream, std::uint64_t bytes, keel_dev
     r->flags = flags;
     publish(r);
 }
-
-}  // namespace
 
 // The device's allocated bytes after `delta`, and its reserved bytes.
 void memory_changed(memory::MemoryCore& core, std::int64_t delta) noexcept {

@@ -26,10 +26,17 @@ def gaps(slices):
     out = []
     end = None
     for s in sorted(slices, key=lambda s: s.start_us):
-        if end is not None and s.start_us > end:
+        if end is not None and s.start_us > end + 1.0:  # idle for more than 1 us
             out.append((end, s.start_us - end))
         end = s.end_us if end is None else max(end, s.end_us)
     return out
+
+
+def size_text(n):
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def summarise(trace, top=5):
@@ -68,8 +75,8 @@ def summarise(trace, top=5):
     for (pid, name), series in sorted(trace.counters.items()):
         peak_a = max((v.get("allocated", 0) for _, v in series), default=0)
         peak_r = max((v.get("reserved", 0) for _, v in series), default=0)
-        lines.append(f"{name} (pid {pid}): peak allocated {peak_a / 2**20:.1f} MiB, "
-                     f"peak reserved {peak_r / 2**20:.1f} MiB, {len(series)} samples")
+        lines.append(f"{name} (pid {pid}): peak allocated {size_text(peak_a)}, "
+                     f"peak reserved {size_text(peak_r)}, {len(series)} samples")
     return lines
 
 

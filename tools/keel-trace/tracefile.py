@@ -47,8 +47,8 @@ class Trace:
         return [t for t in self.tracks.values() if not t.is_stream]
 
     def span(self):
-        times = [s.start_us for t in self.tracks.values() for s in t.slices]
-        ends = [s.end_us for t in self.tracks.values() for s in t.slices]
+        times = [s.start_us for t in self.tracks.values() for s in t.slices + t.instants]
+        ends = [s.end_us for t in self.tracks.values() for s in t.slices + t.instants]
         for series in self.counters.values():
             times += [ts for ts, _ in series]
             ends += [ts for ts, _ in series]

@@ -8,7 +8,8 @@ packages=(build-essential cmake ninja-build pkg-config ccache
           libdlpack-dev libze-dev libze1 clang-14 llvm-spirv-14
           libgloo-dev redis-server iproute2           # comm/ (iproute2: the two-namespace test)
           libtorch-dev python3-torch python3-pytest    # integrations/torch
-          pybind11-dev python3-dev)                    # its torch.distributed backend
+          pybind11-dev python3-dev                     # its torch.distributed backend
+          python3-matplotlib)                          # tools/keel-trace draw
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@
 
 #include <keel/comm.hpp>
 #include <keel/environment.hpp>
+#include <keel/trace.hpp>
 
 #include <atomic>
 #include <optional>
@@ -182,6 +183,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
     const std::uint64_t n = in.size();
     if (n == 0) return {};
+    const TraceRange traced(stream, "comm", kOp, {n, impl.rank, -1});
     if (impl.native) return impl.native->all_reduce(stream, in, out, dtype, reduce);
     auto op = std::make_shared<Op>(OpKind::all_reduce);
     const std::unique_lock order = impl.order();
@@ -213,6 +215,7 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     }
     const std::uint64_t n = out.size();
     if (n == 0) return {};
+    const TraceRange traced(stream, "comm", kOp, {n, impl.rank, root});
     if (impl.native) return impl.native->broadcast(stream, is_root ? in : out, out, root);
     auto op = std::make_shared<Op>(OpKind::broadcast);
     const std::unique_lock order = impl.order();
@@ -244,6 +247,7 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
                                                        ", expected size " + std::to_string(impl.size) + " x in (" +
                                                        bytes_text(n) + ")");
     if (n == 0) return {};
+    const TraceRange traced(stream, "comm", kOp, {n, impl.rank, -1});
     if (impl.native) return impl.native->all_gather(stream, in, out);
     auto op = std::make_shared<Op>(OpKind::all_gather);
     const std::unique_lock order = impl.order();
@@ -271,6 +275,7 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
                                                        bytes_text(k) + ")");
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, k));
     if (k == 0) return {};
+    const TraceRange traced(stream, "comm", kOp, {k, impl.rank, -1});
     if (impl.native) return impl.native->reduce_scatter(stream, in, out, dtype, reduce);
     auto op = std::make_shared<Op>(OpKind::reduce_scatter);
     const std::unique_lock order = impl.order();
@@ -292,6 +297,7 @@ Result<void> Communicator::barrier(const Stream& stream) const {
     Impl& impl = *impl_;
     constexpr const char* kOp = "barrier";
     KEEL_TRY(check_stream(impl, kOp, stream));
+    const TraceRange traced(stream, "comm", kOp, {0, impl.rank, -1});
     if (impl.native) {
         // The native entries have no barrier: a 4-byte all_reduce is one.
         KEEL_TRY_ASSIGN(Buffer token, Buffer::allocate(stream, 4));
@@ -319,6 +325,7 @@ Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceVie
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, in.size()));
     const std::uint64_t n = in.size();
     if (n == 0) return {};
+    const TraceRange traced(stream, "comm", kOp, {n, impl.rank, root});
     if (impl.native) {
         // An all_reduce; off the root into scratch the stream frees after it.
         if (is_root) return impl.native->all_reduce(stream, in, out, dtype, reduce);
@@ -358,6 +365,12 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
                                                            std::to_string(impl.size - 1));
         KEEL_TRY(check_view(impl, kOp, send ? "a send's view" : "a recv's view", p.view));
     }
+    // A single transfer names its peer and direction; a batch, its bytes.
+    std::uint64_t total = 0;
+    for (const P2P& p : ops) total += p.view.size();
+    const bool single = ops.size() == 1;
+    const char* name = !single ? "send_recv" : ops[0].kind == P2P::Kind::send ? "send" : "recv";
+    const TraceRange traced(stream, "comm", name, {total, impl.rank, single ? ops[0].peer : -1});
     if (impl.native) return impl.native->send_recv(stream, ops);
     auto op = std::make_shared<Op>(OpKind::send_recv);
     const std::unique_lock order = impl.order();

@@ -15,6 +15,7 @@
 #include <keel/pinned_buffer.hpp>
 #include <keel/stream.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -45,6 +46,8 @@ struct Access {
     // ---- the plugin's handles behind the public types -------------------------
     [[nodiscard]] static keel_device handle(const Device& device) noexcept;  // device.cpp
     [[nodiscard]] static keel_stream handle(const Stream& stream) noexcept { return stream.handle_; }
+    // The last trace session that named the stream (stream.cpp).
+    [[nodiscard]] static std::atomic<std::uint32_t>& trace_seen(const Stream& stream) noexcept;
     [[nodiscard]] static keel_event handle(const Event& event) noexcept { return event.handle_; }
     [[nodiscard]] static const DeviceSlot* slot(const Event& event) noexcept { return event.device_; }
     // An Event around a plugin event made outside Event::create (keel::ipc).

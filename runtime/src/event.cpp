@@ -5,6 +5,7 @@
 #include "access.hpp"
 #include "logging.hpp"
 #include "plugin.hpp"
+#include "trace/hooks.hpp"
 
 #include <new>
 #include <utility>
@@ -70,6 +71,7 @@ Result<void> Event::record(const Stream& stream) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Event::record] the event is of " +
                                                        device_->name + " but the stream of " +
                                                        stream.device().name());
+    trace::OpScope traced(stream, trace::Kind::record_event, 0);
     return device_->api().event_record(handle_, detail::Access::handle(stream));
 }
 
@@ -82,6 +84,7 @@ Result<bool> Event::query() const {
 
 Result<void> Event::synchronize() const {
     KEEL_TRY(check("Event::synchronize"));
+    trace::WaitScope waiting("Event::synchronize", 0);
     return device_->api().event_synchronize(handle_);
 }
 

@@ -4,6 +4,7 @@
 #include "discovery.hpp"
 #include "loader.hpp"
 #include "logging.hpp"
+#include "trace/environment.hpp"
 
 #include <keel/environment.hpp>
 
@@ -64,6 +65,7 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     if (const auto level = env::text(env::Var::log_level); level && !detail::parse_log_level(*level))
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Runtime::create] " + env::invalid(env::Var::log_level, *level).message());
+    KEEL_TRY(trace::apply_environment());
     auto state = std::make_unique<State>();
     state->search_path = detail::build_search_path(options);
 

@@ -15,6 +15,7 @@
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
 #include "plugin.hpp"
+#include "trace/hooks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -53,9 +54,14 @@ struct Stream::Memory {
     std::atomic<bool> bound{false};
     std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
     memory::StreamGeneration generation = 0;   // from the stream registry, at creation
+    std::atomic<std::uint32_t> trace_seen{0};  // the last trace session that named it
 };
 
 std::uint64_t detail::Access::generation(const Stream& stream) noexcept { return stream.memory_->generation; }
+
+std::atomic<std::uint32_t>& detail::Access::trace_seen(const Stream& stream) noexcept {
+    return stream.memory_->trace_seen;
+}
 
 Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const Stream& stream) {
     Stream::Memory& m = *stream.memory_;
@@ -191,6 +197,7 @@ Result<NativeHandle> Stream::native_handle() const {
 
 Result<void> Stream::synchronize() const {
     KEEL_TRY(check_stream(*this, "Stream::synchronize"));
+    trace::WaitScope waiting("Stream::synchronize", *this);
     return detail::Access::slot(device_).api().stream_synchronize(handle_);
 }
 
@@ -206,6 +213,7 @@ Result<bool> Stream::query() const {
 Result<Fence> Stream::fence() const {
     KEEL_TRY(check_stream(*this, "Stream::fence"));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    trace::OpScope traced(*this, trace::Kind::fence, 0);
     return memory::record_fence(*core, handle_);
 }
 
@@ -217,6 +225,7 @@ Result<void> Stream::wait(const Fence& fence) const {
         return Error(KEEL_STATUS_UNIMPLEMENTED, "[Stream::wait] the fence is of " + theirs->name +
                                                     " and the stream of " + device_.name() +
                                                     "; waits across devices are not part of ABI 1.0");
+    trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
     return memory::wait_fence(fence, handle_);
 }
 
@@ -227,6 +236,7 @@ Result<void> Stream::wait(const Event& event) const {
     const detail::DeviceSlot* theirs = detail::Access::slot(event);
     if (theirs != &detail::Access::slot(device_))
         return cross_device("Stream::wait", "the event", theirs->name, device_);
+    trace::OpScope traced(*this, trace::Kind::wait_event, 0);
     return detail::Access::slot(device_).api().stream_wait_event(handle_, detail::Access::handle(event));
 }
 
@@ -239,6 +249,14 @@ Result<void> Stream::order_after(const Stream& from) const {
         return cross_device("Stream::order_after", "the stream to order after", from.device().name(), device_);
     if (from.handle_ == handle_) return ok();  // a stream is already in order with itself
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    if (trace::on()) [[unlikely]] {
+        // Traced as its two halves: the fence on `from`, the wait here.
+        std::optional<trace::OpScope> fenced(std::in_place, from, trace::Kind::fence, 0);
+        KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(*core, from.handle_));
+        fenced.reset();
+        trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
+        return memory::wait_fence(fence, handle_);
+    }
     return memory::order_after(*core, handle_, from.handle_);
 }
 
@@ -254,6 +272,7 @@ Result<void> Stream::copy_in(DeviceView dst, std::span<const std::byte> src, Hos
                                                        std::to_string(src.size()) + " bytes");
     KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    trace::OpScope traced(*this, trace::Kind::copy_h2d, src.size(), keep_alive ? "(moved in)" : "(staged)");
     if (keep_alive) return memory::copy_to_device_owned(**core, handle_, dst.address(), src, std::move(keep_alive));
     return memory::copy_to_device(**core, handle_, dst.address(), src);
 }
@@ -268,6 +287,7 @@ Result<HostCopy> Stream::copy_out(std::span<std::byte> dst, DeviceView src) cons
                                                        std::to_string(dst.size()) + " bytes");
     KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    trace::OpScope traced(*this, trace::Kind::copy_d2h, src.size(), "(to host memory)");
     return memory::copy_from_device(*core, handle_, dst.first(static_cast<std::size_t>(src.size())),
                                     src.address());
 }
@@ -315,6 +335,7 @@ Result<void> Stream::copy_pinned_in(DeviceView dst, const PinnedBuffer& src,
     KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), bytes));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     const auto* from = static_cast<const std::byte*>(src.data()) + offset.value_or(0);
+    trace::OpScope traced(*this, trace::Kind::copy_h2d, bytes, "(pinned)");
     KEEL_TRY(detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), from, bytes));
     return note_pinned_use(src, *core, handle_);
 }
@@ -340,6 +361,7 @@ Result<void> Stream::copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, De
     KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     auto* to = static_cast<std::byte*>(dst.data()) + offset;
+    trace::OpScope traced(*this, trace::Kind::copy_d2h, src.size(), "(pinned)");
     KEEL_TRY(detail::Access::slot(device_).api().memcpy_d2h(handle_, to, src.address(), src.size()));
     return note_pinned_use(dst, *core, handle_);
 }
@@ -358,6 +380,7 @@ Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
         KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
         KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     }
+    trace::OpScope traced(*this, trace::Kind::copy_d2d, src.size());
     return detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
 }
 
@@ -367,6 +390,7 @@ Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
     KEEL_TRY(check_view(*this, where, "the destination", dst));
     if (dst.size() == 0) return ok();
     KEEL_TRY(check_live(*this, where, "the destination", dst.address(), dst.size()));
+    trace::OpScope traced(*this, trace::Kind::memset, dst.size());
     return detail::Access::slot(device_).api().memset_d8(handle_, dst.address(), value, dst.size());
 }
 
@@ -414,6 +438,7 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     launch.args = encoded.data();
     launch.arg_count = encoded.size();
     launch.arg_struct_size = sizeof(keel_kernel_arg);
+    trace::OpScope traced(*this, trace::Kind::kernel, 0, nullptr, trace::OpInfo{kernel.name()});
     return detail::Access::slot(device_).api().kernel_launch(handle_, detail::Access::handle(kernel), &launch);
 }
 
@@ -430,6 +455,7 @@ Result<void> Stream::hold_func(HostFunc release) const {
         release.run();
         return std::move(core).error().context("Stream::hold");
     }
+    trace::OpScope traced(*this, trace::Kind::hold, 0);
     return memory::hold_task(***core, handle_, std::move(release));
 }
 
@@ -444,6 +470,7 @@ Result<void> Stream::enqueue_host_func(HostFunc fn) const {
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Stream::enqueue_host_func] the host function is empty (moved-from)");
     const detail::PluginApi& api = detail::Access::slot(device_).api();
+    trace::OpScope traced(*this, trace::Kind::host_func, 0);
     if (callable->fallible() && api.has_fallible_host_func())
         KEEL_TRY(api.stream_enqueue_fallible_host_func(handle_, &detail::fallible_host_func_trampoline,
                                                        callable.get()));

@@ -82,6 +82,8 @@ enum class Var : unsigned {
     torch_devices,
     comm_generic,
     nccl_library,
+    trace,
+    memory_history,
 };
 
 struct Variable {
@@ -173,6 +175,10 @@ inline constexpr Variable kVariables[] = {
      "Communicator uses the generic (Gloo) path even where the plugin has native entries"},
     {Var::nccl_library, "KEEL_NCCL_LIBRARY", "a library name or path", "libnccl.so.2",
      "the NCCL library the CUDA plugin opens for its communication entries"},
+    {Var::trace, "KEEL_TRACE", "a file path (%p: process id, %r: rank)", "(none: no trace)",
+     "a Chrome trace / Perfetto JSON of the whole process, written at exit (docs/tracing.md)"},
+    {Var::memory_history, "KEEL_MEMORY_HISTORY", "1|0|on|off|true|false|yes|no", "0",
+     "each buffer remembers its allocation's tag or site, for memory snapshots"},
 };
 
 // kVariables is indexed by Var.
@@ -313,7 +319,7 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
         case Var::check: case Var::no_caching: case Var::cpu_mlock: case Var::cpu_check_races:
         case Var::cpu_guard: case Var::cpu_poison: case Var::cpu_check_host_sources:
         case Var::cuda_test_kernels: case Var::test_large_memory: case Var::test_fake_inline:
-        case Var::comm_generic:
+        case Var::comm_generic: case Var::memory_history:
             valid = parse_switch(*s).has_value();
             break;
         case Var::cpu_check: valid = *s == "abort" || parse_switch(*s).has_value(); break;

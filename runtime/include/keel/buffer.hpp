@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <vector>
 
 namespace keel {
@@ -80,7 +81,10 @@ class KEEL_API Buffer {
 public:
     // `size` > 0 bytes for use on `stream`, which owns the block.
     // OUT_OF_MEMORY (with the allocator's statistics) when it does not fit.
-    [[nodiscard]] static Result<Buffer> allocate(const Stream& stream, std::uint64_t size);
+    // `where` is the caller's site, which the memory history keeps (see
+    // set_memory_history in <keel/trace.hpp>).
+    [[nodiscard]] static Result<Buffer> allocate(const Stream& stream, std::uint64_t size,
+                                                 std::source_location where = std::source_location::current());
 
     Buffer() noexcept;
     Buffer(const Buffer&) = delete;

@@ -18,3 +18,4 @@
 #include <keel/result.hpp>
 #include <keel/runtime.hpp>
 #include <keel/stream.hpp>
+#include <keel/trace.hpp>

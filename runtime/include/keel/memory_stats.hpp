@@ -57,20 +57,29 @@ struct BlockSnapshot {
     std::uint64_t size = 0;
     std::uint64_t requested = 0;  // 0 unless allocated
     BlockState state = BlockState::free;
+    // With the memory history on (<keel/trace.hpp>): the allocation's tag
+    // or site; empty otherwise and for blocks not allocated.
+    std::string tag;
 };
 
 struct SegmentSnapshot {
     keel_device_addr addr = 0;
     std::uint64_t size = 0;
     keel_stream stream = nullptr;  // the stream whose pool owns it (handle value only); null: left by closed streams
+    std::uint64_t stream_id = 0;   // that stream's id in traces ("<device> stream <id>"); 0: none open
     bool small = false;            // from the small-request pool
     std::vector<BlockSnapshot> blocks;  // in address order, covering the segment
 };
 
 // Every segment with its blocks, for debugging fragmentation.
 struct KEEL_API MemorySnapshot {
+    std::string device;  // "cpu:0" (empty for a fake device)
     std::vector<SegmentSnapshot> segments;
     [[nodiscard]] std::string to_string() const;
+    // {"device": ..., "segments": [{"addr", "size", "stream", "pool",
+    //   "blocks": [{"addr", "size", "requested", "state", "tag"}]}]}
+    // (addresses as hex strings; "stream" null for leftovers of closed streams).
+    [[nodiscard]] std::string to_json() const;
 };
 
 struct KEEL_API StagingStats {

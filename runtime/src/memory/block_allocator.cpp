@@ -1,5 +1,7 @@
 #include "memory/block_allocator.hpp"
 
+#include "trace/hooks.hpp"
+
 #include <keel/format.hpp>
 
 #include "host_func_guard.hpp"
@@ -274,7 +276,11 @@ Result<Block*> BlockAllocator::allocate(keel_stream stream, std::uint64_t size) 
         (void)tracker_.sweep_and_settle();
     else
         maybe_sweep();
-    if (Block* block = try_take(pool, rounded, size)) return handed_out(block, stream, size);
+    if (Block* block = try_take(pool, rounded, size)) {
+        if (trace::on()) [[unlikely]] trace::note_cache_hit(true);
+        return handed_out(block, stream, size);
+    }
+    if (trace::on()) [[unlikely]] trace::note_cache_hit(false);
     return handed_out(allocate_slow(pool, rounded, size), stream, size);
 }
 

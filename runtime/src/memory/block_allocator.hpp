@@ -161,6 +161,10 @@ public:
     void stream_closed(keel_stream stream) noexcept;
 
     [[nodiscard]] AllocatorStats stats() const;
+    // Bytes obtained from the plugin and not yet returned (no lock).
+    [[nodiscard]] std::uint64_t reserved_bytes() const noexcept {
+        return reserved_bytes_.load(std::memory_order_relaxed);
+    }
     void reset_peaks() noexcept;
     [[nodiscard]] MemorySnapshot snapshot() const;
     [[nodiscard]] std::uint64_t round_size(std::uint64_t size) const noexcept;

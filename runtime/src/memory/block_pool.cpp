@@ -286,7 +286,7 @@ void snapshot_pool(StreamPool& pool, std::vector<SegmentSnapshot>& out) {
         s.stream = pool.stream;
         s.small = segment.small;
         for (Block* b = segment.first; b != nullptr; b = b->next)
-            s.blocks.push_back(BlockSnapshot{b->addr, b->size, b->requested, b->state});
+            s.blocks.push_back(BlockSnapshot{b->addr, b->size, b->requested, b->state, {}});
         out.push_back(std::move(s));
     }
 }

@@ -4,6 +4,8 @@
 
 #include "access.hpp"
 #include "plugin.hpp"
+#include "trace/history.hpp"
+#include "trace/hooks.hpp"
 
 #include <utility>
 
@@ -11,8 +13,13 @@ namespace keel {
 
 namespace memory {
 
-Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream, std::uint64_t size) {
+Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream, std::uint64_t size,
+                        std::source_location where) {
     KEEL_TRY_ASSIGN(Block * block, core->allocator().allocate(stream, size));
+    if (trace::on()) [[unlikely]]
+        trace::allocation(*core, stream, BlockAllocator::size(block), BlockAllocator::address(block));
+    if (trace::history_on()) [[unlikely]]
+        trace::remember_allocation(&core->allocator(), BlockAllocator::address(block), where);
     Buffer buffer;
     detail::Access::memory(buffer) = core.get();  // the block keeps it
     detail::Access::block(buffer) = block;
@@ -31,12 +38,12 @@ Result<void> record_use(Buffer& buffer, keel_stream stream, std::optional<Stream
 
 }  // namespace memory
 
-Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size) {
+Result<Buffer> Buffer::allocate(const Stream& stream, std::uint64_t size, std::source_location where) {
     if (stream.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::allocate] the stream is empty (moved-from or closed)");
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(stream));
-    Result<Buffer> buffer = memory::allocate(*core, detail::Access::handle(stream), size);
+    Result<Buffer> buffer = memory::allocate(*core, detail::Access::handle(stream), size, where);
     if (!buffer.ok()) buffer = std::move(buffer).error().context("Buffer::allocate on " + stream.device().name());
     return buffer;
 }
@@ -86,7 +93,9 @@ Result<void> Buffer::record_stream(const Stream& stream) {
                                                        mine->name);
     // The stream's own generation: no lookup in the process-wide registry,
     // whose shared lock every thread would write.
-    return memory::record_use(*this, detail::Access::handle(stream), detail::Access::generation(stream));
+    KEEL_TRY(memory::record_use(*this, detail::Access::handle(stream), detail::Access::generation(stream)));
+    if (trace::on()) [[unlikely]] trace::record_stream(detail::Access::handle(stream), view_.size(), view_.address());
+    return ok();
 }
 
 void Buffer::reset() noexcept {
@@ -97,6 +106,11 @@ void Buffer::reset() noexcept {
     uses_.clear();
     view_ = DeviceView();
     memory::Block* block = std::exchange(block_, nullptr);
+    if (trace::on()) [[unlikely]]
+        trace::deallocation(*memory_, memory::BlockAllocator::stream(block), memory::BlockAllocator::size(block),
+                            memory::BlockAllocator::address(block), !uses.empty());
+    if (trace::history_kept()) [[unlikely]]
+        trace::forget_allocation(&memory_->allocator(), memory::BlockAllocator::address(block));
     std::exchange(memory_, nullptr)->allocator().free(block, std::move(uses));
 }
 

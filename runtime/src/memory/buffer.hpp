@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <source_location>
 
 namespace keel::memory {
 
 // `size` > 0 bytes for use on `stream`, which owns the block.
+// `where`: the caller's site, for the memory history (trace/history.hpp).
 [[nodiscard]] Result<Buffer> allocate(const std::shared_ptr<MemoryCore>& core, keel_stream stream,
-                                      std::uint64_t size);
+                                      std::uint64_t size,
+                                      std::source_location where = std::source_location::current());
 
 // Declares that the work enqueued on `stream` so far uses `buffer` (see
 // Buffer::record_stream); `generation` as BlockAllocator::record_use.

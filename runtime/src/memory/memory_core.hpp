@@ -12,6 +12,8 @@
 #include "memory/event_pool.hpp"
 #include "memory/staging_pool.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -64,6 +66,16 @@ public:
     // The device its buffers' views name (null for a fake device).
     [[nodiscard]] const detail::DeviceSlot* device() const noexcept { return device_; }
 
+    // Allocated bytes as a trace counts them (trace/hooks.cpp): the
+    // allocator's figure at the session's first event, then each
+    // allocation and free (the allocator's shared counter runs ahead by
+    // what its pools have not flushed).
+    struct TracedBytes {
+        std::atomic<std::uint32_t> session{0};
+        std::atomic<std::int64_t> allocated{0};
+    };
+    [[nodiscard]] TracedBytes& traced() noexcept { return traced_; }
+
 private:
     MemoryCore(std::unique_ptr<DeviceOps> owned, DeviceOps& ops, const MemoryConfig& config,
                const detail::DeviceSlot* device);
@@ -88,6 +100,7 @@ private:
     std::weak_ptr<MemoryCore> self_;  // set once by adopt()
     std::mutex handles_mu_;           // orders a group's end after a newer group's start
     std::weak_ptr<Handles> handles_;  // guarded by handles_mu_
+    TracedBytes traced_;
 };
 
 }  // namespace keel::memory

@@ -7,7 +7,9 @@
 
 #include "memory/plugin_device_ops.hpp"
 #include "memory/shared_memory.hpp"
+#include "memory/stream_registry.hpp"
 #include "plugin.hpp"
+#include "trace/history.hpp"
 
 #include <cstdint>
 #include <mutex>
@@ -148,7 +150,19 @@ void MemoryPool::sweep() const noexcept { core_->tracker().sweep_and_settle(); }
 void MemoryPool::synchronize() const noexcept { core_->tracker().drain(); }
 Result<void> MemoryPool::release_cached() const { return core_->allocator().release_cached(); }
 AllocatorStats MemoryPool::stats() const { return core_->allocator().stats(); }
-MemorySnapshot MemoryPool::snapshot() const { return core_->allocator().snapshot(); }
+MemorySnapshot MemoryPool::snapshot() const {
+    MemorySnapshot snap = core_->allocator().snapshot();
+    if (core_->device() != nullptr) snap.device = core_->device()->name;
+    const bool tagged = trace::history_kept();
+    for (SegmentSnapshot& segment : snap.segments) {
+        if (segment.stream != nullptr) segment.stream_id = memory::stream_generation(segment.stream);
+        if (!tagged) continue;
+        for (BlockSnapshot& block : segment.blocks)
+            if (block.state == BlockState::allocated)
+                block.tag = trace::allocation_tag(&core_->allocator(), block.addr);
+    }
+    return snap;
+}
 StagingStats MemoryPool::staging_stats() const { return core_->staging().stats(); }
 TrackerStats MemoryPool::tracker_stats() const { return core_->tracker().stats(); }
 void MemoryPool::reset_peaks() const noexcept { core_->allocator().reset_peaks(); }

@@ -3,6 +3,7 @@
 #include <keel/format.hpp>
 
 #include <cstdio>
+#include <string_view>
 
 namespace keel {
 
@@ -49,6 +50,66 @@ std::string MemorySnapshot::to_string() const {
         }
     }
     return s;
+}
+
+namespace {
+
+void json_string(std::string& out, std::string_view text) {
+    out += '"';
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
+void json_hex(std::string& out, std::uint64_t value) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "\"0x%llx\"", static_cast<unsigned long long>(value));
+    out += buf;
+}
+
+}  // namespace
+
+std::string MemorySnapshot::to_json() const {
+    std::string out = "{\"device\":";
+    json_string(out, device);
+    out += ",\"segments\":[";
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        const SegmentSnapshot& seg = segments[i];
+        out += i == 0 ? "\n{\"addr\":" : ",\n{\"addr\":";
+        json_hex(out, seg.addr);
+        out += ",\"size\":" + std::to_string(seg.size) + ",\"stream\":";
+        if (seg.stream_id != 0)
+            json_string(out, (device.empty() ? std::string("device") : device) + " stream " + std::to_string(seg.stream_id));
+        else
+            out += "null";
+        out += seg.small ? ",\"pool\":\"small\"" : ",\"pool\":\"large\"";
+        out += ",\"blocks\":[";
+        for (std::size_t j = 0; j < seg.blocks.size(); ++j) {
+            const BlockSnapshot& b = seg.blocks[j];
+            out += j == 0 ? "{\"addr\":" : ",{\"addr\":";
+            json_hex(out, b.addr);
+            out += ",\"size\":" + std::to_string(b.size) + ",\"requested\":" + std::to_string(b.requested) +
+                   ",\"state\":\"" + block_state_name(b.state) + "\"";
+            if (!b.tag.empty()) {
+                out += ",\"tag\":";
+                json_string(out, b.tag);
+            }
+            out += '}';
+        }
+        out += "]}";
+    }
+    out += "\n]}\n";
+    return out;
 }
 
 std::string StagingStats::to_string() const {

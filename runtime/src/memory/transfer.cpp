@@ -5,6 +5,8 @@
 #include "memory/event_wait.hpp"
 #include "memory/hold.hpp"
 #include "memory/staged_upload.hpp"
+#include "memory/stream_registry.hpp"
+#include "trace/hooks.hpp"
 
 #include <chrono>
 #include <thread>
@@ -131,7 +133,10 @@ Result<void> HostCopy::wait() {
         memory_.reset();
         return ok();
     }
-    Result<void> waited = memory::wait_for_event(memory_->ops(), event_);
+    Result<void> waited = [&] {
+        trace::WaitScope waiting("HostCopy::wait", trace::on() ? memory::stream_generation(stream_) : 0);
+        return memory::wait_for_event(memory_->ops(), event_);
+    }();
     memory_->events().release(event_);
     event_ = nullptr;
     stream_ = nullptr;

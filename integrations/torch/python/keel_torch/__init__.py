@@ -384,3 +384,6 @@ _wrap_dataloader()
 # build has it: init_process_group(backend="keel").
 if _os.path.exists(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "distributed.py")):
     from . import distributed  # noqa: E402,F401
+
+# keel's trace and memory snapshot (keel_torch.trace, keel_torch.memory_snapshot).
+from .tracing import trace, trace_start, trace_stop, memory_snapshot, set_memory_history  # noqa: E402,F401

@@ -1,0 +1,172 @@
+// keel::Trace as an API: sessions, errors, what a file holds, memory
+// snapshots and history. The trace's content against a known workload is
+// checked by check_trace.py.
+#include <keel/keel.hpp>
+#include <keel/trace.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("keel_trace_test_" + std::to_string(::getpid()) + "_" + name))
+        .string();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+class TraceTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        runtime_ = keel::Runtime::create().expect("Runtime::create");
+        auto device = runtime_->device("cpu:0");
+        if (!device.ok()) GTEST_SKIP() << device.error().message();
+        device_ = *device;
+    }
+    std::optional<keel::Runtime> runtime_;
+    std::optional<keel::Device> device_;
+};
+
+TEST_F(TraceTest, ASessionWritesEveryStreamAsANamedTrackWithItsOperations) {
+    const std::string path = temp_path("tracks.json");
+    keel::Stream a = keel::Stream::create(*device_).value();
+    keel::Stream b = keel::Stream::create(*device_).value();
+    keel::Buffer buf = keel::Buffer::allocate(a, 1024).value();
+    keel::Trace trace = keel::Trace::start({path}).value();
+    EXPECT_TRUE(keel::tracing());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.memset(buf, 1).ok());
+    keel::Buffer other = keel::Buffer::allocate(b, 256).value();
+    ASSERT_TRUE(b.memset(other, 2).ok());
+    ASSERT_TRUE(a.synchronize().ok());
+    ASSERT_TRUE(b.synchronize().ok());
+    keel::TraceReport report = trace.stop().value();
+    EXPECT_FALSE(keel::tracing());
+    EXPECT_EQ(report.path, path);
+    const std::string text = read_file(path);
+    EXPECT_EQ(report.bytes, text.size());
+    EXPECT_EQ(count(text, "\"kind\":\"memset\""), 6u);
+    EXPECT_EQ(count(text, "\"name\":\"thread_name\",\"args\":{\"name\":\"cpu:0 stream "), 2u);
+    EXPECT_EQ(count(text, "\"name\":\"alloc\""), 1u);
+    EXPECT_EQ(count(text, "\"cache\":\"miss\""), 1u);
+    EXPECT_NE(text.find("\"wait Stream::synchronize\""), std::string::npos);
+    EXPECT_EQ(text.find("\"device_times\":false"), std::string::npos) << "cpu:0 tells start and end";
+    std::filesystem::remove(path);
+}
+
+TEST_F(TraceTest, WorkOutsideASessionIsNotInItsFile) {
+    const std::string first = temp_path("first.json");
+    const std::string second = temp_path("second.json");
+    keel::Stream s = keel::Stream::create(*device_).value();
+    keel::Buffer buf = keel::Buffer::allocate(s, 64).value();
+    {
+        keel::Trace trace = keel::Trace::start({first}).value();
+        ASSERT_TRUE(s.memset(buf, 1).ok());
+        ASSERT_TRUE(trace.stop().ok());
+    }
+    ASSERT_TRUE(s.memset(buf, 2).ok());  // between sessions
+    ASSERT_TRUE(s.memset(buf, 3).ok());
+    {
+        keel::Trace trace = keel::Trace::start({second}).value();
+        ASSERT_TRUE(s.memset(buf, 4).ok());
+        ASSERT_TRUE(s.synchronize().ok());
+        ASSERT_TRUE(trace.stop().ok());
+    }
+    EXPECT_EQ(count(read_file(first), "\"kind\":\"memset\""), 1u);
+    EXPECT_EQ(count(read_file(second), "\"kind\":\"memset\""), 1u);
+    std::filesystem::remove(first);
+    std::filesystem::remove(second);
+}
+
+TEST_F(TraceTest, ASecondSessionWhileOneRecordsIsRefused) {
+    const std::string path = temp_path("one.json");
+    keel::Trace trace = keel::Trace::start({path}).value();
+    auto again = keel::Trace::start({temp_path("two.json")});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().code(), KEEL_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(again.error().message().find("already records"), std::string::npos) << again.error().message();
+    ASSERT_TRUE(trace.stop().ok());
+    auto twice = trace.stop();
+    ASSERT_FALSE(twice.ok());
+    EXPECT_EQ(twice.error().code(), KEEL_STATUS_FAILED_PRECONDITION);
+    std::filesystem::remove(path);
+}
+
+TEST_F(TraceTest, AnEmptyPathIsRefusedAndAnUnwritableOneFailsAtStop) {
+    auto empty = keel::Trace::start({""});
+    ASSERT_FALSE(empty.ok());
+    EXPECT_EQ(empty.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+    keel::Trace trace = keel::Trace::start({"/nonexistent-dir/x/trace.json"}).value();
+    auto stopped = trace.stop();
+    ASSERT_FALSE(stopped.ok());
+    EXPECT_NE(stopped.error().message().find("/nonexistent-dir/x/trace.json"), std::string::npos);
+    EXPECT_FALSE(keel::tracing());
+    // The failed session is over: a new one starts.
+    const std::string path = temp_path("after.json");
+    EXPECT_TRUE(keel::Trace::start({path}).ok());  // dropped: stops and writes
+    EXPECT_TRUE(std::filesystem::exists(path));
+    std::filesystem::remove(path);
+}
+
+TEST_F(TraceTest, PercentPBecomesTheProcessId) {
+    const std::string pattern = temp_path("pid-%p.json");
+    keel::TraceReport report = keel::Trace::start({pattern}).value().stop().value();
+    EXPECT_NE(report.path.find("pid-" + std::to_string(::getpid()) + ".json"), std::string::npos) << report.path;
+    std::filesystem::remove(report.path);
+}
+
+TEST_F(TraceTest, AHostFunctionsErrorShowsAsTheStatusOfLaterOperations) {
+    keel::Stream s = keel::Stream::create(*device_).value();
+    if (!s.host_funcs_can_fail()) GTEST_SKIP() << "the plugin's host functions cannot fail";
+    const std::string path = temp_path("failed.json");
+    keel::Buffer buf = keel::Buffer::allocate(s, 64).value();
+    keel::Trace trace = keel::Trace::start({path}).value();
+    ASSERT_TRUE(s.enqueue_host_func(keel::HostFunc([]() -> keel::Result<void> {
+                    return keel::Error(KEEL_STATUS_INTERNAL, "planted");
+                })).ok());
+    (void)s.memset(buf, 1);  // may be refused once the failure is known
+    (void)s.synchronize();
+    ASSERT_TRUE(trace.stop().ok());
+    const std::string text = read_file(path);
+    EXPECT_NE(text.find("\"status\":"), std::string::npos) << "the failed stream's status is in the trace";
+    std::filesystem::remove(path);
+}
+
+TEST_F(TraceTest, MemorySnapshotJsonNamesSegmentsBlocksStreamsAndTags) {
+    keel::Stream s = keel::Stream::create(*device_).value();
+    keel::set_memory_history(true);
+    keel::Buffer tagged;
+    {
+        keel::MemoryTag tag("optimizer state");
+        tagged = keel::Buffer::allocate(s, 4096).value();
+    }
+    keel::Buffer sited = keel::Buffer::allocate(s, 8192).value();
+    keel::set_memory_history(false);
+    keel::DeviceMemory memory = s.memory().value();
+    const std::string json = memory.snapshot().to_json();
+    EXPECT_NE(json.find("\"tag\":\"optimizer state\""), std::string::npos) << json;
+    EXPECT_NE(json.find("trace_test.cpp:"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"state\":\"allocated\""), std::string::npos);
+    EXPECT_NE(json.find("\"stream\":\"cpu:0 stream "), std::string::npos) << json;
+    EXPECT_NE(json.find("\"device\":\"cpu:0\""), std::string::npos) << json;
+}
+
+}  // namespace

@@ -1,0 +1,115 @@
+"""Loading keel traces: events grouped by track, with names and times."""
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Slice:
+    name: str
+    start_us: float
+    dur_us: float
+    args: dict
+
+    @property
+    def end_us(self):
+        return self.start_us + self.dur_us
+
+
+@dataclass
+class Track:
+    pid: int
+    tid: int
+    name: str
+    process: str
+    slices: list = field(default_factory=list)    # complete events ("X")
+    instants: list = field(default_factory=list)  # instant events ("i")
+
+    @property
+    def is_stream(self):
+        return " stream " in self.name
+
+    @property
+    def label(self):
+        return f"{self.process}: {self.name}" if self.process else self.name
+
+
+@dataclass
+class Trace:
+    tracks: dict  # (pid, tid) -> Track
+    counters: dict  # (pid, name) -> [(ts_us, {series: value})]
+    other: list  # otherData of each file merged in
+    events: list
+
+    def streams(self):
+        return [t for t in self.tracks.values() if t.is_stream]
+
+    def host_threads(self):
+        return [t for t in self.tracks.values() if not t.is_stream]
+
+    def span(self):
+        times = [s.start_us for t in self.tracks.values() for s in t.slices + t.instants]
+        ends = [s.end_us for t in self.tracks.values() for s in t.slices + t.instants]
+        for series in self.counters.values():
+            times += [ts for ts, _ in series]
+            ends += [ts for ts, _ in series]
+        if not times:
+            return 0.0, 0.0
+        return min(times), max(ends)
+
+
+def read_json(path):
+    with open(path, "r", encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if isinstance(data, list):
+        data = {"traceEvents": data}
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise ValueError(f"{path}: no traceEvents list (not a Chrome trace event file)")
+    return data
+
+
+def build(data):
+    events = data["traceEvents"]
+    names = {}
+    processes = {}
+    for e in events:
+        if e.get("ph") != "M":
+            continue
+        if e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+        elif e.get("name") == "process_name":
+            processes[e["pid"]] = e["args"]["name"]
+    tracks = {}
+    counters = {}
+
+    def track(pid, tid):
+        key = (pid, tid)
+        if key not in tracks:
+            tracks[key] = Track(pid, tid, names.get(key, f"thread {tid}"), processes.get(pid, ""))
+        return tracks[key]
+
+    for key in names:
+        track(*key)
+    for e in events:
+        ph = e.get("ph")
+        if ph == "X":
+            track(e["pid"], e["tid"]).slices.append(
+                Slice(e.get("name", "?"), float(e["ts"]), float(e.get("dur", 0)), e.get("args", {})))
+        elif ph == "i" or ph == "I":
+            track(e["pid"], e["tid"]).instants.append(
+                Slice(e.get("name", "?"), float(e["ts"]), 0.0, e.get("args", {})))
+        elif ph == "C":
+            counters.setdefault((e["pid"], e.get("name", "?")), []).append((float(e["ts"]), e.get("args", {})))
+    for t in tracks.values():
+        t.slices.sort(key=lambda s: s.start_us)
+        t.instants.sort(key=lambda s: s.start_us)
+    for series in counters.values():
+        series.sort(key=lambda p: p[0])
+    other = data.get("otherData", {})
+    return Trace(tracks, counters, other if isinstance(other, list) else [other], events)
+
+
+def load(path):
+    return build(read_json(path))

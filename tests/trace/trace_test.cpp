@@ -160,7 +160,7 @@ TEST_F(TraceTest, MemorySnapshotJsonNamesSegmentsBlocksStreamsAndTags) {
     }
     keel::Buffer sited = keel::Buffer::allocate(s, 8192).value();
     keel::set_memory_history(false);
-    keel::DeviceMemory memory = s.memory().value();
+    keel::MemoryPool memory = s.memory().value();
     const std::string json = memory.snapshot().to_json();
     EXPECT_NE(json.find("\"tag\":\"optimizer state\""), std::string::npos) << json;
     EXPECT_NE(json.find("trace_test.cpp:"), std::string::npos) << json;

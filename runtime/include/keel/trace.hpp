@@ -20,7 +20,7 @@
 // write one file each, which `keel-trace merge` puts on one timeline.
 //
 // A snapshot of a device's memory (segments, blocks, owning stream, state,
-// tags) is DeviceMemory::snapshot().to_json(); see the memory history below.
+// tags) is MemoryPool::snapshot().to_json(); see the memory history below.
 //
 // Cost: off, one relaxed atomic load per operation. On, each thread appends
 // to a buffer of its own (no lock); each stream operation enqueues two host
@@ -110,7 +110,7 @@ private:
 
 // While on, each Buffer allocated remembers a tag: the innermost MemoryTag
 // of the allocating thread, else the file and line of the Buffer::allocate
-// call. DeviceMemory::snapshot() shows each live block's tag
+// call. MemoryPool::snapshot() shows each live block's tag
 // (MemorySnapshot::to_json). Off by default; KEEL_MEMORY_HISTORY=1 turns it
 // on for the whole process. Costs a lock per allocation and free while on.
 KEEL_API void set_memory_history(bool on) noexcept;

@@ -962,29 +962,29 @@ typedef struct keel_plugin_api {
     /* ---- ABI 1.1 ---------------------------------------------------- */
 
     /* [optional, 1.1]
-     * [native.device-handle] since 1.1: the driver's device behind `device` (kind and value;
-     * the plugin writes the fields that fit `out->struct_size`). Owned by
-     * the plugin and valid until plugin_shutdown: the caller must not
-     * release it. Absent (or UNIMPLEMENTED) where no driver object exists,
-     * as on the CPU plugin. */
+     * [native.device-handle] since 1.1: the driver's device behind `device`
+     * (kind and value; the plugin writes the fields that fit
+     * `out->struct_size`). Owned by the plugin and valid until
+     * plugin_shutdown: the caller must not release it. Absent (or
+     * UNIMPLEMENTED) where no driver object exists, as on the CPU plugin. */
     keel_error* (*device_native_handle)(keel_device device, keel_native_handle* out);
 
     /* [optional, 1.1]
-     * [native.stream-handle] since 1.1: the driver's queue behind `stream` (e.g. the
-     * cudaStream_t). Owned by the plugin and valid until stream_destroy:
-     * the caller must not destroy it. Work the caller submits to it is
-     * ordered with the keel work of the stream in submission order (both
-     * ways), like work of the stream itself; it must not be used from a
+     * [native.stream-handle] since 1.1: the driver's queue behind `stream`
+     * (e.g. the cudaStream_t). Owned by the plugin and valid until
+     * stream_destroy: the caller must not destroy it. Work the caller submits
+     * to it is ordered with the keel work of the stream in submission order
+     * (both ways), like work of the stream itself; it must not be used from a
      * host function. */
     keel_error* (*stream_native_handle)(keel_stream stream, keel_native_handle* out);
 
     /* ---- ABI 1.2 ---------------------------------------------------- */
 
     /* [optional, 1.2]
-     * [staging.stats] since 1.2: what the plugin's staging of pageable host memory did
-     * on `device` (see keel_pageable_staging_stats); the plugin writes the
-     * fields that fit `out->struct_size`. Absent where pageable memory is
-     * copied directly, as on the CPU plugin. Any thread. */
+     * [staging.stats] since 1.2: what the plugin's staging of pageable host
+     * memory did on `device` (see keel_pageable_staging_stats); the plugin
+     * writes the fields that fit `out->struct_size`. Absent where pageable
+     * memory is copied directly, as on the CPU plugin. Any thread. */
     keel_error* (*device_pageable_staging_stats)(keel_device device, keel_pageable_staging_stats* out);
 
     /* ---- ABI 1.3: rules of minor 1.3 ------------------------------------
@@ -992,10 +992,10 @@ typedef struct keel_plugin_api {
      * plugin of an older minor only to the rules of its own, and the runtime
      * expects no more of it (api/CHANGELOG.md says what an older plugin
      * gets).
-     *   - [staging.blocks-back] since 1.3: a copy that a plugin stages through pinned blocks
-     *     gives them back before its stream passes the copy. Once
-     *     stream_synchronize of that stream returned (or an event recorded
-     *     after the copy completed), lent_bytes of
+     *   - [staging.blocks-back] since 1.3: a copy that a plugin stages
+     *     through pinned blocks gives them back before its stream passes the
+     *     copy. Once stream_synchronize of that stream returned (or an event
+     *     recorded after the copy completed), lent_bytes of
      *     device_pageable_staging_stats no longer counts the copy. (1.2: the
      *     blocks may come back a little after the stream passed the copy.)
      */
@@ -1028,9 +1028,9 @@ typedef struct keel_plugin_api {
     /* ---- ABI 1.3: checker annotations ---------------------------------- */
 
     /* [optional, 1.3]
-     * [checker.annotate-range] since 1.3: tells a checking plugin what a caching allocator on
-     * top of it knows and the plugin cannot see (the CPU plugin's checker
-     * turns the lifetime bugs it shows into failures):
+     * [checker.annotate-range] since 1.3: tells a checking plugin what a
+     * caching allocator on top of it knows and the plugin cannot see (the CPU
+     * plugin's checker turns the lifetime bugs it shows into failures):
      *   KEEL_RANGE_RELEASED: the buffer that used [addr, addr + size) was
      *     freed and the range went back to the allocator's cache; an access
      *     enqueued to it from now on is a use after free, until
@@ -1054,32 +1054,33 @@ typedef struct keel_plugin_api {
      * declaring an older minor, the runtime communicates through its generic
      * path (Gloo over pinned staging), which needs nothing from a plugin.
      *
-     * [comm.ownership] since 1.4: the keel_comm from comm_create is the caller's until
-     * comm_destroy. Addresses are device memory of the communicator's
-     * device; the caller keeps it allocated until the operation completed
-     * on its stream (as for any enqueued work).
+     * [comm.ownership] since 1.4: the keel_comm from comm_create is the
+     * caller's until comm_destroy. Addresses are device memory of the
+     * communicator's device; the caller keeps it allocated until the
+     * operation completed on its stream (as for any enqueued work).
      *
-     * [comm.threads] since 1.4: comm_create blocks its thread (below). Every other comm_*
-     * entry may be called from any thread; enqueue calls on one
+     * [comm.threads] since 1.4: comm_create blocks its thread (below). Every
+     * other comm_* entry may be called from any thread; enqueue calls on one
      * communicator are ordered in the order they return, and every rank must
      * enqueue the same operations in the same order (one order per
      * communicator, whatever the streams). comm_abort from any thread at any
      * time, also while another thread is in an enqueue call.
      *
-     * [comm.first-operation-may-block] since 1.4: comm_create is collective and blocks until every rank of
-     * `config` called it (at most config->timeout_ms, else UNAVAILABLE). The
-     * operations are enqueue entries: they return without waiting for the
-     * stream, except that the FIRST operation of a communicator involving
-     * a given peer may block the calling thread until that peer enqueues
-     * its matching operation (the engine's connection set-up, as NCCL's
-     * lazy connections do), at most config->timeout_ms. Later operations
-     * never wait for a peer.
+     * [comm.first-operation-may-block] since 1.4: comm_create is collective
+     * and blocks until every rank of `config` called it (at most
+     * config->timeout_ms, else UNAVAILABLE). The operations are enqueue
+     * entries: they return without waiting for the stream, except that the
+     * FIRST operation of a communicator involving a given peer may block the
+     * calling thread until that peer enqueues its matching operation (the
+     * engine's connection set-up, as NCCL's lazy connections do), at most
+     * config->timeout_ms. Later operations never wait for a peer.
      *
-     * [comm.errors-at-call] since 1.4: errors at the call (nothing enqueued): INVALID_ARGUMENT for a null
-     * handle or config, rank outside [0, size), a key prefix that is empty,
-     * a peer or root outside the group, a send to oneself, a dtype or
-     * reduction the engine cannot do, a stream of another device;
-     * FAILED_PRECONDITION once the communicator was aborted or failed.
+     * [comm.errors-at-call] since 1.4: errors at the call (nothing enqueued):
+     * INVALID_ARGUMENT for a null handle or config, rank outside [0, size), a
+     * key prefix that is empty, a peer or root outside the group, a send to
+     * oneself, a dtype or reduction the engine cannot do, a stream of another
+     * device; FAILED_PRECONDITION once the communicator was aborted or
+     * failed.
      * [comm.unimplemented-on-every-rank] since 1.4: comm_create returns
      * UNIMPLEMENTED when the engine cannot serve this
      * group (its library is absent, two ranks share one device, a group
@@ -1088,14 +1089,14 @@ typedef struct keel_plugin_api {
      * prefix), so the runtime can fall back to its generic path with the
      * same ranks, store and key prefix; the message says why.
      *
-     * [comm.errors-while-running] since 1.4: an operation that fails once its stream reached
-     * it (a peer died or timed out past config->timeout_ms, the engine
-     * failed, comm_abort) puts its stream in the sticky error state
-     * (KEEL_STATUS_DEVICE_ERROR, or FAILED_PRECONDITION for an abort) with a
-     * message naming the operation, the communicator's key prefix and rank,
-     * and the peer where known; the communicator fails too (later enqueues
-     * return that error). Never a silent hang: a wait is bounded by the
-     * timeout.
+     * [comm.errors-while-running] since 1.4: an operation that fails once its
+     * stream reached it (a peer died or timed out past config->timeout_ms,
+     * the engine failed, comm_abort) puts its stream in the sticky error
+     * state (KEEL_STATUS_DEVICE_ERROR, or FAILED_PRECONDITION for an abort)
+     * with a message naming the operation, the communicator's key prefix and
+     * rank, and the peer where known; the communicator fails too (later
+     * enqueues return that error). Never a silent hang: a wait is bounded by
+     * the timeout.
      *
      * [comm.collectives] since 1.4: comm_all_reduce, comm_broadcast,
      * comm_all_gather and comm_reduce_scatter write what their entries below
@@ -1114,10 +1115,10 @@ typedef struct keel_plugin_api {
     keel_error* (*comm_destroy)(keel_comm comm);
 
     /* [optional, 1.4]
-     * [comm.abort] since 1.4: fails the communicator: operations in flight end and
-     * fail their streams (FAILED_PRECONDITION "aborted"), later enqueues
-     * fail. Any thread, never blocks for a peer, idempotent. The caller
-     * still calls comm_destroy. */
+     * [comm.abort] since 1.4: fails the communicator: operations in flight
+     * end and fail their streams (FAILED_PRECONDITION "aborted"), later
+     * enqueues fail. Any thread, never blocks for a peer, idempotent. The
+     * caller still calls comm_destroy. */
     keel_error* (*comm_abort)(keel_comm comm);
 
     /* [optional, 1.4] out[i] = op over ranks of in[i], `count` elements of
@@ -1247,13 +1248,13 @@ typedef struct keel_plugin_api {
  *   KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(
  *       const keel_host_services* host, const keel_plugin_api** out_api);
  *
- * [plugin.init] since 1.0: the runtime offers its ABI version in `host`. A plugin whose
- * major differs refuses with KEEL_STATUS_VERSION_MISMATCH and a message
- * naming both versions. Otherwise it initialises itself and sets *out_api
- * to its table, whose abi_major/abi_minor/struct_size say what it
- * implements; the runtime checks the major again and reads only
- * struct_size bytes. Called once per load, from one thread. On error the
- * runtime unloads the library without calling plugin_shutdown.
+ * [plugin.init] since 1.0: the runtime offers its ABI version in `host`. A
+ * plugin whose major differs refuses with KEEL_STATUS_VERSION_MISMATCH and a
+ * message naming both versions. Otherwise it initialises itself and sets
+ * *out_api to its table, whose abi_major/abi_minor/struct_size say what it
+ * implements; the runtime checks the major again and reads only struct_size
+ * bytes. Called once per load, from one thread. On error the runtime unloads
+ * the library without calling plugin_shutdown.
  */
 typedef keel_error* (*keel_plugin_entry_fn)(const keel_host_services* host,
                                             const keel_plugin_api** out_api);

@@ -99,15 +99,18 @@ void DeviceTableListener::OnTestEnd(const ::testing::TestInfo& info) {
 }
 
 std::size_t print_table(std::ostream& out, const std::string& title, const std::vector<Check>& rows) {
+    // The keel.h minor and identifier of the rule, where the row checks one.
+    const auto label = [](const Check& c) {
+        if (c.since.empty()) return c.name;
+        return "[" + c.since + (c.rule.empty() ? "" : " " + c.rule) + "] " + c.name;
+    };
     std::size_t width = 4;
-    for (const Check& c : rows) width = std::max(width, c.name.size());
+    for (const Check& c : rows) width = std::max(width, label(c).size());
     std::size_t passed = 0, failed = 0, skipped = 0, advice = 0;
     out << "\n" << title << "\n";
     for (const Check& c : rows) {
-        // The keel.h minor and identifier of the rule, where the row checks one.
-        std::string since;
-        if (!c.since.empty()) since = "[" + c.since + (c.rule.empty() ? "" : " " + c.rule) + "] ";
-        out << "  " << since << c.name << std::string(width - c.name.size() + 2, ' ');
+        const std::string text = label(c);
+        out << "  " << text << std::string(width - text.size() + 2, ' ');
         switch (c.outcome) {
             case Outcome::passed: out << "passed"; ++passed; break;
             case Outcome::failed: out << "FAILED: " << c.detail; ++failed; break;

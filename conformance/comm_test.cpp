@@ -135,8 +135,7 @@ Bytes bytes_of(const std::vector<float>& v) {
     }
 
 TEST_P(Conformance, AOneRankCommunicatorRunsEveryCollectiveOnItsStream) {
-    KEEL_RULE(4, "comm_create ... collective ... operations enqueued on a stream of that device: all_reduce, "
-                 "broadcast, all_gather, reduce_scatter (out = in for a group of one)");
+    KEEL_RULE(4, "comm.collectives");
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/collectives");
     constexpr std::size_t n = 37;
@@ -172,8 +171,7 @@ TEST_P(Conformance, AOneRankCommunicatorRunsEveryCollectiveOnItsStream) {
 }
 
 TEST_P(Conformance, ACommunicatorMeetsItsPeersThroughTheStoreUnderItsKeyPrefix) {
-    KEEL_RULE(4, "key_prefix: unique per communicator on `store`; every key the plugin sets or gets starts with "
-                 "it followed by '/'");
+    KEEL_RULE(4, "comm.key-prefix");
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/prefix");
     for (const std::string& key : store.keys())
@@ -181,9 +179,7 @@ TEST_P(Conformance, ACommunicatorMeetsItsPeersThroughTheStoreUnderItsKeyPrefix) 
 }
 
 TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
-    KEEL_RULE(4, "Errors at the call (nothing enqueued): INVALID_ARGUMENT for a null handle or config, rank "
-                 "outside [0, size), a key prefix that is empty, a peer or root outside the group, a send to "
-                 "oneself, a dtype or reduction the engine cannot do, a stream of another device");
+    KEEL_RULE(4, "comm.errors-at-call");
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/bad");
     const auto expect_invalid = [](keel_error* e, const char* what) {
@@ -227,10 +223,7 @@ TEST_P(Conformance, CommunicationEntriesRejectBadInputAndEnqueueNothing) {
 }
 
 TEST_P(Conformance, SizedSendRecvReadsEntriesOpSizeApartAndRefusesFieldsItDoesNotKnow) {
-    KEEL_RULE(5, "comm_send_recv_sized: entry i is at (const char*)ops + i * op_size, and its struct_size equals "
-                 "op_size. op_size is at least KEEL_P2P_OP_STRUCT_SIZE_1_4 (else INVALID_ARGUMENT) ... bytes beyond "
-                 "them that are not all zero ask for something it cannot do: UNIMPLEMENTED, nothing enqueued "
-                 "(checked before the entries' other fields); part of the communication set from 1.5");
+    KEEL_RULE(5, "comm.send-recv-sized");
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/sized");
     ASSERT_NE(api.comm_send_recv_sized, nullptr) << "a 1.5 plugin with the comm_* set lacks comm_send_recv_sized";
@@ -260,8 +253,7 @@ TEST_P(Conformance, SizedSendRecvReadsEntriesOpSizeApartAndRefusesFieldsItDoesNo
 }
 
 TEST_P(Conformance, AnAbortedCommunicatorFailsLaterEnqueuesAndIsStillDestroyed) {
-    KEEL_RULE(4, "comm_abort: Fails the communicator ... later enqueues fail. Any thread, never blocks for a peer, "
-                 "idempotent. The caller still calls comm_destroy");
+    KEEL_RULE(4, "comm.abort");
     MemoryStore store;
     KEEL_COMM_OR_SKIP(comm, store, "cts/abort");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));

@@ -20,8 +20,8 @@
 // KEEL_KNOWN_DIFFERENCE(condition, reason): the test is then skipped on that
 // device, with the reason, instead of being deleted.
 //
-// Every TEST_P starts with KEEL_RULE (rule.hpp): the keel.h rule it checks
-// and the minor that introduced it.
+// Every TEST_P starts with KEEL_RULE (rule.hpp): the identifier of the
+// keel.h rule it checks and the minor keel.h gives it.
 #pragma once
 
 #include "rule.hpp"

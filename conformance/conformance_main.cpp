@@ -80,19 +80,24 @@ std::uint32_t Conformance::plugin_minor() const {
 }
 
 std::optional<std::string> Conformance::cite_rule(std::uint32_t minor, const char* rule, RuleKind kind) {
+    if (!is_rule_id(rule)) {
+        ADD_FAILURE() << "KEEL_RULE cites \"" << rule << "\", which is not a keel.h rule identifier "
+                         "(area.rule-name; conformance/rule.hpp)";
+        return std::nullopt;
+    }
     cited_ = true;
     const std::string since = "1." + std::to_string(minor);
     RecordProperty("keel_rule", rule);
     RecordProperty("keel_rule_since", since);
     if (kind == RuleKind::where_it_can_tell) RecordProperty("keel_rule_kind", "where the plugin can tell");
     if (plugin_minor() >= minor) return std::nullopt;
-    return "a rule of ABI " + since + "; " + device().name() + "'s plugin declares 1." +
-           std::to_string(plugin_minor()) + ": \"" + rule + "\"";
+    return "a rule of ABI " + since + " ([" + rule + "]); " + device().name() + "'s plugin declares 1." +
+           std::to_string(plugin_minor());
 }
 
 void Conformance::TearDown() {
     if (!cited_)
-        ADD_FAILURE() << "this check names no keel.h rule: start it with KEEL_RULE(minor, \"quote\") "
+        ADD_FAILURE() << "this check names no keel.h rule: start it with KEEL_RULE(minor, \"area.rule-name\") "
                          "(conformance/rule.hpp)";
 }
 

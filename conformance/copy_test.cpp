@@ -22,7 +22,7 @@ Bytes pattern(std::size_t n, std::uint8_t seed) {
 }
 
 TEST_P(Conformance, CopiesRoundTripHostToDeviceToDeviceToHost) {
-    KEEL_RULE(0, "memcpy_h2d/d2h/d2d [required]: async copies between host and device and on the device");
+    KEEL_RULE(0, "copy.h2d-source");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::size_t n : {std::size_t{1}, std::size_t{4099}, std::size_t{1} << 20}) {
         SCOPED_TRACE(n);
@@ -37,7 +37,7 @@ TEST_P(Conformance, CopiesRoundTripHostToDeviceToDeviceToHost) {
 }
 
 TEST_P(Conformance, AMovedInVectorIsReadFromPageableMemoryWhenTheCopyRuns) {
-    KEEL_RULE(0, "memcpy_h2d: `src` may be ordinary pageable memory, which the plugin must handle without blocking the enqueue");
+    KEEL_RULE(0, "copy.h2d-source");
     // The plugin reads the vector's own (pageable) storage, later: the
     // enqueue must not block on it, and the bytes must still arrive.
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
@@ -52,7 +52,7 @@ TEST_P(Conformance, AMovedInVectorIsReadFromPageableMemoryWhenTheCopyRuns) {
 }
 
 TEST_P(Conformance, LargePageableCopiesArriveWholeInBothDirections) {
-    KEEL_RULE(0, "memcpy_h2d/memcpy_d2h: pageable host memory is read or written when the copy executes, not at enqueue");
+    KEEL_RULE(0, "copy.h2d-source");
     // Several of a plugin's staging chunks (4 MiB by default) and a ragged
     // tail, queued behind a held stream so that every chunk is staged when
     // the stream runs, not at enqueue.
@@ -78,7 +78,7 @@ TEST_P(Conformance, LargePageableCopiesArriveWholeInBothDirections) {
     }
 
 TEST_P(Conformance, PageableCopiesAllocateNoPinnedMemoryOnceWarm) {
-    KEEL_RULE(2, "device_pageable_staging_stats [optional, 1.2]: what the plugin's staging of pageable host memory did");
+    KEEL_RULE(2, "staging.stats");
     KEEL_SKIP_UNLESS_PAGEABLE_STAGING_STATS();
     // Both directions, through the plugin's staging (a moved-in vector and a
     // vector destination are pageable), several chunks each.
@@ -107,7 +107,7 @@ TEST_P(Conformance, PageableCopiesAllocateNoPinnedMemoryOnceWarm) {
 }
 
 TEST_P(Conformance, AStagedCopysBlocksAreBackWhenItsStreamsSynchronisationReturns) {
-    KEEL_RULE(3, "device_pageable_staging_stats: a staged copy gives its blocks back before its stream passes it, so lent_bytes no longer counts it once stream_synchronize returned");
+    KEEL_RULE(3, "staging.blocks-back");
     KEEL_SKIP_UNLESS_PAGEABLE_STAGING_STATS();
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     const std::size_t n = (9u << 20) + 3;
@@ -125,7 +125,7 @@ TEST_P(Conformance, AStagedCopysBlocksAreBackWhenItsStreamsSynchronisationReturn
 }
 
 TEST_P(Conformance, AStagedCopysSourceMayBeReusedAtOnce) {
-    KEEL_RULE(0, "memcpy_h2d: the runtime copies a borrowed container into pinned memory itself (the plugin reads src when the copy executes)");
+    KEEL_RULE(0, "copy.borrowed-container");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     for (std::size_t n : {std::size_t{8}, std::size_t{3000}, std::size_t{3} << 20}) {
         SCOPED_TRACE(n);
@@ -143,7 +143,7 @@ TEST_P(Conformance, AStagedCopysSourceMayBeReusedAtOnce) {
 }
 
 TEST_P(Conformance, CopiesRoundTripThroughPinnedBuffers) {
-    KEEL_RULE(0, "host_alloc [optional]: pinned host memory usable by async copies of any stream of the device");
+    KEEL_RULE(0, "memory.host-alloc");
     constexpr std::size_t n = 256 * 1024 + 5;
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer in, PinnedBuffer::allocate(device(), n));
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), n));
@@ -164,7 +164,7 @@ TEST_P(Conformance, CopiesRoundTripThroughPinnedBuffers) {
 }
 
 TEST_P(Conformance, ADeviceToHostCopyIsDeliveredByItsWait) {
-    KEEL_RULE(0, "memcpy_d2h: `dst` is written when the copy executes");
+    KEEL_RULE(0, "copy.d2h-destination");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 3000));
     KEEL_ASSERT_OK(s.copy(buf, pattern(3000, 11)));
@@ -180,7 +180,7 @@ TEST_P(Conformance, ADeviceToHostCopyIsDeliveredByItsWait) {
 // (a plugin whose device cannot reach pageable memory stages it then), so
 // dropping the HostCopy waits for it, like dropping std::async's future.
 TEST_P(Conformance, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
-    KEEL_RULE(0, "memcpy_d2h: `dst` is written when the copy executes; it must stay valid until then");
+    KEEL_RULE(0, "copy.d2h-destination");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     const std::size_t n = (1 << 20) + 3;
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, n));
@@ -204,7 +204,7 @@ TEST_P(Conformance, DroppingAHostCopyWaitsUntilTheDeviceWroteItsDestination) {
 }
 
 TEST_P(Conformance, DroppingACopyToVectorFutureNeverBlocks) {
-    KEEL_RULE(0, "Enqueueing never blocks: enqueue entries return without waiting for any work to execute");
+    KEEL_RULE(0, "enqueue.never-blocks");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 1 << 20));
     KEEL_ASSERT_OK(s.memset(buf, 0x42));
@@ -219,7 +219,7 @@ TEST_P(Conformance, DroppingACopyToVectorFutureNeverBlocks) {
 }
 
 TEST_P(Conformance, StagedCopiesAcceptAnyViewOfTheDeviceNotOnlyCachedBuffers) {
-    KEEL_RULE(0, "Memory: address arithmetic (addr + offset within an allocation) is allowed");
+    KEEL_RULE(0, "memory.device-addr");
     // Raw memory is freed at once, not stream-ordered: made before the
     // stream, it outlives the stream's work even when an ASSERT returns early.
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer raw, RawBuffer::allocate(device(), 5000));
@@ -233,7 +233,7 @@ TEST_P(Conformance, StagedCopiesAcceptAnyViewOfTheDeviceNotOnlyCachedBuffers) {
 }
 
 TEST_P(Conformance, CopiesThroughSubViewsTouchOnlyTheirRange) {
-    KEEL_RULE(0, "Memory: address arithmetic (addr + offset within an allocation) is allowed");
+    KEEL_RULE(0, "memory.device-addr");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 1024));
     KEEL_ASSERT_OK(s.memset(buf, 0));
@@ -247,7 +247,7 @@ TEST_P(Conformance, CopiesThroughSubViewsTouchOnlyTheirRange) {
 }
 
 TEST_P(Conformance, DeviceToDeviceCopyBetweenPartsOfOneBuffer) {
-    KEEL_RULE(0, "memcpy_d2d [required]: async copy device -> device on the same device; ranges must not overlap");
+    KEEL_RULE(0, "copy.d2d");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 2048));
     const Bytes in = pattern(1024, 1);
@@ -260,7 +260,7 @@ TEST_P(Conformance, DeviceToDeviceCopyBetweenPartsOfOneBuffer) {
 }
 
 TEST_P(Conformance, MemsetFillsEveryByteOfItsView) {
-    KEEL_RULE(0, "memset_d8 [required]: async fill of `size` bytes with the byte `value`");
+    KEEL_RULE(0, "copy.memset");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 5000));
     KEEL_ASSERT_OK(s.memset(buf, 0x00));
@@ -271,7 +271,7 @@ TEST_P(Conformance, MemsetFillsEveryByteOfItsView) {
 }
 
 TEST_P(Conformance, ATinyCopyCapturesItsSourceAtTheCall) {
-    KEEL_RULE(0, "memcpy_h2d_inline [optional]: the source is captured before this call returns");
+    KEEL_RULE(0, "copy.inline");
     // Up to KEEL_INLINE_COPY_MAX bytes take the plugin's memcpy_h2d_inline
     // when it has one (else staging): either way the source may be reused
     // at once, even while the stream is held back.
@@ -292,7 +292,7 @@ TEST_P(Conformance, ATinyCopyCapturesItsSourceAtTheCall) {
 }
 
 TEST_P(Conformance, AZeroByteCopyEnqueuesNothingAndSucceeds) {
-    KEEL_RULE(1, "Edge cases: a copy or memset of 0 bytes succeeds and enqueues nothing");
+    KEEL_RULE(1, "edge.zero-bytes");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 16));
     const std::uint8_t* none = nullptr;
@@ -306,7 +306,7 @@ TEST_P(Conformance, AZeroByteCopyEnqueuesNothingAndSucceeds) {
 }
 
 TEST_P(Conformance, PropertiesAreSaneAndAllocationsAreAligned) {
-    KEEL_RULE(0, "device_alloc: aligned to properties.alloc_alignment (a power of two)");
+    KEEL_RULE(0, "memory.alloc");
     const DeviceProperties& p = device().properties();
     EXPECT_FALSE(p.name.empty());
     EXPECT_FALSE(p.vendor.empty());
@@ -330,7 +330,7 @@ TEST_P(Conformance, PropertiesAreSaneAndAllocationsAreAligned) {
 }
 
 TEST_P(Conformance, MemoryInfoIsConsistentWithTheProperties) {
-    KEEL_RULE(0, "device_memory_info [optional]: free and total device memory in bytes");
+    KEEL_RULE(0, "memory.info");
     auto info = device().memory_info();
     if (!info.ok() && info.error().code() == KEEL_STATUS_UNIMPLEMENTED)
         GTEST_SKIP() << device().name() << " has no device_memory_info (optional entry)";

@@ -15,8 +15,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
-    KEEL_RULE(3, "a stream that waits (stream_wait_event) on an event recorded after a failure of another "
-                 "stream fails too, with the original error's status and its message quoted in its own");
+    KEEL_RULE(3, "error-propagation.across-waits");
     KEEL_ASSERT_OK_AND_ASSIGN(RawBuffer small, RawBuffer::allocate(device(), 64));
     const Bytes past_the_end(4096, 1);  // what the producer's work reads: declared before it
     KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
@@ -43,9 +42,7 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRecordedAfterAFailureFailsToo) {
 }
 
 TEST_P(Conformance, AStreamWaitingOnAFailedHostFunctionsStreamFailsToo) {
-    KEEL_RULE(4, "a stream that waits (stream_wait_event) on an event recorded after a host function failed "
-                 "its stream (stream_enqueue_fallible_host_func) fails too, with that error's status and its "
-                 "message quoted in its own (1.3's error propagation, reached through 1.4's entry)");
+    KEEL_RULE(4, "host-func.fallible");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(device()));
     if (!producer.host_funcs_can_fail())
         GTEST_SKIP() << device().name() << " has no stream_enqueue_fallible_host_func (optional)";

@@ -11,7 +11,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, AnEventNeverRecordedIsComplete) {
-    KEEL_RULE(0, "event_query: *out_done = 1 when the most recent record has completed (or the event was never recorded)");
+    KEEL_RULE(0, "event.query");
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(bool done, e.query());
     EXPECT_TRUE(done);
@@ -19,7 +19,7 @@ TEST_P(Conformance, AnEventNeverRecordedIsComplete) {
 }
 
 TEST_P(Conformance, AnEventCompletesWhenItsStreamReachesIt) {
-    KEEL_RULE(0, "event_record: the event completes when the stream reaches this point");
+    KEEL_RULE(0, "event.record");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     Gate gate;
@@ -35,7 +35,7 @@ TEST_P(Conformance, AnEventCompletesWhenItsStreamReachesIt) {
 }
 
 TEST_P(Conformance, ReRecordingAnEventMovesTheCapturedPoint) {
-    KEEL_RULE(0, "event_record: re-recording replaces the captured point for later queries and waits");
+    KEEL_RULE(0, "event.record");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     KEEL_ASSERT_OK(e.record(s));
@@ -50,7 +50,7 @@ TEST_P(Conformance, ReRecordingAnEventMovesTheCapturedPoint) {
 }
 
 TEST_P(Conformance, AStreamWaitingOnAnEventRunsNothingBeforeTheEventCompletes) {
-    KEEL_RULE(0, "stream_wait_event: orders all work enqueued on `stream` after this call behind the event's most recent record");
+    KEEL_RULE(0, "stream.wait-event");
     KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
                           "its streams do not run concurrently, so a gated stream stalls the other");
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 1024));
@@ -86,7 +86,7 @@ TEST_P(Conformance, AStreamWaitingOnAnEventRunsNothingBeforeTheEventCompletes) {
 }
 
 TEST_P(Conformance, AWaitOnAnEventOfTheSameStreamIsHarmless) {
-    KEEL_RULE(0, "stream_wait_event: `event` may belong to another stream of the same device");
+    KEEL_RULE(0, "stream.wait-event");
     int ran = 0;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
@@ -99,7 +99,7 @@ TEST_P(Conformance, AWaitOnAnEventOfTheSameStreamIsHarmless) {
 }
 
 TEST_P(Conformance, DestroyingAnEventWithAPendingRecordIsHarmless) {
-    KEEL_RULE(0, "event_destroy: a pending record still completes harmlessly; waits already enqueued on it stay valid");
+    KEEL_RULE(0, "event.destroy-pending");
     int ran = 0;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream b, Stream::create(device()));
@@ -118,7 +118,7 @@ TEST_P(Conformance, DestroyingAnEventWithAPendingRecordIsHarmless) {
 }
 
 TEST_P(Conformance, ElapsedTimeCoversTheWorkBetweenTwoTimingEvents) {
-    KEEL_RULE(0, "event_elapsed_time [optional]: milliseconds between two completed events created with KEEL_EVENT_TIMING");
+    KEEL_RULE(0, "event.elapsed-time");
     if (!device().has(DeviceCapability::event_timing))
         GTEST_SKIP() << device().name() << " does not offer event timing (optional capability)";
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
@@ -136,7 +136,7 @@ TEST_P(Conformance, ElapsedTimeCoversTheWorkBetweenTwoTimingEvents) {
 }
 
 TEST_P(Conformance, ElapsedTimeNeedsEventsCreatedWithTiming) {
-    KEEL_RULE(1, "Edge cases: event_elapsed_time on an event created without KEEL_EVENT_TIMING is KEEL_STATUS_FAILED_PRECONDITION");
+    KEEL_RULE(1, "edge.elapsed-time-incomplete");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event a, Event::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event b, Event::create(device()));
@@ -147,7 +147,7 @@ TEST_P(Conformance, ElapsedTimeNeedsEventsCreatedWithTiming) {
 }
 
 TEST_P(Conformance, EventsAndStreamsOfDifferentDevicesAreNotMixed) {
-    KEEL_RULE(0, "Edge cases: the runtime checks devices before it calls, so it never passes another device's handle");
+    KEEL_RULE(0, "handle.runtime-checks");
     const Device* other = other_device();
     if (other == nullptr) GTEST_SKIP() << "needs a second device";
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
@@ -157,7 +157,7 @@ TEST_P(Conformance, EventsAndStreamsOfDifferentDevicesAreNotMixed) {
 }
 
 TEST_P(Conformance, AFenceOrdersAnotherStreamWithoutBlockingTheHost) {
-    KEEL_RULE(0, "stream_wait_event: a fence; the host does not block");
+    KEEL_RULE(0, "stream.wait-event");
     KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
                           "its streams do not run concurrently, so a gated stream stalls the other");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
@@ -181,7 +181,7 @@ TEST_P(Conformance, AFenceOrdersAnotherStreamWithoutBlockingTheHost) {
 }
 
 TEST_P(Conformance, OrderAfterIsAOneShotFence) {
-    KEEL_RULE(0, "stream_wait_event: orders work enqueued after this call behind the event's most recent record");
+    KEEL_RULE(0, "stream.wait-event");
     KEEL_KNOWN_DIFFERENCE(!device().has(DeviceCapability::concurrent_streams),
                           "its streams do not run concurrently, so a gated stream stalls the other");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
@@ -202,7 +202,7 @@ TEST_P(Conformance, OrderAfterIsAOneShotFence) {
 }
 
 TEST_P(Conformance, AnEmptyFenceOrdersNothing) {
-    KEEL_RULE(0, "stream_wait_event: an event never recorded is already complete");
+    KEEL_RULE(0, "stream.wait-event");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     Fence none;
     EXPECT_TRUE(none.empty());

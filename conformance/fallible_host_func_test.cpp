@@ -11,9 +11,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, AFailingHostFunctionFailsItsStreamFromThatPointOn) {
-    KEEL_RULE(4, "stream_enqueue_fallible_host_func: when fn returns an error, the stream fails at that point; "
-                 "stream_synchronize, stream_query, events recorded after the host function and later enqueues "
-                 "report the error; work accepted before it, and events recorded before it, are untouched");
+    KEEL_RULE(4, "host-func.fallible");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     if (!s.host_funcs_can_fail())
         GTEST_SKIP() << device().name() << " has no stream_enqueue_fallible_host_func (optional)";

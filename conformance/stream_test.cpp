@@ -15,7 +15,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, EnqueueReturnsBeforeTheWorkRuns) {
-    KEEL_RULE(0, "Enqueueing never blocks: the entries that enqueue work return without waiting for any work to execute");
+    KEEL_RULE(0, "enqueue.never-blocks");
     KEEL_ASSERT_OK_AND_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(device(), 256));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
@@ -51,7 +51,7 @@ struct Watched {
 };
 
 TEST_P(Conformance, AHoldReleasesItsObjectOnlyAfterTheStreamPassedIt) {
-    KEEL_RULE(0, "event_record/event_query: an event completes when its stream reaches it (holds are released by it)");
+    KEEL_RULE(0, "event.record");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     auto destroyed = std::make_shared<std::atomic<int>>(0);
     Gate gate;
@@ -69,7 +69,7 @@ TEST_P(Conformance, AHoldReleasesItsObjectOnlyAfterTheStreamPassedIt) {
 }
 
 TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
-    KEEL_RULE(0, "Handles: the runtime never passes such handles: its objects own their handles and check every argument");
+    KEEL_RULE(0, "handle.runtime-checks");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     Stream moved = std::move(s);
     auto destroyed = std::make_shared<std::atomic<int>>(0);
@@ -80,7 +80,7 @@ TEST_P(Conformance, AHoldOnAnEmptyStreamFailsAndReleasesAtOnce) {
 }
 
 TEST_P(Conformance, ABufferMayOutliveItsStreamInEveryAllocatorMode) {
-    KEEL_RULE(0, "device_free: the caller guarantees no enqueued operation still uses it");
+    KEEL_RULE(0, "memory.free");
     // Freeing such a buffer must not call the plugin on the closed stream:
     // uncached memory waits for its stream, checked memory poisons on it.
     MemoryConfig uncached;
@@ -107,7 +107,7 @@ TEST_P(Conformance, ABufferMayOutliveItsStreamInEveryAllocatorMode) {
 }
 
 TEST_P(Conformance, ReleasingCachedMemoryWaitsForTheWorkThatStillUsesIt) {
-    KEEL_RULE(0, "device_free: the caller guarantees no enqueued operation still uses it");
+    KEEL_RULE(0, "memory.free");
     // A freed buffer is at once reusable by its stream, whose queued work
     // may still use it: giving its segment back to the plugin must wait.
     KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device()));
@@ -135,7 +135,7 @@ TEST_P(Conformance, ReleasingCachedMemoryWaitsForTheWorkThatStillUsesIt) {
 }
 
 TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
-    KEEL_RULE(0, "stream: an in-order queue of work on one device");
+    KEEL_RULE(0, "stream.in-order");
     std::vector<int> order;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer a, Buffer::allocate(s, 4096));
@@ -169,7 +169,7 @@ TEST_P(Conformance, StreamRunsWorkInEnqueueOrder) {
 // no query, no event. A plugin that runs work only when something waits
 // (a lazy checker without patience) never sets it.
 TEST_P(Conformance, WorkCompletesWithNoHostWait) {
-    KEEL_RULE(0, "Forward progress: work enqueued on a stream runs within a bounded time even if nothing waits for it");
+    KEEL_RULE(0, "stream.forward-progress");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
     std::atomic<bool> flag{false};
@@ -185,7 +185,7 @@ TEST_P(Conformance, WorkCompletesWithNoHostWait) {
 }
 
 TEST_P(Conformance, HostFunctionsRunWithStatusOk) {
-    KEEL_RULE(0, "keel_host_fn: `status` is KEEL_STATUS_OK, or the stream's error if it failed earlier");
+    KEEL_RULE(0, "host-func.status");
     std::vector<Status> seen;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK(s.enqueue_host_func([&](Status st) { seen.push_back(st); }));
@@ -194,7 +194,7 @@ TEST_P(Conformance, HostFunctionsRunWithStatusOk) {
 }
 
 TEST_P(Conformance, HostFunctionRunsOnAnotherThreadThanTheCaller) {
-    KEEL_RULE(0, "keel_host_fn: it runs on a plugin-owned thread");
+    KEEL_RULE(0, "host-func.plugin-thread");
     std::thread::id ran_on;
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK(s.enqueue_host_func([&] { ran_on = std::this_thread::get_id(); }));
@@ -203,7 +203,7 @@ TEST_P(Conformance, HostFunctionRunsOnAnotherThreadThanTheCaller) {
 }
 
 TEST_P(Conformance, AHostFunctionIsDestroyedRightAfterItRuns) {
-    KEEL_RULE(0, "stream_enqueue_host_func [required]: enqueues fn(user_data, status), run once when the stream reaches it");
+    KEEL_RULE(0, "stream.host-func");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     auto token = std::make_shared<int>(0);
     KEEL_ASSERT_OK(s.enqueue_host_func([token] { ++*token; }));
@@ -213,7 +213,7 @@ TEST_P(Conformance, AHostFunctionIsDestroyedRightAfterItRuns) {
 }
 
 TEST_P(Conformance, MoveOnlyCallablesAreAccepted) {
-    KEEL_RULE(0, "stream_enqueue_host_func [required]: enqueues fn(user_data, status), run once when the stream reaches it");
+    KEEL_RULE(0, "stream.host-func");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     auto owned = std::make_unique<int>(41);
     int seen = 0;
@@ -223,7 +223,7 @@ TEST_P(Conformance, MoveOnlyCallablesAreAccepted) {
 }
 
 TEST_P(Conformance, AFailedEnqueueDestroysTheCallableWithoutRunningIt) {
-    KEEL_RULE(0, "Errors: output parameters are written only on success (a refused enqueue enqueues nothing)");
+    KEEL_RULE(0, "error.outputs-on-success");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     Stream moved = std::move(s);
     auto token = std::make_shared<int>(0);
@@ -234,7 +234,7 @@ TEST_P(Conformance, AFailedEnqueueDestroysTheCallableWithoutRunningIt) {
 }
 
 TEST_P(Conformance, ManyStreamsCanBeCreatedAndDestroyed) {
-    KEEL_RULE(0, "stream_destroy [required]: waits for the stream's enqueued work, then releases it");
+    KEEL_RULE(0, "stream.destroy");
     for (int round = 0; round < 3; ++round) {
         std::atomic<int> ran{0};  // streams run concurrently
         std::vector<Stream> streams;
@@ -250,7 +250,7 @@ TEST_P(Conformance, ManyStreamsCanBeCreatedAndDestroyed) {
 
 // Optional (ABI 1.1): a handle with a kind, or UNIMPLEMENTED (a skip).
 TEST_P(Conformance, NativeHandlesHaveAKindAndAreStablePerStream) {
-    KEEL_RULE(1, "stream_native_handle [optional, 1.1]: the driver's queue behind `stream`, owned by the plugin until stream_destroy");
+    KEEL_RULE(1, "native.stream-handle");
     auto d = device().native_handle();
     if (!d.ok() && d.error().code() == KEEL_STATUS_UNIMPLEMENTED)
         GTEST_SKIP() << device().name() << " has no native handles (optional entry absent)";

@@ -12,7 +12,7 @@ namespace keel::conformance {
 namespace {
 
 TEST_P(Conformance, SeveralThreadsEachWithTheirOwnStreamCopyCorrectly) {
-    KEEL_RULE(0, "Threads: every entry may be called from any host thread, concurrently with any other entry");
+    KEEL_RULE(0, "thread.any-thread");
     constexpr int kThreads = 4, kRounds = 25;
     constexpr std::size_t n = 4096;
     std::atomic<int> failures{0};
@@ -41,7 +41,7 @@ TEST_P(Conformance, SeveralThreadsEachWithTheirOwnStreamCopyCorrectly) {
 }
 
 TEST_P(Conformance, SeveralThreadsEnqueueingOnOneStreamKeepEachThreadsOrder) {
-    KEEL_RULE(0, "Threads: operations enqueued on one stream from several threads are ordered in the order the enqueue calls return");
+    KEEL_RULE(0, "thread.enqueue-order");
     constexpr int kThreads = 4, kPerThread = 200;
     std::mutex mutex;
     std::vector<std::vector<int>> seen(kThreads);
@@ -68,7 +68,7 @@ TEST_P(Conformance, SeveralThreadsEnqueueingOnOneStreamKeepEachThreadsOrder) {
 }
 
 TEST_P(Conformance, AStreamMovedToAnotherThreadKeepsWorking) {
-    KEEL_RULE(0, "Threads: every entry may be called from any host thread");
+    KEEL_RULE(0, "thread.any-thread");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer buf, Buffer::allocate(s, 256));
     std::vector<std::uint8_t> out(256, 0);
@@ -88,7 +88,7 @@ TEST_P(Conformance, AStreamMovedToAnotherThreadKeepsWorking) {
 }
 
 TEST_P(Conformance, AnEventRecordedOnOneThreadIsWaitedOnByAnother) {
-    KEEL_RULE(0, "Threads: every entry may be called from any host thread, concurrently with any other entry");
+    KEEL_RULE(0, "thread.any-thread");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream a, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(device()));
     std::atomic<bool> recorded{false};

@@ -90,20 +90,27 @@ void DeviceTableListener::OnTestEnd(const ::testing::TestInfo& info) {
     } else if (r.Skipped()) {
         row = {name, Outcome::skipped, skip_};
     }
-    for (int i = 0; i < r.test_property_count(); ++i)
-        if (std::string(r.GetTestProperty(i).key()) == "keel_rule_since") row.since = r.GetTestProperty(i).value();
+    for (int i = 0; i < r.test_property_count(); ++i) {
+        const std::string key = r.GetTestProperty(i).key();
+        if (key == "keel_rule_since") row.since = r.GetTestProperty(i).value();
+        if (key == "keel_rule") row.rule = r.GetTestProperty(i).value();
+    }
     group(device).rows.push_back(std::move(row));
 }
 
 std::size_t print_table(std::ostream& out, const std::string& title, const std::vector<Check>& rows) {
+    // The keel.h minor and identifier of the rule, where the row checks one.
+    const auto label = [](const Check& c) {
+        if (c.since.empty()) return c.name;
+        return "[" + c.since + (c.rule.empty() ? "" : " " + c.rule) + "] " + c.name;
+    };
     std::size_t width = 4;
-    for (const Check& c : rows) width = std::max(width, c.name.size());
+    for (const Check& c : rows) width = std::max(width, label(c).size());
     std::size_t passed = 0, failed = 0, skipped = 0, advice = 0;
     out << "\n" << title << "\n";
     for (const Check& c : rows) {
-        // The keel.h minor of the rule, where the row checks one.
-        const std::string since = c.since.empty() ? "" : "[" + c.since + "] ";
-        out << "  " << since << c.name << std::string(width - c.name.size() + 2, ' ');
+        const std::string text = label(c);
+        out << "  " << text << std::string(width - text.size() + 2, ' ');
         switch (c.outcome) {
             case Outcome::passed: out << "passed"; ++passed; break;
             case Outcome::failed: out << "FAILED: " << c.detail; ++failed; break;

@@ -20,8 +20,18 @@ struct Check {
     std::string name;    // "exports only keel_plugin_init"
     Outcome outcome = Outcome::passed;
     std::string detail;  // why it failed or was skipped; "" when it passed
-    std::string since;   // the keel.h minor of the rule it checks ("1.0"); "" for the file's own checks
+    std::string since;   // the keel.h minor of the rule it checks ("1.0"); "" when it checks none
+    std::string rule;    // the keel.h identifier of that rule ("table.flags-agree")
 };
+
+// A keel.h rule a check cites: KEEL_CTS_RULE(0, "table.flags-agree"), the
+// identifier and the minor keel.h gives it (tests/docs/check_rules.py
+// checks both against keel.h).
+struct RuleRef {
+    std::uint32_t minor = 0;
+    const char* id = nullptr;
+};
+#define KEEL_CTS_RULE(minor, id) ::keel::cts::RuleRef{minor, id}
 
 struct TableReport {
     std::filesystem::path file;

@@ -39,6 +39,30 @@ HostServices::HostServices() : logger_(logger()) {
     services_.context = logger_.get();
     services_.log = &host_log;
     services_.log_enabled = &host_log_enabled;
+    services_.option_stride = sizeof(keel_option);
+}
+
+void HostServices::offer_options(const std::map<std::string, std::string>& options) {
+    withdraw_options();
+    option_text_.reserve(2 * options.size());  // no reallocation: options_ points into it
+    for (const auto& [key, value] : options) {
+        option_text_.push_back(key);
+        option_text_.push_back(value);
+        keel_option o{};
+        o.struct_size = sizeof o;
+        o.key = option_text_[option_text_.size() - 2].c_str();
+        o.value = option_text_.back().c_str();
+        options_.push_back(o);
+    }
+    services_.options = options_.empty() ? nullptr : options_.data();
+    services_.option_count = options_.size();
+}
+
+void HostServices::withdraw_options() noexcept {
+    services_.options = nullptr;
+    services_.option_count = 0;
+    options_.clear();
+    option_text_.clear();
 }
 
 }  // namespace keel::detail

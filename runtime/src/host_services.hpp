@@ -5,7 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace keel::detail {
 
@@ -23,10 +26,17 @@ public:
 
     [[nodiscard]] const keel_host_services* c() const noexcept { return &services_; }
 
+    // The options offered to keel_plugin_init (keel.h: valid during that
+    // call only): set before it, cleared after it.
+    void offer_options(const std::map<std::string, std::string>& options);
+    void withdraw_options() noexcept;
+
 private:
     // Held so that plugin threads logging during shutdown never see it gone.
     std::shared_ptr<spdlog::logger> logger_;
     keel_host_services services_{};
+    std::vector<std::string> option_text_;  // keys and values the options point into
+    std::vector<keel_option> options_;
 };
 
 }  // namespace keel::detail

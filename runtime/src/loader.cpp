@@ -39,8 +39,20 @@ void abandon_initialised(const keel_plugin_api* table, const std::filesystem::pa
     keep_forever(std::move(services));
 }
 
+using OptionMap = std::map<std::string, std::string>;
+
+std::string describe_options(const OptionMap& options) {
+    if (options.empty()) return "no options";
+    std::string out;
+    for (const auto& [key, value] : options) out += (out.empty() ? "" : ", ") + key + "=" + value;
+    return "options " + out;
+}
+
+// The first minor whose plugins read options (keel.h [options.read-at-init]).
+constexpr std::uint32_t kOptionsMinor = 6;
+
 Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
-                                           const std::string& type) {
+                                           const std::string& type, const OptionMap& options) {
     // Declared before the library: destroyed after it is unloaded.
     auto services = std::make_unique<HostServices>();
 
@@ -64,13 +76,26 @@ Result<std::unique_ptr<Plugin>> load_fresh(const std::filesystem::path& path,
     auto& init = library.get<EntryFn>(KEEL_PLUGIN_ENTRY_NAME);
 
     const keel_plugin_api* table = nullptr;
-    if (auto r = take_c_error(init(services->c(), &table)); !r) {
-        Error e = std::move(r).error();
+    services->offer_options(options);
+    Result<void> initialised = take_c_error(init(services->c(), &table));
+    services->withdraw_options();
+    if (!initialised) {
+        Error e = std::move(initialised).error();
         return Error(e.code(), std::string(KEEL_PLUGIN_ENTRY_NAME) + " failed: " + e.message());
     }
     if (auto r = PluginApi::validate(table); !r) {
         abandon_initialised(table, path, services);
         return std::move(r).error();
+    }
+    // [options.older-plugin]: it never saw them; running it with other
+    // settings than asked would be a silent surprise.
+    if (!options.empty() && table->abi_minor < kOptionsMinor) {
+        abandon_initialised(table, path, services);
+        return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                     "given " + describe_options(options) + ", but the plugin declares ABI 1." +
+                         std::to_string(table->abi_minor) + ", which cannot take options (1." +
+                         std::to_string(kOptionsMinor) + " can); load it without options, or use its "
+                         "environment variables");
     }
     auto plugin = std::make_unique<Plugin>(path, type, std::move(library), std::move(services), *table);
     // From here a failure destroys `plugin`: plugin_shutdown, then unload.
@@ -86,18 +111,25 @@ public:
     }
 
     Result<std::shared_ptr<Plugin>> acquire(const std::filesystem::path& path,
-                                            const std::string& type) {
+                                            const std::string& type, const OptionMap& options) {
         std::unique_lock lock(mutex_);
         const std::string key = path.string();
         for (;;) {
             auto it = live_.find(key);
             if (it == live_.end()) break;
-            if (auto alive = it->second.plugin.lock()) return alive;
+            if (auto alive = it->second.plugin.lock()) {
+                if (it->second.options == options) return alive;
+                return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                             "already loaded in this process with " + describe_options(it->second.options) +
+                                 ", and this Runtime asks for " + describe_options(options) +
+                                 " (a plugin file is loaded once per process; its settings are fixed "
+                                 "until every Runtime and object of it is gone)");
+            }
             retired_.wait(lock);  // its last owner is shutting it down right now
         }
         Result<std::unique_ptr<Plugin>> loaded = [&]() -> Result<std::unique_ptr<Plugin>> {
             try {
-                return load_fresh(path, type);
+                return load_fresh(path, type, options);
             } catch (const std::exception& e) {
                 return Error(KEEL_STATUS_INTERNAL, std::string("unexpected exception: ") + e.what());
             }
@@ -107,7 +139,7 @@ public:
         std::shared_ptr<Plugin> shared(std::move(loaded).value().release(),
                                        [](Plugin* p) { Registry::instance().retire(p); });
         raw->shares().set_owner(shared);
-        live_[key] = Entry{shared, raw};
+        live_[key] = Entry{shared, raw, options};
         return shared;
     }
 
@@ -115,6 +147,7 @@ private:
     struct Entry {
         std::weak_ptr<Plugin> plugin;
         const Plugin* raw = nullptr;
+        OptionMap options;  // what it was loaded with
     };
 
     // The deleter of every shared Plugin: shut down and unload under the
@@ -140,8 +173,9 @@ private:
 }  // namespace
 
 Result<std::shared_ptr<Plugin>> acquire_plugin(const std::filesystem::path& canonical_path,
-                                               const std::string& type) {
-    return Registry::instance().acquire(canonical_path, type);
+                                               const std::string& type,
+                                               const std::map<std::string, std::string>& options) {
+    return Registry::instance().acquire(canonical_path, type, options);
 }
 
 }  // namespace keel::detail

@@ -39,7 +39,39 @@ Plugin::~Plugin() {
 
 Result<void> Plugin::describe() {
     KEEL_TRY(read_info());
+    KEEL_TRY(read_settings());
     return read_devices();
+}
+
+Result<void> Plugin::read_settings() {
+    if (!api_.has_plugin_option_info()) return ok();
+    // Bounded, so that a plugin that never answers NOT_FOUND cannot loop us.
+    constexpr std::uint32_t kMaxSettings = 4096;
+    for (std::uint32_t i = 0; i < kMaxSettings; ++i) {
+        keel_option_info o{};
+        o.struct_size = KEEL_OPTION_INFO_STRUCT_SIZE;
+        Result<void> r = api_.plugin_option_info(i, &o);
+        if (!r && r.error().code() == KEEL_STATUS_NOT_FOUND) return ok();
+        KEEL_TRY(std::move(r));
+        if (o.key == nullptr || o.value == nullptr)
+            return Error(KEEL_STATUS_INTERNAL,
+                         "plugin_option_info(" + std::to_string(i) + ") returned a null key or value");
+        const auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
+        PluginSetting s;
+        s.key = o.key;
+        s.value = o.value;
+        switch (o.source) {
+            case KEEL_OPTION_SOURCE_ENVIRONMENT: s.source = SettingSource::environment; break;
+            case KEEL_OPTION_SOURCE_OPTION: s.source = SettingSource::option; break;
+            default: s.source = SettingSource::plugin_default; break;
+        }
+        s.environment_variable = text(o.environment_variable);
+        s.accepts = text(o.accepts);
+        s.meaning = text(o.meaning);
+        settings_.push_back(std::move(s));
+    }
+    return Error(KEEL_STATUS_INTERNAL, "plugin_option_info never answered NOT_FOUND (more than " +
+                                           std::to_string(kMaxSettings) + " settings)");
 }
 
 Result<void> Plugin::read_info() {

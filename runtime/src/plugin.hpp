@@ -8,6 +8,7 @@
 #include "plugin_shares.hpp"
 
 #include <keel/device.hpp>
+#include <keel/runtime.hpp>
 #include <keel/keel.h>
 
 #include <boost/dll/shared_library.hpp>
@@ -57,6 +58,8 @@ public:
     [[nodiscard]] const std::string& type() const noexcept { return type_; }
     [[nodiscard]] const std::string& version() const noexcept { return version_; }
     [[nodiscard]] const std::string& status() const noexcept { return status_; }
+    // What plugin_option_info said at load (empty without it).
+    [[nodiscard]] const std::vector<PluginSetting>& settings() const noexcept { return settings_; }
     [[nodiscard]] const PluginApi& api() const noexcept { return api_; }
     [[nodiscard]] const std::vector<std::unique_ptr<DeviceSlot>>& devices() const noexcept {
         return devices_;
@@ -67,6 +70,7 @@ public:
 private:
     [[nodiscard]] Result<void> read_info();
     [[nodiscard]] Result<void> read_devices();
+    [[nodiscard]] Result<void> read_settings();
 
     // Declared first, destroyed last.
     boost::dll::shared_library library_;
@@ -76,6 +80,7 @@ private:
     PluginApi api_;
     std::string version_;
     std::string status_;
+    std::vector<PluginSetting> settings_;
     std::vector<std::unique_ptr<DeviceSlot>> devices_;
     PluginShares shares_;
 };

@@ -195,5 +195,9 @@ Result<void> PluginApi::stream_annotate_range(keel_stream s, keel_range_annotati
                                               std::uint64_t size) const {
     return call(table_.stream_annotate_range, "stream_annotate_range", s, what, addr, size);
 }
+Result<void> PluginApi::plugin_option_info(std::uint32_t index, keel_option_info* out) const {
+    if (!has_plugin_option_info()) return unimplemented("plugin_option_info");
+    return call(table_.plugin_option_info, "plugin_option_info", index, out);
+}
 
 }  // namespace keel::detail

@@ -109,6 +109,11 @@ public:
                                                                  void* user_data) const;
     [[nodiscard]] Result<void> stream_annotate_range(keel_stream s, keel_range_annotation what,
                                                      keel_device_addr addr, std::uint64_t size) const;
+    // [1.6] Only a plugin declaring 1.6 or later is taken at its word.
+    [[nodiscard]] bool has_plugin_option_info() const noexcept {
+        return table_.abi_minor >= 6 && table_.plugin_option_info != nullptr;
+    }
+    [[nodiscard]] Result<void> plugin_option_info(std::uint32_t index, keel_option_info* out) const;
 
 private:
     template <class Fn, class... Args>

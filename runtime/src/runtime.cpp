@@ -8,6 +8,7 @@
 
 #include <keel/environment.hpp>
 
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -31,7 +32,7 @@ struct Runtime::State {
         const detail::PluginApi& api = plugin->api();
         plugins.push_back({plugin->path(), plugin->type(), plugin->version(), api.abi_major(),
                            api.abi_minor(), api.table_size(), plugin->status(),
-                           static_cast<std::uint32_t>(plugin->devices().size())});
+                           static_cast<std::uint32_t>(plugin->devices().size()), plugin->settings()});
         for (const auto& slot : plugin->devices())
             // The Device points at its slot and shares the plugin's handle group.
             devices.push_back(detail::Access::device(plugin->shares().handle(*slot)));
@@ -58,6 +59,40 @@ std::vector<SearchPathEntry> Runtime::default_plugin_dirs() {
     return {{detail::runtime_library_dir() / KEEL_PLUGIN_DIR_BESIDE_RUNTIME, "beside the runtime"}};
 }
 
+const char* setting_source_name(SettingSource source) noexcept {
+    switch (source) {
+        case SettingSource::environment: return "environment";
+        case SettingSource::option: return "option";
+        case SettingSource::plugin_default: break;
+    }
+    return "default";
+}
+
+namespace {
+// Keys as keel.h's keel_option spells them: [a-z0-9_]+.
+bool is_option_key(std::string_view key) noexcept {
+    return detail::is_valid_device_type(key);
+}
+
+Result<void> check_plugin_options(const RuntimeOptions& options) {
+    for (const auto& [type, settings] : options.plugin_options) {
+        if (!detail::is_valid_device_type(type))
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Runtime::create] plugin_options names device type '" + type +
+                                                          "', which is not of the form [a-z0-9_]+");
+        for (const auto& [key, value] : settings) {
+            if (!is_option_key(key))
+                return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Runtime::create] plugin_options[\"" + type +
+                                                              "\"] has key '" + key +
+                                                              "', which is not of the form [a-z0-9_]+");
+            if (value.find('\0') != std::string::npos)
+                return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Runtime::create] plugin_options[\"" + type +
+                                                              "\"][\"" + key + "\"] holds a NUL character");
+        }
+    }
+    return ok();
+}
+}  // namespace
+
 Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     namespace fs = std::filesystem;
     (void)detail::logger();  // first, so that it outlives every plugin (static destruction order)
@@ -65,9 +100,12 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
     if (const auto level = env::text(env::Var::log_level); level && !detail::parse_log_level(*level))
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Runtime::create] " + env::invalid(env::Var::log_level, *level).message());
+    KEEL_TRY(check_plugin_options(options));
     KEEL_TRY(trace::apply_environment());
     auto state = std::make_unique<State>();
     state->search_path = detail::build_search_path(options);
+    std::set<std::string> types_found;
+    static const std::map<std::string, std::string> kNoOptions;
 
     std::set<fs::path> seen;
     for (const fs::path& candidate : detail::list_candidates(state->search_path)) {
@@ -87,6 +125,7 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
                                     " does not follow libkeel_<type>.so with <type> of [a-z0-9_]+"));
             continue;
         }
+        types_found.insert(*type);
         if (const PluginInfo* first = state->provider_of(*type)) {
             state->reject(canonical, Error(KEEL_STATUS_FAILED_PRECONDITION,
                                            "duplicate device type '" + *type +
@@ -94,13 +133,20 @@ Result<Runtime> Runtime::create(const RuntimeOptions& options) {
                                                " (the first one found wins)"));
             continue;
         }
-        auto plugin = detail::acquire_plugin(canonical, *type);
+        const auto given = options.plugin_options.find(*type);
+        auto plugin = detail::acquire_plugin(canonical, *type,
+                                             given != options.plugin_options.end() ? given->second : kNoOptions);
         if (!plugin) {
             state->reject(canonical, std::move(plugin).error());
             continue;
         }
         state->add(std::move(plugin).value());
     }
+    for (const auto& [type, settings] : options.plugin_options)
+        if (!types_found.contains(type))
+            detail::logger()->warn("[Runtime::create] options given for plugin type '{}', but no plugin file "
+                                   "libkeel_{}.so was found; they are not used",
+                                   type, type);
     return Runtime(std::move(state));
 }
 

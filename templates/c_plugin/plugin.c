@@ -717,6 +717,15 @@ KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
         return fail(KEEL_STATUS_VERSION_MISMATCH, "keel_plugin_init",
                     "the runtime offers ABI %u.%u, this plugin implements %u.%u", host->abi_major,
                     host->abi_minor, KEEL_ABI_VERSION_MAJOR, KEEL_ABI_VERSION_MINOR);
+#if KEEL_ABI_VERSION_MINOR >= 6
+    /* keel.h [options.read-at-init]: this plugin takes no options, so it
+     * refuses any it is given (a runtime of 1.6 or later may give some). */
+    if (host->struct_size >= KEEL_HOST_SERVICES_STRUCT_SIZE && host->option_count > 0) {
+        const keel_option* first = keel_option_at(host, 0);
+        return fail(KEEL_STATUS_INVALID_ARGUMENT, "keel_plugin_init", "unknown option '%s' (it takes no options)",
+                    first->key != NULL ? first->key : "(null)");
+    }
+#endif
     g_host = host;
     memset(&g_api, 0, sizeof g_api);
     g_api.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE;

@@ -16,6 +16,11 @@
 // KEEL_FAKE_INLINE=1 at init makes it run all work inline at enqueue, like a
 // naive synchronous fake: the conformance suite must then fail (a check of
 // the suite itself, run by hand).
+// A variant declaring 1.6 or later takes these three as options too (keel.h
+// "Plugin options": fail, inline, plugin_log), which override the variables;
+// older variants refuse nothing and read none, as a plugin of their minor.
+// KEEL_FAKE_EXTRA_CAPABILITIES (a compile definition) adds capability bits
+// to every device, to test how bits of a later minor are judged.
 #include <keel/environment.hpp>
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
@@ -23,6 +28,7 @@
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/kernel_args.hpp>
 #include <keel/plugin/native_handle.hpp>
+#include <keel/plugin/options.hpp>
 #include <keel/plugin/p2p_ops.hpp>
 
 #include <algorithm>
@@ -39,6 +45,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -236,6 +243,7 @@ namespace {
 struct PluginState {
     std::array<keel_device_t, kDeviceCount> devices;
     std::string log_path;
+    keel::plugin::Options options;  // what plugin_option_info describes
 };
 std::unique_ptr<PluginState> g_state;
 // The table with room for entries a newer minor appends after ours.
@@ -366,6 +374,9 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
         std::snprintf(p.vendor, sizeof p.vendor, "keel tests");
         p.total_memory = kTotalMemory;
         p.capabilities = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
+#ifdef KEEL_FAKE_EXTRA_CAPABILITIES
+        p.capabilities |= KEEL_FAKE_EXTRA_CAPABILITIES;
+#endif
 #if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR && KEEL_FAKE_VARIANT != KEEL_FAKE_MINIMUM_OF_MINOR
         p.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
 #endif
@@ -720,6 +731,20 @@ keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
     });
 }
 
+// The settings the fake takes as options (a variant of 1.6 or later).
+constexpr keel::plugin::OptionSpec kOptionSpecs[] = {
+    {"fail", keel::env::Var::test_fake_fail},
+    {"inline", keel::env::Var::test_fake_inline},
+    {"plugin_log", keel::env::Var::test_fake_plugin_log},
+};
+
+keel_error* plugin_option_info(std::uint32_t index, keel_option_info* out) {
+    return entry(KEEL_FAKE_TYPE " plugin_option_info", [&]() -> Result<void> {
+        KEEL_TRY(injected_failure("plugin_option_info"));
+        return g_state->options.describe(index, out);
+    });
+}
+
 // An entry the runtime must never call (it lies beyond a short table).
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_COMM
 }  // namespace
@@ -744,7 +769,8 @@ struct NeverCalled<R (*)(A...)> {
         case 2: return KEEL_PLUGIN_API_STRUCT_SIZE_1_2;
         case 3: return KEEL_PLUGIN_API_STRUCT_SIZE_1_3;
         case 4: return KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
-        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_5;
+        case 5: return KEEL_PLUGIN_API_STRUCT_SIZE_1_5;
+        default: return KEEL_PLUGIN_API_STRUCT_SIZE_1_6;
     }
 }
 
@@ -784,6 +810,7 @@ struct NeverCalled<R (*)(A...)> {
     t.memcpy_h2d_inline = &memcpy_h2d_inline;
     t.device_native_handle = &device_native_handle;
     t.stream_native_handle = &stream_native_handle;
+    t.plugin_option_info = &plugin_option_info;
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_WRONG_MAJOR
     // Ignores the negotiation and answers with another major's table.
     t.abi_major = KEEL_ABI_VERSION_MAJOR + 1;
@@ -804,6 +831,7 @@ struct NeverCalled<R (*)(A...)> {
     KEEL_FAKE_POISON(memcpy_h2d_inline);
     KEEL_FAKE_POISON(device_native_handle);
     KEEL_FAKE_POISON(stream_native_handle);
+    KEEL_FAKE_POISON(plugin_option_info);
 #undef KEEL_FAKE_POISON
 #elif KEEL_FAKE_VARIANT == KEEL_FAKE_MINIMUM_OF_MINOR
     t.abi_minor = KEEL_FAKE_MINOR;
@@ -834,20 +862,28 @@ keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api
 #if KEEL_FAKE_VARIANT == KEEL_FAKE_INIT_FAILS
         return Error(KEEL_STATUS_UNAVAILABLE, "simulated initialisation failure (no driver)");
 #else
-        failing_entry() = std::string(keel::env::text(keel::env::Var::test_fake_fail).value_or(""));
+        fill_table(g_table);
+        // A variant of an older minor cannot see options (keel.h
+        // [options.read-at-init]): it reads its variables only.
+        const std::span<const keel::plugin::OptionSpec> specs(kOptionSpecs);
+        keel_host_services no_options{};
+        const bool takes_options = g_table.abi_minor >= 6;
+        KEEL_TRY_ASSIGN(keel::plugin::Options options,
+                        keel::plugin::Options::read(takes_options ? host : &no_options, specs));
+        failing_entry() = std::string(options.text("fail").value_or(""));
         KEEL_TRY(injected_failure("keel_plugin_init"));
-        KEEL_TRY_ASSIGN(const std::optional<bool> run_inline, keel::env::flag(keel::env::Var::test_fake_inline));
+        KEEL_TRY_ASSIGN(const std::optional<bool> run_inline, options.flag("inline"));
         keel::plugin::HostLog::install(host);
         g_state = std::make_unique<PluginState>();
+        if (const auto log = options.text("plugin_log")) g_state->log_path = *log;
+        g_state->options = std::move(options);
         for (std::uint32_t i = 0; i < kDeviceCount; ++i) {
             g_state->devices[i].index = i;
             g_state->devices[i].name = std::string(KEEL_FAKE_TYPE ":") + std::to_string(i);
         }
-        if (const auto log = keel::env::text(keel::env::Var::test_fake_plugin_log)) g_state->log_path = *log;
         g_run_inline.store(run_inline.value_or(false));
         trace("init");
         keel::plugin::HostLog::write(KEEL_LOG_DEBUG, "[" KEEL_FAKE_TYPE "] initialised");
-        fill_table(g_table);
         *out_api = &g_table;
         return ok();
 #endif

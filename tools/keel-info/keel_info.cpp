@@ -4,6 +4,9 @@
 //
 //   keel-info                  everything
 //   keel-info --device cpu:0   one device (exit 1 and the existing names if unknown)
+//   keel-info --option cpu.memory_bytes=1G   load the plugins with options
+//                              (keel.h "Plugin options"): each plugin's
+//                              settings show their value and its source
 // Exit 1 when a setting is invalid (marked INVALID) or the runtime cannot start.
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
@@ -101,6 +104,12 @@ void print_everything(const keel::Runtime& rt) {
                     p.version.c_str(), p.abi_major, p.abi_minor, p.table_size, p.device_count,
                     p.device_count == 1 ? "" : "s");
         if (!p.status.empty()) std::printf("      status: %s\n", p.status.c_str());
+        if (!p.settings.empty()) std::printf("      options (value in effect, from the option, the variable or the default):\n");
+        for (const keel::PluginSetting& s : p.settings) {
+            std::printf("        %-20s %s  (%s%s%s)\n", s.key.c_str(), s.value.c_str(),
+                        keel::setting_source_name(s.source), s.environment_variable.empty() ? "" : "; variable ",
+                        s.environment_variable.c_str());
+        }
     }
 
     std::printf("\nRejected plugins (%zu):\n", rt.rejected_plugins().size());
@@ -125,10 +134,25 @@ int main(int argc, char** argv) {
     app.add_option("--device", device_name, "Show only this device (e.g. cpu:0); exit 1 if there is none");
     app.add_option("--plugin-path", plugin_path,
                    "Extra plugin directory or file, searched before KEEL_PLUGIN_PATH (repeatable)");
+    std::vector<std::string> plugin_options;
+    app.add_option("--option", plugin_options,
+                   "An option for a plugin, TYPE.KEY=VALUE (cpu.memory_bytes=1G); it overrides the plugin's "
+                   "variable for that setting (repeatable)");
     if (const std::optional<int> code = keel::cli::parse(app, argc, argv)) return *code;
 
-    const int invalid = device_name.empty() ? print_settings() : 0;
     keel::RuntimeOptions options;
+    for (const std::string& o : plugin_options) {
+        const std::size_t dot = o.find('.');
+        const std::size_t eq = o.find('=');
+        if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq < dot + 2) {
+            std::fprintf(stderr, "keel-info: --option '%s': expected TYPE.KEY=VALUE (cpu.memory_bytes=1G)\n",
+                         o.c_str());
+            return 1;
+        }
+        options.plugin_options[o.substr(0, dot)][o.substr(dot + 1, eq - dot - 1)] = o.substr(eq + 1);
+    }
+
+    const int invalid = device_name.empty() ? print_settings() : 0;
     options.plugin_path.assign(plugin_path.begin(), plugin_path.end());
     auto rt = keel::Runtime::create(options);
     if (!rt.ok()) {

@@ -5,103 +5,142 @@
  * symbol, KEEL_PLUGIN_ENTRY_NAME (see keel_plugin_entry_fn). Everything else
  * crosses the boundary through the tables and structs declared here.
  *
+ * How rules are written
+ *   Every rule of this header starts with a stable identifier and the minor
+ *   that introduced it or last changed what it asks of a plugin, next to
+ *   what it governs: `[area.rule-name] since 1.N: rule`. A plugin is held to
+ *   the rules whose minor is at most the minor it declares (its table's
+ *   abi_minor); a rule of a later minor does not bind it, and the runtime
+ *   expects no more of it (api/CHANGELOG.md says what it gets instead).
+ *   keel-cts names the identifier and the minor of the rule each check
+ *   tests. A rule that holds "where the plugin can tell" binds no plugin:
+ *   keel-cts reports a plugin that does not tell as advice, never a failure.
+ *
  * ---------------------------------------------------------------------------
  * Versioning
- *   - KEEL_ABI_VERSION_MAJOR changes only for incompatible changes. The
- *     runtime loads a plugin only when the majors are equal.
- *   - KEEL_ABI_VERSION_MINOR grows when entries or fields are appended. Any
- *     minor loads: the runtime reads a table or struct only up to the
+ *   [abi.major] since 1.0: KEEL_ABI_VERSION_MAJOR changes only for
+ *     incompatible changes. The runtime loads a plugin only when the majors
+ *     are equal.
+ *   [abi.any-minor-loads] since 1.0: KEEL_ABI_VERSION_MINOR grows when
+ *     entries or fields are appended, or when a rule changes. Any minor
+ *     loads: the runtime reads a table or struct only up to the
  *     `struct_size` the other side wrote. Entries beyond a plugin's
- *     `struct_size` (an older minor) are absent; entries beyond the runtime's
- *     own size (a newer minor) are ignored.
- *   - Structs and tables are APPEND-ONLY: never reorder, resize or remove a
- *     field. Each append bumps the minor and adds a line to api/CHANGELOG.md.
- *   - Every struct that crosses the ABI starts with `size_t struct_size`; its
- *     expected size for this version is KEEL_<NAME>_STRUCT_SIZE, checked by a
- *     static_assert against its last field.
- *   - Enums are pinned to 32 bits with a *_FORCE_UINT32 sentinel.
+ *     `struct_size` (an older minor) are absent; entries beyond the
+ *     runtime's own size (a newer minor) are ignored.
+ *   [abi.append-only] since 1.0: structs and tables are APPEND-ONLY: never
+ *     reorder, resize or remove a field. Each append bumps the minor and
+ *     adds a line to api/CHANGELOG.md.
+ *   [abi.struct-size] since 1.0: every struct that crosses the ABI starts
+ *     with `size_t struct_size`; its expected size for this version is
+ *     KEEL_<NAME>_STRUCT_SIZE, checked by a static_assert against its last
+ *     field. Enums are pinned to 32 bits with a *_FORCE_UINT32 sentinel.
  *
  * Errors (one convention for every entry)
- *   - Fallible entries return `keel_error*`: NULL on success, otherwise an
- *     error object owned by the CALLER, who must release it exactly once with
- *     keel_error_destroy(). The object carries its own destroy function, so
- *     it can be released without knowing which plugin made it.
- *   - The message is NUL-terminated UTF-8, starts with where it comes from
- *     ("[cpu stream_synchronize] ..."), and lives as long as the error.
- *   - Output parameters are written only on success.
- *   - No C++ exception ever crosses this boundary; a plugin catches
- *     everything at its entry points.
- *   - An error's message and destroy function live in the plugin that made
- *     it: destroy every error before that plugin is shut down and its
- *     library unloaded (the runtime destroys each one as soon as it has
- *     copied the code and message).
+ *   [error.ownership] since 1.0: fallible entries return `keel_error*`:
+ *     NULL on success, otherwise an error object owned by the CALLER, who
+ *     must release it exactly once with keel_error_destroy(). The object
+ *     carries its own destroy function, so it can be released without
+ *     knowing which plugin made it.
+ *   [error.message] since 1.0: the message is NUL-terminated UTF-8, starts
+ *     with where it comes from ("[cpu stream_synchronize] ..."), and lives
+ *     as long as the error.
+ *   [error.outputs-on-success] since 1.0: output parameters are written
+ *     only on success; a refused enqueue enqueues nothing.
+ *   [error.no-exceptions] since 1.0: no C++ exception ever crosses this
+ *     boundary; a plugin catches everything at its entry points.
+ *   [error.destroy-before-unload] since 1.0: an error's message and destroy
+ *     function live in the plugin that made it: destroy every error before
+ *     that plugin is shut down and its library unloaded (the runtime
+ *     destroys each one as soon as it has copied the code and message).
  *
  * Asynchronous errors
- *   An operation that fails while executing on a stream puts that stream in
- *   an error state (a "sticky" error): later operations on it are skipped,
- *   and the error is returned by stream_synchronize/stream_query on that
- *   stream, by event_query/event_synchronize of events recorded on it after
- *   the failure, and by later enqueue calls on it. Such a stream can only be
- *   destroyed.
+ *   [stream.sticky-error] since 1.0: an operation that fails while
+ *   executing on a stream puts that stream in an error state (a "sticky"
+ *   error): later operations on it are skipped, and the error is returned by
+ *   stream_synchronize/stream_query on that stream, by
+ *   event_query/event_synchronize of events recorded on it after the
+ *   failure, and by later enqueue calls on it. Such a stream can only be
+ *   destroyed. (How errors travel to other streams: "ABI 1.3: error
+ *   propagation" below.)
  *
  * Threads
- *   Unless an entry says otherwise, every entry may be called from any host
- *   thread, concurrently with any other entry. A handle must not be
- *   destroyed while another thread is still using it (the caller orders
- *   destruction after last use, as with free()). Operations enqueued on one
- *   stream from several threads are ordered in the order the enqueue calls
- *   return.
+ *   [thread.any-thread] since 1.0: unless an entry says otherwise, every
+ *     entry may be called from any host thread, concurrently with any other
+ *     entry.
+ *   [thread.destroy-after-last-use] since 1.0: a handle must not be
+ *     destroyed while another thread is still using it (the caller orders
+ *     destruction after last use, as with free()).
+ *   [thread.enqueue-order] since 1.0: operations enqueued on one stream
+ *     from several threads are ordered in the order the enqueue calls
+ *     return.
  *
  * Enqueueing never blocks
- *   The entries that enqueue work on a stream (stream_wait_event,
- *   stream_enqueue_host_func, event_record, memcpy_h2d, memcpy_d2h,
- *   memcpy_d2d, memset_d8, kernel_launch, memcpy_h2d_inline) return without
- *   waiting for any work to execute: not for earlier work of this or any
- *   other stream, and not for the operation they enqueue (they may take
- *   short locks, allocate and copy their arguments). Callers rely on it: a
- *   stream may be held back for as long as a host function on it waits for
- *   the caller's next step (the runtime's staging of copies reuses its
- *   blocks while later copies are enqueued behind earlier ones), so an
- *   enqueue that waited for the device could deadlock. Only the entries
- *   documented as blocking (stream_synchronize, event_synchronize,
- *   stream_destroy) wait for the device.
+ *   [enqueue.never-blocks] since 1.0: the entries that enqueue work on a
+ *   stream (stream_wait_event, stream_enqueue_host_func, event_record,
+ *   memcpy_h2d, memcpy_d2h, memcpy_d2d, memset_d8, kernel_launch,
+ *   memcpy_h2d_inline, and stream_enqueue_fallible_host_func from 1.4)
+ *   return without waiting for any work to execute: not for earlier work of
+ *   this or any other stream, and not for the operation they enqueue (they
+ *   may take short locks, allocate and copy their arguments). Callers rely
+ *   on it: a stream may be held back for as long as a host function on it
+ *   waits for the caller's next step (the runtime's staging of copies reuses
+ *   its blocks while later copies are enqueued behind earlier ones), so an
+ *   enqueue that waited for the device could deadlock. What may wait:
+ *   stream_synchronize, event_synchronize and stream_destroy wait for the
+ *   device; from 1.4 comm_create and comm_destroy wait for peers and
+ *   operations, and the FIRST comm_* operation of a communicator with a
+ *   given peer may wait, bounded by the communicator's timeout, until that
+ *   peer enqueues its matching operation ([comm.first-operation-may-block]).
+ *   Nothing else does.
  *
  * Forward progress
- *   Work enqueued on a stream runs within a bounded time even if nothing
- *   waits for it: no host wait (synchronize, query) and no other stream's
- *   wait is needed to start it. A plugin may hold work back for as long as
- *   it likes (a checker that runs work late to expose early frees), but not
- *   without bound. Callers rely on it: a correct program may wait for the
- *   effect of a host function on a stream (a flag it sets) without any keel
- *   wait, and must finish. A rule of every minor (it has always held on
- *   devices); keel-cts checks it on every plugin.
+ *   [stream.forward-progress] since 1.0: work enqueued on a stream runs
+ *   within a bounded time even if nothing waits for it: no host wait
+ *   (synchronize, query) and no other stream's wait is needed to start it.
+ *   A plugin may hold work back for as long as it likes (a checker that runs
+ *   work late to expose early frees), but not without bound. Callers rely on
+ *   it: a correct program may wait for the effect of a host function on a
+ *   stream (a flag it sets) without any keel wait, and must finish. Written
+ *   down at 1.4, it binds every minor (it has always held on devices).
  *
  * Handles
- *   A handle is valid only with the plugin that made it, and only until it
- *   is destroyed (streams, events) or the plugin shuts down (devices,
- *   kernels). Passing a handle of another plugin, a destroyed handle, or a
- *   device address outside every live allocation is a caller bug: a plugin
- *   detects what it can cheaply (a null handle always, foreign or dead
- *   handles where it keeps a registry) and returns
- *   KEEL_STATUS_INVALID_ARGUMENT, otherwise the behaviour is undefined. The
- *   runtime never passes such handles: its objects own their handles and
- *   check that every argument belongs to the same device.
+ *   [handle.lifetime] since 1.0: a handle is valid only with the plugin that
+ *     made it, and only until it is destroyed (streams, events; from 1.4
+ *     communicators, by comm_destroy) or the plugin shuts down (devices,
+ *     kernels, and the native handles of devices). A stream's native handle
+ *     lives until stream_destroy.
+ *   [handle.caller-bugs] since 1.0: passing a handle of another plugin, a
+ *     destroyed handle, or a device address outside every live allocation is
+ *     a caller bug: a plugin detects what it can cheaply (a null handle
+ *     always, foreign or dead handles where it keeps a registry) and returns
+ *     KEEL_STATUS_INVALID_ARGUMENT where it can tell, otherwise the
+ *     behaviour is undefined.
+ *   [handle.runtime-checks] since 1.0: the runtime never passes such
+ *     handles: its objects own their handles (a moved-from or released
+ *     object is refused by the runtime with a clear error before any plugin
+ *     call), and it checks that every argument belongs to the same device
+ *     and every range lies within its allocation before it calls.
  *
  * Memory
- *   Device memory is named by keel_device_addr, an integer: it is NOT a host
- *   pointer and must never be dereferenced on the host (on devices whose
- *   memory is not host-addressable doing so faults). Address arithmetic
- *   (addr + offset within an allocation) is allowed. Pinned host memory is an
- *   ordinary host pointer, page-locked where the device supports it.
+ *   [memory.device-addr] since 1.0: device memory is named by
+ *   keel_device_addr, an integer: it is NOT a host pointer and must never be
+ *   dereferenced on the host (on devices whose memory is not
+ *   host-addressable doing so faults). Address arithmetic (addr + offset
+ *   within an allocation) is allowed. Pinned host memory is an ordinary host
+ *   pointer, page-locked where the device supports it.
  *
  * Plugin files and where the runtime finds them
- *   A plugin is a file named libkeel_<type>.so, <type> of [a-z0-9_]+ and
- *   equal to plugin_info's device_type; its devices are "<type>:<index>".
- *   The runtime searches, in order: RuntimeOptions::plugin_path, the
- *   colon-separated KEEL_PLUGIN_PATH, then keel/plugins beside
- *   libkeel_runtime.so (an install's <libdir>/keel/plugins, found from where
- *   the library is at run time). Directories are scanned for libkeel_*.so in
- *   name order; the first plugin of a type wins and later ones are rejected.
+ *   [plugin.file-name] since 1.1: a plugin is a file named
+ *     libkeel_<type>.so, <type> of [a-z0-9_]+ and equal to plugin_info's
+ *     device_type; its devices are "<type>:<index>".
+ *   [plugin.search-path] since 1.1: the runtime searches, in order:
+ *     RuntimeOptions::plugin_path, the colon-separated KEEL_PLUGIN_PATH,
+ *     then keel/plugins beside libkeel_runtime.so (an install's
+ *     <libdir>/keel/plugins, found from where the library is at run time).
+ *     Directories are scanned for libkeel_*.so in name order; the first
+ *     plugin of a type wins and later ones are rejected. A plugin file is
+ *     loaded once per process, shared by every Runtime that finds it while
+ *     another still holds it.
  *   The SDK builds such a file exporting only keel_plugin_init: CMake's
  *   find_package(keel) + keel_add_plugin, or pkg-config keel-plugin-sdk.
  *
@@ -110,45 +149,52 @@
  *   negotiation, table, capability flags) and runs keel's conformance suite
  *   on each device. [required] entries are tested; a test that needs an
  *   absent [optional] entry is reported skipped with the reason, never
- *   failed. Each check names the rule of this header it tests and the
- *   minor that introduced it; a plugin is held to the rules of the minor it
- *   declares (abi_minor), and a rule that holds "where the plugin can tell"
- *   is reported as advice when the plugin does not tell, never failed. The table and the flags must agree: KEEL_DEVICE_CAP_EVENT_TIMING
- *   iff event_elapsed_time is present, KEEL_DEVICE_CAP_PINNED_MEMORY only
- *   with host_alloc; host_alloc/host_free and kernel_get/kernel_launch are
- *   pairs. Kernels: the argument layouts of fill, axpy, lerp and lerp_grad
- *   (order, kinds, dtypes, element counts) are in docs/kernels.md, installed
- *   as <prefix>/share/doc/keel/kernels.md; a plugin with kernel_get serves
- *   at least fill and axpy.
+ *   failed. Each check names the identifier and minor of the rule it tests
+ *   (see "How rules are written").
+ *   [table.flags-agree] since 1.0: the table and the flags agree:
+ *     KEEL_DEVICE_CAP_EVENT_TIMING iff event_elapsed_time is present,
+ *     KEEL_DEVICE_CAP_PINNED_MEMORY only with host_alloc; host_alloc and
+ *     host_free, kernel_get and kernel_launch are pairs.
+ *   [kernel.builtin-kernels] since 1.1: the argument layouts of fill, axpy,
+ *     lerp and lerp_grad (order, kinds, dtypes, element counts) are in
+ *     docs/kernels.md, installed as <prefix>/share/doc/keel/kernels.md; a
+ *     plugin with kernel_get serves at least fill and axpy.
  *
- * Edge cases (every plugin answers them the same way)
- *   - A copy or memset of 0 bytes succeeds and enqueues nothing (its host
- *     pointer may then be NULL; its device address is not checked).
- *   - device_free of an address that is not a live allocation of that
- *     device (a second free, another device's memory) is
- *     KEEL_STATUS_INVALID_ARGUMENT where the plugin keeps a registry, else
- *     undefined. The runtime frees each allocation exactly once.
- *   - Device memory of another device passed to a copy, memset or kernel is
- *     outside this device's allocations: KEEL_STATUS_OUT_OF_RANGE (copies)
- *     or KEEL_STATUS_INVALID_ARGUMENT (kernel arguments) where the plugin
- *     can tell; a stream, event or kernel handle of another device is
- *     KEEL_STATUS_INVALID_ARGUMENT where it can tell. The runtime checks
- *     devices before it calls, so it never passes either.
- *   - device_get with index >= device_count is KEEL_STATUS_NOT_FOUND.
- *   - event_elapsed_time never waits: an event not yet complete (or never
- *     recorded), like one created without KEEL_EVENT_TIMING, is
- *     KEEL_STATUS_FAILED_PRECONDITION.
- *   - stream_enqueue_host_func on a stream already known to be in error
- *     returns that error and enqueues nothing (fn never runs; user_data
- *     stays the caller's). A function enqueued before the failure runs with
- *     the error as its status (see keel_host_fn).
+ * Edge cases (every plugin of 1.1 or later answers them the same way; a
+ *   1.0 plugin is held to what keel.h 1.0 said, which named none of them)
+ *   [edge.zero-bytes] since 1.1: a copy or memset of 0 bytes succeeds and
+ *     enqueues nothing (its host pointer may then be NULL; its device
+ *     address is not checked).
+ *   [edge.second-free] since 1.1: device_free of an address that is not a
+ *     live allocation of that device (a second free, another device's
+ *     memory) is KEEL_STATUS_INVALID_ARGUMENT where the plugin keeps a
+ *     registry, else undefined. The runtime frees each allocation exactly
+ *     once.
+ *   [edge.other-device] since 1.1: device memory of another device passed
+ *     to a copy, memset or kernel is outside this device's allocations:
+ *     KEEL_STATUS_OUT_OF_RANGE (copies) or KEEL_STATUS_INVALID_ARGUMENT
+ *     (kernel arguments) where the plugin can tell; a stream, event or
+ *     kernel handle of another device is KEEL_STATUS_INVALID_ARGUMENT where
+ *     it can tell. The runtime checks devices before it calls, so it never
+ *     passes either ([handle.runtime-checks]).
+ *   [edge.device-get-past-end] since 1.1: device_get with index >=
+ *     device_count is KEEL_STATUS_NOT_FOUND.
+ *   [edge.elapsed-time-incomplete] since 1.1: event_elapsed_time never
+ *     waits: an event not yet complete (or never recorded), like one
+ *     created without KEEL_EVENT_TIMING, is KEEL_STATUS_FAILED_PRECONDITION.
+ *   [edge.host-func-on-failed-stream] since 1.1: stream_enqueue_host_func
+ *     on a stream already known to be in error returns that error and
+ *     enqueues nothing (fn never runs; user_data stays the caller's). A
+ *     function enqueued before the failure runs with the error as its status
+ *     (see keel_host_fn).
  *
  * Data models
- *   ILP32 and LP64 (32- and 64-bit Linux, macOS): the layout checks at the
- *   end of this file hold on both; the structs with 64-bit fields are
- *   pinned to exact sizes on LP64 only, since 32-bit ABIs pad uint64_t
- *   differently (struct_size still lets both sides agree). keel's CI
- *   compiles this header for i686, armv7, x32, aarch64 and x86_64.
+ *   [abi.data-models] since 1.0: ILP32 and LP64 (32- and 64-bit Linux,
+ *   macOS): the layout checks at the end of this file hold on both; the
+ *   structs with 64-bit fields are pinned to exact sizes on LP64 only, since
+ *   32-bit ABIs pad uint64_t differently (struct_size still lets both sides
+ *   agree). keel's CI compiles this header for i686, armv7, x32, aarch64 and
+ *   x86_64.
  * ---------------------------------------------------------------------------
  */
 #ifndef KEEL_KEEL_H
@@ -229,8 +275,10 @@ static inline void keel_error_destroy(keel_error* error) {
 
 /* A device. Owned by the plugin; valid from device_get until plugin_shutdown. */
 typedef struct keel_device_t* keel_device;
-/* A stream: an in-order queue of work on one device. Owned by the caller
- * from stream_create until stream_destroy. */
+/* A stream. Owned by the caller from stream_create until stream_destroy.
+ * [stream.in-order] since 1.0: a stream is an in-order queue of work on one
+ * device: each operation starts after the previous one of the stream
+ * completed, and its effects are visible to the operations after it. */
 typedef struct keel_stream_t* keel_stream;
 /* An event: a point in a stream's work. Owned by the caller from
  * event_create until event_destroy. */
@@ -254,9 +302,10 @@ typedef enum keel_log_level {
     KEEL_LOG_LEVEL_FORCE_UINT32 = 0x7fffffff
 } keel_log_level;
 
-/* Services the runtime offers to a plugin. Passed to the entry symbol; the
- * struct and everything it points to stay valid until plugin_shutdown
- * returns. */
+/* Services the runtime offers to a plugin, passed to the entry symbol.
+ * [host.services-lifetime] since 1.0: the struct and everything it points to
+ * stay valid until plugin_shutdown returns (the options of 1.6 only during
+ * keel_plugin_init: a plugin copies what it keeps). */
 typedef struct keel_host_services {
     size_t struct_size;
     /* The ABI version the runtime was built against. */
@@ -271,8 +320,20 @@ typedef struct keel_host_services {
     /* Cheap check whether `level` would be logged, so a plugin can skip
      * formatting. Thread-safe. */
     int32_t (*log_enabled)(void* context, keel_log_level level);
+
+    /* ---- ABI 1.6: plugin options ---- */
+    /* The options the caller gave this plugin at load (see "Plugin
+     * options" below): `option_count` keel_option structs, `option_stride`
+     * bytes apart (use keel_option_at). NULL and 0 when none were given.
+     * Valid only during keel_plugin_init. */
+    const struct keel_option* options;
+    size_t option_count;
+    size_t option_stride;
+    /* ---- end of ABI 1.6: plugin options ---- */
 } keel_host_services;
-#define KEEL_HOST_SERVICES_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_host_services, log_enabled)
+#define KEEL_HOST_SERVICES_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_host_services, option_stride)
+/* keel_host_services as 1.0 to 1.5 define it (no options). */
+#define KEEL_HOST_SERVICES_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_host_services, log_enabled)
 
 /* ======================================================================== */
 /* Plugin and device description                                            */
@@ -291,7 +352,11 @@ typedef struct keel_plugin_info {
 } keel_plugin_info;
 #define KEEL_PLUGIN_INFO_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_info, status)
 
-/* Capability flags of a device. */
+/* Capability flags of a device.
+ * [cap.defined-bits] since 1.6: a plugin sets only the bits defined at the
+ * minor it declares. The runtime ignores a bit that the plugin's minor does
+ * not define, so a plugin of an older minor may leave any later bit set
+ * (keel-cts reports it as advice, never as a failure). */
 typedef enum keel_device_capability {
     /* The host may dereference device addresses (unified memory). */
     KEEL_DEVICE_CAP_HOST_ADDRESSABLE = 1u << 0,
@@ -301,10 +366,11 @@ typedef enum keel_device_capability {
     KEEL_DEVICE_CAP_CONCURRENT_STREAMS = 1u << 2,
     /* host_alloc returns page-locked memory that speeds up copies. */
     KEEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,
-    /* [1.3] memcpy_h2d/memcpy_d2h take only memory from host_alloc: the
-     * device cannot reach pageable memory when a copy executes, and the
-     * runtime stages pageable memory for it (see memcpy_h2d). Needs
-     * host_alloc; ignored in a plugin that declares an older minor. */
+    /* [cap.pinned-copies-only] since 1.3: memcpy_h2d/memcpy_d2h take only
+     * memory from host_alloc: the device cannot reach pageable memory when a
+     * copy executes, and the runtime stages pageable memory for it (see
+     * memcpy_h2d). Needs host_alloc; ignored in a plugin that declares an
+     * older minor. */
     KEEL_DEVICE_CAP_PINNED_COPIES_ONLY = 1u << 4,
     /* [1.6] ipc_memory_* share device memory with other processes
      * ([ipc.memory-set]). */
@@ -350,9 +416,11 @@ typedef enum keel_dtype {
 } keel_dtype;
 
 typedef enum keel_arg_kind {
-    /* Device memory: `buffer.addr` with `buffer.size` bytes; the kernel
-     * touches only [addr, addr + size). `dtype` is its element type. A
-     * buffer with addr 0 and size 0 is an absent optional output. */
+    /* Device memory: `buffer.addr` with `buffer.size` bytes. `dtype` is its
+     * element type. A buffer with addr 0 and size 0 is an absent optional
+     * output.
+     * [kernel.buffer-bounds] since 1.0: the kernel touches only
+     * [addr, addr + size) of a buffer argument. */
     KEEL_ARG_BUFFER = 1,
     /* A value of type `dtype` in the matching member of `scalar`
      * (F16/BF16 as raw bits in `u64`'s low 16 bits). */
@@ -418,15 +486,18 @@ typedef enum keel_event_flags {
 } keel_event_flags;
 
 /* A function run by a stream when it reaches it (stream_enqueue_host_func).
- * `status` is KEEL_STATUS_OK, or the stream's error if it failed earlier
- * (the function still runs, so resources it releases are never leaked).
- * It runs on a plugin-owned thread, must not block for long and must NOT
+ * [host-func.status] since 1.0: `status` is KEEL_STATUS_OK, or the stream's
+ * error if it failed earlier (the function still runs, so resources it
+ * releases are never leaked).
+ * [host-func.plugin-thread] since 1.0: it runs on a plugin-owned thread,
+ * never inside the enqueue call; it must not block for long and must NOT
  * call any entry of the plugin table (it may deadlock, as in CUDA). */
 typedef void (*keel_host_fn)(void* user_data, keel_status status);
 
 /* ---- ABI 1.4: host functions that fail their stream ---- */
 /* A host function that may fail its stream
- * (stream_enqueue_fallible_host_func). It runs as a keel_host_fn does (same
+ * (stream_enqueue_fallible_host_func).
+ * [host-func.fallible-return] since 1.4: it runs as a keel_host_fn does (same
  * thread, same `status`, same rules) and returns NULL to let the stream go
  * on, or an error object, which the plugin takes over and destroys (with
  * keel_error_destroy, after copying its code and message): the stream then
@@ -505,6 +576,78 @@ typedef enum keel_range_annotation {
 } keel_range_annotation;
 
 /* ======================================================================== */
+/* Plugin options (ABI 1.6)                                                 */
+/* ======================================================================== */
+
+/*
+ * A plugin's settings (the CPU device's memory, its checker, a library to
+ * open) have three sources, in this order of precedence: an option the
+ * caller gave when it loaded the plugin, the plugin's environment variable
+ * for that setting (KEEL_CPU_MEMORY_BYTES), the plugin's default. Options
+ * let a framework configure a plugin without setting process-wide
+ * variables; PJRT's create options are the model.
+ *
+ * [options.read-at-init] since 1.6: a plugin declaring 1.6 or later reads
+ *   every option of keel_host_services during keel_plugin_init, before its
+ *   devices exist, and copies what it keeps. An option overrides the
+ *   environment variable of the same setting, which overrides the default.
+ *   A key the plugin does not take, a key given twice, or a value it does
+ *   not accept fails keel_plugin_init with KEEL_STATUS_INVALID_ARGUMENT and
+ *   a message naming the key (for an unknown key, also the keys it takes):
+ *   never ignored, never a silent fallback. A plugin that takes no options
+ *   refuses every one.
+ * [options.older-plugin] since 1.6: a plugin of an older minor cannot see
+ *   options. The runtime, when it was given options for the device type of
+ *   such a plugin, shuts it down right after keel_plugin_init and rejects
+ *   it (KEEL_STATUS_FAILED_PRECONDITION, naming the options and the
+ *   plugin's minor) rather than run it with settings other than asked;
+ *   given no options, it loads as before.
+ * [options.info] since 1.6: plugin_option_info describes every setting the
+ *   plugin takes as an option, with the value in effect and its source.
+ */
+
+/* One option: a key and its value, both NUL-terminated UTF-8 text. The key
+ * is of [a-z0-9_]+ ("memory_bytes"); the value is spelt as the setting's
+ * environment variable accepts it ("1G"). */
+typedef struct keel_option {
+    size_t struct_size;
+    const char* key;
+    const char* value;
+} keel_option;
+#define KEEL_OPTION_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_option, value)
+
+/* Option `index` of `host` (index < host->option_count), read with the
+ * caller's stride so that a caller of a later minor, with a larger
+ * keel_option, still works. Only for a host whose struct_size holds the
+ * option fields (KEEL_HOST_SERVICES_STRUCT_SIZE). */
+static inline const keel_option* keel_option_at(const keel_host_services* host, size_t index) {
+    return (const keel_option*)((const char*)host->options + index * host->option_stride);
+}
+
+/* Where the value in effect of a setting came from. */
+typedef enum keel_option_source {
+    KEEL_OPTION_SOURCE_DEFAULT = 0,      /* the plugin's default */
+    KEEL_OPTION_SOURCE_ENVIRONMENT = 1,  /* the setting's environment variable */
+    KEEL_OPTION_SOURCE_OPTION = 2,       /* an option given at load */
+    KEEL_OPTION_SOURCE_FORCE_UINT32 = 0x7fffffff
+} keel_option_source;
+
+/* What plugin_option_info says of one setting. Strings are owned by the
+ * plugin and valid until plugin_shutdown; none is NULL. */
+typedef struct keel_option_info {
+    size_t struct_size;            /* [in] set by the caller */
+    const char* key;               /* the option's key ("memory_bytes") */
+    const char* value;             /* the value in effect, as text ("4G") */
+    keel_option_source source;     /* where `value` came from */
+    /* The environment variable that sets it when no option does
+     * ("KEEL_CPU_MEMORY_BYTES"), or "" when none. */
+    const char* environment_variable;
+    const char* accepts;           /* what a valid value looks like */
+    const char* meaning;           /* one line: what the setting does */
+} keel_option_info;
+#define KEEL_OPTION_INFO_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_option_info, meaning)
+
+/* ======================================================================== */
 /* Communication (ABI 1.4)                                                  */
 /* ======================================================================== */
 
@@ -530,8 +673,9 @@ typedef enum keel_reduce_op {
 typedef void (*keel_comm_store_receive_fn)(void* sink, const void* value, uint64_t size);
 
 /* The key-value store the ranks meet through, provided by the caller as
- * callbacks (a file store, Redis, a framework's own). The plugin calls them
- * only during comm_create, from the thread that called it. */
+ * callbacks (a file store, Redis, a framework's own).
+ * [comm.store-calls] since 1.4: the plugin calls them only during
+ * comm_create, from the thread that called it. */
 typedef struct keel_comm_store {
     size_t struct_size;
     void* context; /* passed back to both callbacks */
@@ -554,8 +698,9 @@ typedef struct keel_comm_config {
     /* Bound on every wait: meeting the peers at create, and each operation
      * once its stream reached it. > 0. */
     uint64_t timeout_ms;
-    /* Unique per communicator on `store`; every key the plugin sets or gets
-     * starts with it followed by '/'. NUL-terminated, not empty. */
+    /* NUL-terminated, not empty.
+     * [comm.key-prefix] since 1.4: unique per communicator on `store`; every
+     * key the plugin sets or gets starts with it followed by '/'. */
     const char* key_prefix;
     const keel_comm_store* store;
 } keel_comm_config;
@@ -568,10 +713,11 @@ typedef enum keel_p2p_kind {
 } keel_p2p_kind;
 
 /* One send or receive of comm_send_recv_sized (1.5) and comm_send_recv
- * (1.4). It may grow: fields are appended, each with a zero value that
- * means what the struct meant without it, and the caller passes the size it
- * was built with (comm_send_recv_sized's op_size), which is also each
- * entry's struct_size. */
+ * (1.4).
+ * [comm.p2p-op-grows] since 1.5: it may grow: fields are appended, each with
+ * a zero value that means what the struct meant without it, and the caller
+ * passes the size it was built with (comm_send_recv_sized's op_size), which
+ * is also each entry's struct_size. */
 typedef struct keel_p2p_op {
     size_t struct_size;
     keel_p2p_kind kind;
@@ -628,12 +774,13 @@ typedef struct keel_ipc_handle {
  * The table a plugin implements. APPEND-ONLY: add new entries at the end,
  * bump KEEL_ABI_VERSION_MINOR and note it in api/CHANGELOG.md.
  *
- * [required] entries must be non-NULL or the runtime rejects the plugin.
+ * [table.required-entries] since 1.0: [required] entries lie within
+ * struct_size and are non-NULL, or the runtime rejects the plugin.
  * [optional] entries may be NULL (or lie beyond struct_size): the
  * capability is absent and the runtime reports KEEL_STATUS_UNIMPLEMENTED.
  *
- * The table itself is owned by the plugin and stays valid until
- * plugin_shutdown returns.
+ * [table.lifetime] since 1.0: the table itself is owned by the plugin and
+ * stays valid until plugin_shutdown returns.
  */
 typedef struct keel_plugin_api {
     size_t struct_size;
@@ -643,53 +790,71 @@ typedef struct keel_plugin_api {
 
     /* ---- plugin ---------------------------------------------------- */
 
-    /* [required] Describes the plugin. `out->struct_size` is set by the
-     * caller; the plugin writes only the fields that fit. */
+    /* [required] Describes the plugin.
+     * [plugin.info] since 1.0: `out->struct_size` is set by the caller; the
+     * plugin writes only the fields that fit. */
     keel_error* (*plugin_info)(keel_plugin_info* out);
 
-    /* [required] Releases every plugin resource. Called once, last, after
-     * the caller destroyed every stream, event and allocation it made. No
-     * entry is called afterwards. Not thread-safe with other entries. */
+    /* [required] Releases every plugin resource.
+     * [plugin.shutdown] since 1.0: called once, last, after the caller
+     * destroyed every stream, event, allocation (device and host_alloc) and
+     * error it got from the plugin, and from 1.4 every communicator. No
+     * entry is called during or after it (not thread-safe with other
+     * entries). When it returns, no plugin thread runs code of the library
+     * any more and no host function or store callback is called again:
+     * the runtime unloads the library next. */
     void (*plugin_shutdown)(void);
 
     /* ---- devices --------------------------------------------------- */
 
-    /* [required] Number of devices. 0 is valid (no driver, no hardware):
+    /* [required] Number of devices.
+     * [device.count] since 1.0: 0 is valid (no driver, no hardware):
      * plugin_info's `status` then says why. */
     keel_error* (*device_count)(uint32_t* out_count);
 
-    /* [required] The device at `index` < device_count. */
+    /* [required] The device at `index` < device_count (past it:
+     * [edge.device-get-past-end]). */
     keel_error* (*device_get)(uint32_t index, keel_device* out_device);
 
-    /* [required] Properties; `out->struct_size` set by the caller, the
-     * plugin writes only the fields that fit. */
+    /* [required] Properties.
+     * [device.properties] since 1.0: `out->struct_size` set by the caller,
+     * the plugin writes only the fields that fit; name and vendor are
+     * NUL-terminated and not empty, alloc_alignment is a power of two. */
     keel_error* (*device_properties)(keel_device device, keel_device_properties* out);
 
     /* ---- streams --------------------------------------------------- */
 
-    /* [required] Creates a stream. `flags` must be 0 in this version. */
+    /* [required] Creates a stream.
+     * [stream.create] since 1.0: `flags` must be 0 in this version. */
     keel_error* (*stream_create)(keel_device device, uint32_t flags, keel_stream* out_stream);
 
-    /* [required] Waits for the stream's enqueued work, then releases it.
-     * Returns the stream's sticky error, if any; the stream is released
-     * either way. NULL is an error. */
+    /* [required] Releases a stream.
+     * [stream.destroy] since 1.0: waits for the stream's enqueued work, then
+     * releases it. Returns the stream's sticky error, if any; the stream is
+     * released either way. NULL is an error. */
     keel_error* (*stream_destroy)(keel_stream stream);
 
-    /* [required] Blocks the calling host thread until all work enqueued on
-     * the stream before this call has completed. */
+    /* [required]
+     * [stream.synchronize] since 1.0: blocks the calling host thread until
+     * all work enqueued on the stream before this call has completed. */
     keel_error* (*stream_synchronize)(keel_stream stream);
 
-    /* [required] Non-blocking: *out_done = 1 when all enqueued work has
-     * completed, 0 otherwise. */
+    /* [required]
+     * [stream.query] since 1.0: non-blocking: *out_done = 1 when all
+     * enqueued work has completed, 0 otherwise. */
     keel_error* (*stream_query)(keel_stream stream, int32_t* out_done);
 
-    /* [required] Orders all work enqueued on `stream` after this call
-     * behind the event's most recent record (a fence). The host does not
-     * block. An event never recorded is already complete. `event` may
-     * belong to another stream of the same device. */
+    /* [required]
+     * [stream.wait-event] since 1.0: orders all work enqueued on `stream`
+     * after this call behind the event's most recent record (a fence). The
+     * host does not block. An event never recorded is already complete.
+     * `event` may belong to another stream of the same device. */
     keel_error* (*stream_wait_event)(keel_stream stream, keel_event event);
 
-    /* [required] Enqueues `fn(user_data, status)`; see keel_host_fn. */
+    /* [required]
+     * [stream.host-func] since 1.0: enqueues `fn(user_data, status)`, run
+     * exactly once, when the stream reaches it (see keel_host_fn); it never
+     * runs inside this call. */
     keel_error* (*stream_enqueue_host_func)(keel_stream stream, keel_host_fn fn,
                                             void* user_data);
 
@@ -698,144 +863,175 @@ typedef struct keel_plugin_api {
     /* [required] Creates an event; `flags` are keel_event_flags. */
     keel_error* (*event_create)(keel_device device, uint32_t flags, keel_event* out_event);
 
-    /* [required] Releases an event. A pending record still completes
+    /* [required] Releases an event.
+     * [event.destroy-pending] since 1.0: a pending record still completes
      * harmlessly; waits already enqueued on it stay valid. */
     keel_error* (*event_destroy)(keel_event event);
 
-    /* [required] Captures the stream's work enqueued so far: the event
-     * completes when the stream reaches this point. Re-recording replaces
-     * the captured point for later queries and waits. */
+    /* [required]
+     * [event.record] since 1.0: captures the stream's work enqueued so far:
+     * the event completes when the stream reaches this point. Re-recording
+     * replaces the captured point for later queries and waits. */
     keel_error* (*event_record)(keel_event event, keel_stream stream);
 
-    /* [required] Non-blocking: *out_done = 1 when the most recent record
-     * has completed (or the event was never recorded). */
+    /* [required]
+     * [event.query] since 1.0: non-blocking: *out_done = 1 when the most
+     * recent record has completed (or the event was never recorded). */
     keel_error* (*event_query)(keel_event event, int32_t* out_done);
 
-    /* [required] Blocks the calling host thread until the most recent
-     * record has completed. */
+    /* [required]
+     * [event.synchronize] since 1.0: blocks the calling host thread until
+     * the most recent record has completed. */
     keel_error* (*event_synchronize)(keel_event event);
 
     /* ---- memory ---------------------------------------------------- */
 
-    /* [required] Allocates `size` > 0 bytes of device memory, aligned to
-     * properties.alloc_alignment. Owned by the caller until device_free.
-     * KEEL_STATUS_OUT_OF_MEMORY when it does not fit. Synchronous. */
+    /* [required]
+     * [memory.alloc] since 1.0: allocates `size` > 0 bytes of device memory
+     * (0 is INVALID_ARGUMENT), aligned to properties.alloc_alignment. Owned
+     * by the caller until device_free. KEEL_STATUS_OUT_OF_MEMORY when it
+     * does not fit, never an allocation smaller than asked. Synchronous. */
     keel_error* (*device_alloc)(keel_device device, uint64_t size, keel_device_addr* out_addr);
 
-    /* [required] Frees an allocation returned by device_alloc. The caller
-     * guarantees no enqueued operation still uses it (the runtime's
-     * caching allocator provides that guarantee over streams). */
+    /* [required] Frees an allocation returned by device_alloc (a second
+     * free: [edge.second-free]).
+     * [memory.free] since 1.0: the caller guarantees no enqueued operation
+     * still uses it (the runtime's caching allocator provides that
+     * guarantee over streams, also for work of a stream that was destroyed
+     * or failed). */
     keel_error* (*device_free)(keel_device device, keel_device_addr addr);
 
-    /* [required] Async copy host -> device. `src` must stay valid and
-     * unchanged until the copy executes (it is read then, not at enqueue).
-     * `src` may be any host memory: from host_alloc (pinned, the fast
-     * path) or ordinary pageable memory, which the plugin must handle
-     * without blocking the enqueue (e.g. through its own pinned staging,
-     * filled when the stream reaches the copy).
+    /* [required] Async copy host -> device.
+     * [copy.h2d-source] since 1.0: `src` must stay valid and unchanged until
+     * the copy executes (it is read then, not at enqueue). `src` may be any
+     * host memory: from host_alloc (pinned, the fast path) or ordinary
+     * pageable memory, which the plugin must handle without blocking the
+     * enqueue (e.g. through its own pinned staging, filled when the stream
+     * reaches the copy).
      *
      * Who stages pageable memory: the plugin, when the copy executes,
      * because only it knows whether its device can reach pageable memory
      * (the CPU plugin copies directly; CUDA and Level Zero stage through
      * pinned blocks). The runtime hands pageable memory straight to this
      * entry (a vector moved into a copy) and to memcpy_d2h (a host
-     * destination). The one exception is a borrowed container, which the
-     * runtime promises to have read before its call returns, a promise
-     * this entry cannot make: the runtime copies it into pinned memory
-     * from host_alloc itself. keel's plugins and the runtime use one
+     * destination).
+     * [copy.borrowed-container] since 1.0: the one exception is a borrowed
+     * container, which the runtime promises to have read before its call
+     * returns, a promise this entry cannot make: the runtime copies it into
+     * pinned memory from host_alloc itself. keel's plugins and the runtime use one
      * engine for this, keel::staging (pinned block cache, host copy
      * threads, and the execution-time pipeline PageableStaging).
      *
-     * [1.3] A plugin that cannot stage (an out-of-tree plugin has only this
-     * header) sets KEEL_DEVICE_CAP_PINNED_COPIES_ONLY: the runtime then
+     * A plugin that cannot stage (an out-of-tree plugin has only this
+     * header) sets KEEL_DEVICE_CAP_PINNED_COPIES_ONLY (since 1.3, see
+     * [cap.pinned-copies-only]): the runtime then
      * passes memcpy_h2d/memcpy_d2h only memory from the device's host_alloc,
      * and stages pageable memory itself, when the copy executes, through
      * the same engine (host functions on the stream fill and drain pinned
      * blocks).
      *
-     * A plugin's staging memory is bounded: while copies in flight hold all
-     * of it, the entry returns KEEL_STATUS_OUT_OF_MEMORY and enqueues
+     * [copy.staging-full] since 1.0: a plugin's staging memory is bounded:
+     * while copies in flight hold all of it, the entry may return
+     * KEEL_STATUS_OUT_OF_MEMORY and enqueue
      * nothing (never a path that reads `src` at enqueue or waits for the
-     * stream). The runtime then waits for its stream and retries once. */
+     * stream). The runtime then waits for its stream and retries once, for
+     * a plugin of any minor. */
     keel_error* (*memcpy_h2d)(keel_stream stream, keel_device_addr dst, const void* src,
                               uint64_t size);
 
-    /* [required] Async copy device -> host. `dst` is written when the copy
-     * executes; it must stay valid until then. Pinned or pageable host
-     * memory, as for memcpy_h2d: a pageable destination must not make the
-     * enqueue wait for the copy; OUT_OF_MEMORY as for memcpy_h2d. */
+    /* [required] Async copy device -> host.
+     * [copy.d2h-destination] since 1.0: `dst` is written when the copy
+     * executes, not at enqueue; it must stay valid until then. Pinned or
+     * pageable host memory, as for memcpy_h2d: a pageable destination must
+     * not make the enqueue wait for the copy; OUT_OF_MEMORY as for
+     * memcpy_h2d. */
     keel_error* (*memcpy_d2h)(keel_stream stream, void* dst, keel_device_addr src,
                               uint64_t size);
 
-    /* [required] Async copy device -> device on the same device. Ranges
-     * must not overlap. */
+    /* [required]
+     * [copy.d2d] since 1.0: async copy device -> device on the same device.
+     * Ranges must not overlap. */
     keel_error* (*memcpy_d2d)(keel_stream stream, keel_device_addr dst, keel_device_addr src,
                               uint64_t size);
 
-    /* [required] Async fill of `size` bytes with the byte `value`. */
+    /* [required]
+     * [copy.memset] since 1.0: async fill of `size` bytes with the byte
+     * `value`. */
     keel_error* (*memset_d8)(keel_stream stream, keel_device_addr dst, uint8_t value,
                              uint64_t size);
 
     /* ---- optional entries (may be NULL) ------------------------------ */
 
-    /* [optional] Free and total device memory in bytes. */
+    /* [optional]
+     * [memory.info] since 1.0: free and total device memory in bytes. */
     keel_error* (*device_memory_info)(keel_device device, uint64_t* out_free,
                                       uint64_t* out_total);
 
-    /* [optional] Allocates `size` bytes of pinned (page-locked) host memory
-     * usable by async copies of any stream of `device`. Owned by the
-     * caller until host_free. Without it, the runtime stages through
-     * ordinary host memory. */
+    /* [optional]
+     * [memory.host-alloc] since 1.0: allocates `size` bytes of pinned
+     * (page-locked) host memory usable by async copies of any stream of
+     * `device`. Owned by the caller until host_free. Without it, the
+     * runtime stages through ordinary host memory. */
     keel_error* (*host_alloc)(keel_device device, uint64_t size, void** out_ptr);
 
     /* [optional] Frees memory from host_alloc; NULL required iff host_alloc is. */
     keel_error* (*host_free)(keel_device device, void* ptr);
 
-    /* [optional] Milliseconds between two completed events that were both
-     * created with KEEL_EVENT_TIMING and recorded on the same device. */
+    /* [optional] (not complete or no timing:
+     * [edge.elapsed-time-incomplete])
+     * [event.elapsed-time] since 1.0: milliseconds between two completed
+     * events that were both created with KEEL_EVENT_TIMING and recorded on
+     * the same device. */
     keel_error* (*event_elapsed_time)(keel_event start, keel_event end, float* out_ms);
 
-    /* [optional] Looks up a kernel by name. KEEL_STATUS_NOT_FOUND if this
-     * device has no such kernel. */
+    /* [optional]
+     * [kernel.get] since 1.0: looks up a kernel by name.
+     * KEEL_STATUS_NOT_FOUND if this device has no such kernel. */
     keel_error* (*kernel_get)(keel_device device, const char* name, keel_kernel* out_kernel);
 
-    /* [optional] Enqueues a kernel. The plugin validates the argument list
-     * (count, kinds, dtypes, buffer sizes against shapes) and returns
+    /* [optional] Enqueues a kernel.
+     * [kernel.launch-validates] since 1.0: the plugin validates the argument
+     * list (count, kinds, dtypes, buffer sizes against shapes) and returns
      * KEEL_STATUS_INVALID_ARGUMENT, naming the argument, before enqueuing
      * anything. `launch` and the memory it points to (int arrays included)
      * are read before this call returns. */
     keel_error* (*kernel_launch)(keel_stream stream, keel_kernel kernel,
                                  const keel_launch_args* launch);
 
-    /* [optional] Async copy of `size` <= KEEL_INLINE_COPY_MAX bytes host ->
-     * device whose source is captured before this call returns, so the
-     * caller may reuse `src` at once (scalars, shapes, without staging). */
+    /* [optional]
+     * [copy.inline] since 1.0: async copy of `size` <= KEEL_INLINE_COPY_MAX
+     * bytes host -> device whose source is captured before this call
+     * returns, so the caller may reuse `src` at once (scalars, shapes,
+     * without staging). */
     keel_error* (*memcpy_h2d_inline)(keel_stream stream, keel_device_addr dst,
                                      const void* src, uint64_t size);
 
     /* ---- ABI 1.1 ---------------------------------------------------- */
 
-    /* [optional, 1.1] The driver's device behind `device` (kind and value;
-     * the plugin writes the fields that fit `out->struct_size`). Owned by
-     * the plugin and valid until plugin_shutdown: the caller must not
-     * release it. Absent (or UNIMPLEMENTED) where no driver object exists,
-     * as on the CPU plugin. */
+    /* [optional, 1.1]
+     * [native.device-handle] since 1.1: the driver's device behind `device`
+     * (kind and value; the plugin writes the fields that fit
+     * `out->struct_size`). Owned by the plugin and valid until
+     * plugin_shutdown: the caller must not release it. Absent (or
+     * UNIMPLEMENTED) where no driver object exists, as on the CPU plugin. */
     keel_error* (*device_native_handle)(keel_device device, keel_native_handle* out);
 
-    /* [optional, 1.1] The driver's queue behind `stream` (e.g. the
-     * cudaStream_t). Owned by the plugin and valid until stream_destroy:
-     * the caller must not destroy it. Work the caller submits to it is
-     * ordered with the keel work of the stream in submission order (both
-     * ways), like work of the stream itself; it must not be used from a
+    /* [optional, 1.1]
+     * [native.stream-handle] since 1.1: the driver's queue behind `stream`
+     * (e.g. the cudaStream_t). Owned by the plugin and valid until
+     * stream_destroy: the caller must not destroy it. Work the caller submits
+     * to it is ordered with the keel work of the stream in submission order
+     * (both ways), like work of the stream itself; it must not be used from a
      * host function. */
     keel_error* (*stream_native_handle)(keel_stream stream, keel_native_handle* out);
 
     /* ---- ABI 1.2 ---------------------------------------------------- */
 
-    /* [optional, 1.2] What the plugin's staging of pageable host memory did
-     * on `device` (see keel_pageable_staging_stats); the plugin writes the
-     * fields that fit `out->struct_size`. Absent where pageable memory is
-     * copied directly, as on the CPU plugin. Any thread. */
+    /* [optional, 1.2]
+     * [staging.stats] since 1.2: what the plugin's staging of pageable host
+     * memory did on `device` (see keel_pageable_staging_stats); the plugin
+     * writes the fields that fit `out->struct_size`. Absent where pageable
+     * memory is copied directly, as on the CPU plugin. Any thread. */
     keel_error* (*device_pageable_staging_stats)(keel_device device, keel_pageable_staging_stats* out);
 
     /* ---- ABI 1.3: rules of minor 1.3 ------------------------------------
@@ -843,30 +1039,34 @@ typedef struct keel_plugin_api {
      * plugin of an older minor only to the rules of its own, and the runtime
      * expects no more of it (api/CHANGELOG.md says what an older plugin
      * gets).
-     *   - Staging blocks: a copy that a plugin stages through pinned blocks
-     *     gives them back before its stream passes the copy. Once
-     *     stream_synchronize of that stream returned (or an event recorded
-     *     after the copy completed), lent_bytes of
+     *   - [staging.blocks-back] since 1.3: a copy that a plugin stages
+     *     through pinned blocks gives them back before its stream passes the
+     *     copy. Once stream_synchronize of that stream returned (or an event
+     *     recorded after the copy completed), lent_bytes of
      *     device_pageable_staging_stats no longer counts the copy. (1.2: the
      *     blocks may come back a little after the stream passed the copy.)
      */
 
     /* ---- ABI 1.3: error propagation ---- */
     /* Rules only, no entry. A plugin declaring minor 3 or later keeps them:
-     *  - Errors travel with the work that depends on them: a stream that
+     *  - [error-propagation.across-waits] since 1.3: errors travel with the
+     *    work that depends on them: a stream that
      *    waits (stream_wait_event) on an event recorded after a failure of
      *    another stream fails too, with the original error's status and its
      *    message quoted in its own; also when the failure happened before
      *    the wait was enqueued.
-     *  - A failed stream still orders its waits: work enqueued on it after a
+     *  - [error-propagation.failed-stream-orders-waits] since 1.3: a failed
+     *    stream still orders its waits: work enqueued on it after a
      *    stream_wait_event (host functions, events recorded later) completes
      *    only after the waited-for point, as on a healthy stream.
-     *  - No synchronisation returns before the work enqueued before it has
+     *  - [error-propagation.sync-waits-for-work] since 1.3: no
+     *    synchronisation returns before the work enqueued before it has
      *    stopped touching memory, on a failed stream too: stream_synchronize,
      *    event_synchronize and stream_destroy of a failed stream wait for
      *    that work (in bounded time: skipped work counts as stopped), and
      *    event_query answers "not done" while it runs.
-     *  - A failure taints the work from its failing point on: an enqueue that
+     *  - [error-propagation.taint-from-failing-point] since 1.3: a failure
+     *    taints the work from its failing point on: an enqueue that
      *    fails leaves the work accepted before it intact (its events and
      *    host functions see no error), and every event recorded after the
      *    failing point reports the error, never success over data that was
@@ -874,9 +1074,10 @@ typedef struct keel_plugin_api {
 
     /* ---- ABI 1.3: checker annotations ---------------------------------- */
 
-    /* [optional, 1.3] Tells a checking plugin what a caching allocator on
-     * top of it knows and the plugin cannot see (the CPU plugin's checker
-     * turns the lifetime bugs it shows into failures):
+    /* [optional, 1.3]
+     * [checker.annotate-range] since 1.3: tells a checking plugin what a
+     * caching allocator on top of it knows and the plugin cannot see (the CPU
+     * plugin's checker turns the lifetime bugs it shows into failures):
      *   KEEL_RANGE_RELEASED: the buffer that used [addr, addr + size) was
      *     freed and the range went back to the allocator's cache; an access
      *     enqueued to it from now on is a use after free, until
@@ -894,52 +1095,59 @@ typedef struct keel_plugin_api {
 
     /* ---- ABI 1.4: communication ---------------------------------------
      * [optional, 1.4] A native engine for keel::Communicator (the CUDA
-     * plugin over NCCL). The eight comm_* entries are present as a set or
+     * plugin over NCCL).
+     * [comm.set] since 1.4: the eight comm_* entries are present as a set or
      * absent as a set (keel-cts checks it); without them, or for a plugin
      * declaring an older minor, the runtime communicates through its generic
      * path (Gloo over pinned staging), which needs nothing from a plugin.
      *
-     * Ownership: the keel_comm from comm_create is the caller's until
-     * comm_destroy. Addresses are device memory of the communicator's
-     * device; the caller keeps it allocated until the operation completed
-     * on its stream (as for any enqueued work).
+     * [comm.ownership] since 1.4: the keel_comm from comm_create is the
+     * caller's until comm_destroy. Addresses are device memory of the
+     * communicator's device; the caller keeps it allocated until the
+     * operation completed on its stream (as for any enqueued work).
      *
-     * Threads: comm_create blocks its thread (below). Every other comm_*
-     * entry may be called from any thread; enqueue calls on one
+     * [comm.threads] since 1.4: comm_create blocks its thread (below). Every
+     * other comm_* entry may be called from any thread; enqueue calls on one
      * communicator are ordered in the order they return, and every rank must
      * enqueue the same operations in the same order (one order per
      * communicator, whatever the streams). comm_abort from any thread at any
      * time, also while another thread is in an enqueue call.
      *
-     * What blocks: comm_create is collective and blocks until every rank of
-     * `config` called it (at most config->timeout_ms, else UNAVAILABLE). The
-     * operations are enqueue entries: they return without waiting for the
-     * stream, except that the FIRST operation of a communicator involving
-     * a given peer may block the calling thread until that peer enqueues
-     * its matching operation (the engine's connection set-up, as NCCL's
-     * lazy connections do), at most config->timeout_ms. Later operations
-     * never wait for a peer.
+     * [comm.first-operation-may-block] since 1.4: comm_create is collective
+     * and blocks until every rank of `config` called it (at most
+     * config->timeout_ms, else UNAVAILABLE). The operations are enqueue
+     * entries: they return without waiting for the stream, except that the
+     * FIRST operation of a communicator involving a given peer may block the
+     * calling thread until that peer enqueues its matching operation (the
+     * engine's connection set-up, as NCCL's lazy connections do), at most
+     * config->timeout_ms. Later operations never wait for a peer.
      *
-     * Errors at the call (nothing enqueued): INVALID_ARGUMENT for a null
-     * handle or config, rank outside [0, size), a key prefix that is empty,
-     * a peer or root outside the group, a send to oneself, a dtype or
-     * reduction the engine cannot do, a stream of another device;
-     * FAILED_PRECONDITION once the communicator was aborted or failed.
-     * comm_create returns UNIMPLEMENTED when the engine cannot serve this
+     * [comm.errors-at-call] since 1.4: errors at the call (nothing enqueued):
+     * INVALID_ARGUMENT for a null handle or config, rank outside [0, size), a
+     * key prefix that is empty, a peer or root outside the group, a send to
+     * oneself, a dtype or reduction the engine cannot do, a stream of another
+     * device; FAILED_PRECONDITION once the communicator was aborted or
+     * failed.
+     * [comm.unimplemented-on-every-rank] since 1.4: comm_create returns
+     * UNIMPLEMENTED when the engine cannot serve this
      * group (its library is absent, two ranks share one device, a group
      * size it does not support): it then returns UNIMPLEMENTED on EVERY rank
      * of the group (the ranks agree through the store, under the key
      * prefix), so the runtime can fall back to its generic path with the
      * same ranks, store and key prefix; the message says why.
      *
-     * Errors while running: an operation that fails once its stream reached
-     * it (a peer died or timed out past config->timeout_ms, the engine
-     * failed, comm_abort) puts its stream in the sticky error state
-     * (KEEL_STATUS_DEVICE_ERROR, or FAILED_PRECONDITION for an abort) with a
-     * message naming the operation, the communicator's key prefix and rank,
-     * and the peer where known; the communicator fails too (later enqueues
-     * return that error). Never a silent hang: a wait is bounded by the
-     * timeout.
+     * [comm.errors-while-running] since 1.4: an operation that fails once its
+     * stream reached it (a peer died or timed out past config->timeout_ms,
+     * the engine failed, comm_abort) puts its stream in the sticky error
+     * state (KEEL_STATUS_DEVICE_ERROR, or FAILED_PRECONDITION for an abort)
+     * with a message naming the operation, the communicator's key prefix and
+     * rank, and the peer where known; the communicator fails too (later
+     * enqueues return that error). Never a silent hang: a wait is bounded by
+     * the timeout.
+     *
+     * [comm.collectives] since 1.4: comm_all_reduce, comm_broadcast,
+     * comm_all_gather and comm_reduce_scatter write what their entries below
+     * say on every rank (for a group of one: out = in, in place or not).
      */
 
     /* [optional, 1.4] Creates this rank's communicator on `device`, meeting
@@ -953,10 +1161,11 @@ typedef struct keel_plugin_api {
      * enqueues on the same communicator. */
     keel_error* (*comm_destroy)(keel_comm comm);
 
-    /* [optional, 1.4] Fails the communicator: operations in flight end and
-     * fail their streams (FAILED_PRECONDITION "aborted"), later enqueues
-     * fail. Any thread, never blocks for a peer, idempotent. The caller
-     * still calls comm_destroy. */
+    /* [optional, 1.4]
+     * [comm.abort] since 1.4: fails the communicator: operations in flight
+     * end and fail their streams (FAILED_PRECONDITION "aborted"), later
+     * enqueues fail. Any thread, never blocks for a peer, idempotent. The
+     * caller still calls comm_destroy. */
     keel_error* (*comm_abort)(keel_comm comm);
 
     /* [optional, 1.4] out[i] = op over ranks of in[i], `count` elements of
@@ -990,7 +1199,8 @@ typedef struct keel_plugin_api {
 
     /* ---- ABI 1.4: host functions that fail their stream ---- */
 
-    /* [optional, 1.4] Enqueues `fn(user_data, status)` (see
+    /* [optional, 1.4]
+     * [host-func.fallible] since 1.4: enqueues `fn(user_data, status)` (see
      * keel_fallible_host_fn) with the rules of stream_enqueue_host_func: it
      * never waits, fn runs exactly once on a plugin thread and must not call
      * this table, and a stream already known to be in error returns that
@@ -1017,9 +1227,12 @@ typedef struct keel_plugin_api {
 
     /* ---- ABI 1.5: point-to-point with the element size ---------------- */
 
-    /* [optional, 1.5; for a plugin declaring 1.5 or later, part of the
-     * communication set: present exactly when the 1.4 comm_* entries are]
-     * comm_send_recv over `count` entries of `op_size` bytes each, `ops`
+    /* [optional, 1.5]
+     * [comm.send-recv-sized-in-set] since 1.5: for a plugin declaring 1.5 or
+     * later, part of the communication set: present exactly when the 1.4
+     * comm_* entries are.
+     * [comm.send-recv-sized] since 1.5: comm_send_recv over `count` entries
+     * of `op_size` bytes each, `ops`
      * pointing at the first (the caller's keel_p2p_op, which may be longer
      * than the plugin's): entry i is at (const char*)ops + i * op_size, and
      * its struct_size equals op_size. op_size is at least
@@ -1032,6 +1245,18 @@ typedef struct keel_plugin_api {
     keel_error* (*comm_send_recv_sized)(keel_comm comm, keel_stream stream, const keel_p2p_op* ops,
                                         uint32_t count, size_t op_size);
     /* ---- end of ABI 1.5 ---- */
+
+    /* ---- ABI 1.6: plugin options ---- */
+
+    /* [optional, 1.6]
+     * [options.info-entry] since 1.6: writes what the plugin says of its
+     * setting `index` (0 <= index < the number of settings it takes as
+     * options; past the last: KEEL_STATUS_NOT_FOUND), the fields that fit
+     * `out->struct_size`. Every key it accepts at keel_plugin_init is
+     * described, and only those. Absent: the plugin takes no options. Any
+     * thread. */
+    keel_error* (*plugin_option_info)(uint32_t index, keel_option_info* out);
+    /* ---- end of ABI 1.6: plugin options ---- */
 
     /* ---- ABI 1.6: memory and events shared between processes ----------
      * [optional, 1.6] Device memory and events another process can use, as
@@ -1130,8 +1355,13 @@ typedef struct keel_plugin_api {
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
 #define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, ipc_event_import)
-/* The table's size at each minor: a plugin built against minor N writes
- * exactly this struct_size (keel-cts checks it). */
+/* The table's size at each minor.
+ * [table.size-of-minor] since 1.0: a plugin declaring minor N writes a
+ * struct_size of at most KEEL_PLUGIN_API_STRUCT_SIZE_1_N (new entries come
+ * with a new minor) and at least the end of memset_d8, its last required
+ * entry; entries between its struct_size and that minor's size are absent,
+ * as the runtime reads them (keel-cts checks both bounds). A plugin of a
+ * minor newer than the runtime's writes at least the runtime's size. */
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_0 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_h2d_inline)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_1 KEEL_STRUCT_SIZE(keel_plugin_api, stream_native_handle)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_2 KEEL_STRUCT_SIZE(keel_plugin_api, device_pageable_staging_stats)
@@ -1159,13 +1389,13 @@ typedef struct keel_plugin_api {
  *   KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(
  *       const keel_host_services* host, const keel_plugin_api** out_api);
  *
- * Negotiation: the runtime offers its ABI version in `host`. A plugin whose
- * major differs refuses with KEEL_STATUS_VERSION_MISMATCH and a message
- * naming both versions. Otherwise it initialises itself and sets *out_api
- * to its table, whose abi_major/abi_minor/struct_size say what it
- * implements; the runtime checks the major again and reads only
- * struct_size bytes. Called once per load, from one thread. On error the
- * runtime unloads the library without calling plugin_shutdown.
+ * [plugin.init] since 1.0: the runtime offers its ABI version in `host`. A
+ * plugin whose major differs refuses with KEEL_STATUS_VERSION_MISMATCH and a
+ * message naming both versions. Otherwise it initialises itself and sets
+ * *out_api to its table, whose abi_major/abi_minor/struct_size say what it
+ * implements; the runtime checks the major again and reads only struct_size
+ * bytes. Called once per load, from one thread. On error the runtime unloads
+ * the library without calling plugin_shutdown.
  */
 typedef keel_error* (*keel_plugin_entry_fn)(const keel_host_services* host,
                                             const keel_plugin_api** out_api);
@@ -1182,8 +1412,12 @@ KEEL_STATIC_ASSERT(sizeof(keel_dtype) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_arg_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(size_t) == sizeof(void*), "size_t is as wide as a pointer");
 KEEL_STATIC_ASSERT(KEEL_ERROR_STRUCT_SIZE == 4 * sizeof(void*), "keel_error layout changed");
-KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 4 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE_1_0 == 8 + 4 * sizeof(void*),
                    "keel_host_services layout changed");
+KEEL_STATIC_ASSERT(KEEL_HOST_SERVICES_STRUCT_SIZE == 8 + 7 * sizeof(void*),
+                   "keel_host_services layout changed");
+KEEL_STATIC_ASSERT(KEEL_OPTION_STRUCT_SIZE == 3 * sizeof(void*), "keel_option layout changed");
+KEEL_STATIC_ASSERT(sizeof(keel_option_source) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_INFO_STRUCT_SIZE == 4 * sizeof(void*), "keel_plugin_info layout changed");
 KEEL_STATIC_ASSERT(KEEL_LAUNCH_ARGS_STRUCT_SIZE == 4 * sizeof(void*), "keel_launch_args layout changed");
 KEEL_STATIC_ASSERT(sizeof(keel_native_handle_kind) == 4, "enums are 32-bit");
@@ -1200,7 +1434,7 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_4 == 8 + 43 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_5 == 8 + 44 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 8 + 50 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 8 + 51 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(sizeof(keel_ipc_handle_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
@@ -1218,9 +1452,10 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 16 + 49 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 16 + 50 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_IPC_HANDLE_STRUCT_SIZE == 96, "keel_ipc_handle layout changed");
+KEEL_STATIC_ASSERT(KEEL_OPTION_INFO_STRUCT_SIZE == 56, "keel_option_info layout changed");
 KEEL_STATIC_ASSERT(KEEL_COMM_CONFIG_STRUCT_SIZE == 40, "keel_comm_config layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE == 32, "keel_p2p_op layout changed");
 KEEL_STATIC_ASSERT(KEEL_P2P_OP_STRUCT_SIZE_1_4 == 32, "keel_p2p_op layout changed");

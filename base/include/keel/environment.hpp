@@ -255,10 +255,9 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
 }
 
 // A positive integer with an optional K/M/G suffix (binary units).
-[[nodiscard]] inline Result<std::optional<std::uint64_t>> bytes(Var v) {
-    const auto s = text(v);
-    if (!s) return std::optional<std::uint64_t>();
-    std::string_view digits = *s;
+[[nodiscard]] inline std::optional<std::uint64_t> parse_bytes(std::string_view s) noexcept {
+    if (s.empty()) return std::nullopt;
+    std::string_view digits = s;
     unsigned shift = 0;
     switch (digits.back()) {
         case 'k': case 'K': shift = 10; break;
@@ -268,8 +267,16 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
     }
     if (shift != 0) digits.remove_suffix(1);
     const auto n = parse_integer(digits, 1, INT64_MAX >> shift);
+    if (!n) return std::nullopt;
+    return static_cast<std::uint64_t>(*n) << shift;
+}
+
+[[nodiscard]] inline Result<std::optional<std::uint64_t>> bytes(Var v) {
+    const auto s = text(v);
+    if (!s) return std::optional<std::uint64_t>();
+    const auto n = parse_bytes(*s);
     if (!n) return invalid(v, *s);
-    return std::optional<std::uint64_t>(static_cast<std::uint64_t>(*n) << shift);
+    return n;
 }
 
 // A whole decimal number in [min, max] ("0.5", "30", "1e-3").

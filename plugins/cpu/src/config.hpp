@@ -1,12 +1,15 @@
-// Everything the CPU plugin reads from its environment, read ONCE at
-// keel_plugin_init (so a test that sets variables and then initialises the
-// plugin afresh gets exactly those settings). Immutable afterwards: workers
-// read it without synchronisation.
+// Everything the CPU plugin is configured with, read ONCE at
+// keel_plugin_init from its options and, where none is given, its KEEL_CPU_*
+// variables (so a test that sets variables and then initialises the plugin
+// afresh gets exactly those settings). Immutable afterwards: workers read it
+// without synchronisation.
 #pragma once
 
+#include <keel/plugin/options.hpp>
 #include <keel/result.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace keel::cpu {
@@ -60,8 +63,13 @@ struct Config {
     bool checker_active = false;
 };
 
-// Reads KEEL_CPU_* variables (see plugins/cpu/README.md). A malformed value
-// is an error naming the variable, so a typo never silently disables a check.
-[[nodiscard]] Result<Config> read_config_from_environment();
+// The settings the plugin takes, each an option key beside its KEEL_CPU_*
+// variable (see plugins/cpu/README.md).
+[[nodiscard]] std::span<const plugin::OptionSpec> option_specs() noexcept;
+
+// The configuration `options` (read against option_specs()) give. A
+// malformed value is an error naming the option or variable, so a typo
+// never silently disables a check.
+[[nodiscard]] Result<Config> read_config(const plugin::Options& options);
 
 }  // namespace keel::cpu

@@ -10,6 +10,7 @@
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/negotiation.hpp>
+#include <keel/plugin/options.hpp>
 #include <keel/plugin/plugin_global.hpp>
 
 #include <memory>
@@ -18,6 +19,9 @@ namespace keel::cpu {
 namespace {
 
 plugin::PluginGlobal<Plugin> g_plugin;
+// The settings and where each came from, for plugin_option_info; set at
+// init, before the table is handed out, and read-only until shutdown.
+plugin::Options g_options;
 
 constexpr const char* kVersion = "0.1.0";
 
@@ -34,8 +38,13 @@ void plugin_shutdown() {
     else
         plugin::HostLog::write(KEEL_LOG_DEBUG, "[cpu plugin_shutdown] clean: no live allocations, streams or events");
     g_plugin.reset();
+    g_options = plugin::Options();
     stop_thread_pool();
     plugin::HostLog::uninstall();
+}
+
+keel_error* plugin_option_info(std::uint32_t index, keel_option_info* out) {
+    return plugin::entry("cpu plugin_option_info", [&]() -> Result<void> { return g_options.describe(index, out); });
 }
 
 constexpr keel_plugin_api kApi = [] {
@@ -73,6 +82,7 @@ constexpr keel_plugin_api kApi = [] {
     api.kernel_get = &entries::kernel_get;
     api.kernel_launch = &entries::kernel_launch;
     api.memcpy_h2d_inline = &entries::memcpy_h2d_inline;
+    api.plugin_option_info = &plugin_option_info;
     api.ipc_memory_alloc = &entries::ipc_memory_alloc;
     api.ipc_memory_export = &entries::ipc_memory_export;
     api.ipc_memory_import = &entries::ipc_memory_import;
@@ -102,7 +112,9 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
         KEEL_TRY(plugin::check_host_services(host));
         KEEL_TRY(plugin::require_non_null(out_api, "out_api"));
         if (cpu::g_plugin) return Error(KEEL_STATUS_FAILED_PRECONDITION, "already initialised (no plugin_shutdown yet)");
-        KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config_from_environment());
+        KEEL_TRY_ASSIGN(plugin::Options options, plugin::Options::read(host, cpu::option_specs()));
+        KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config(options));
+        cpu::g_options = std::move(options);
         plugin::HostLog::install(host);
         cpu::start_thread_pool(config.pool_threads);
         cpu::g_plugin.emplace(config);

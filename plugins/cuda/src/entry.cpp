@@ -60,6 +60,7 @@ constexpr keel_plugin_api kApi = {
     .comm_send_recv = &comm_send_recv,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
     .comm_send_recv_sized = &comm_send_recv_sized,
+    .plugin_option_info = &Plugin::plugin_option_info,
     .ipc_memory_alloc = &ipc_memory_alloc,
     .ipc_memory_export = &ipc_memory_export,
     .ipc_memory_import = &ipc_memory_import,

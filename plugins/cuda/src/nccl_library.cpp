@@ -1,4 +1,5 @@
 #include "nccl_library.hpp"
+#include "plugin_state.hpp"
 
 #include <keel/base/elf_check.hpp>
 #include <keel/environment.hpp>
@@ -23,7 +24,8 @@ Result<void> bind(void* library, const char* symbol, const std::string& path, Fn
 }
 
 Result<NcclLibrary> open_nccl() {
-    const std::optional<std::string_view> configured = env::text(env::Var::nccl_library);
+    // The option nccl_library, else KEEL_NCCL_LIBRARY (plugin::Options).
+    const std::optional<std::string_view> configured = Plugin::options().text("nccl_library");
     const std::string path = configured ? std::string(*configured) : kDefaultName;
     // Never closed: NCCL keeps threads and CUDA state for the process's life.
     // A path is checked first: a cut or corrupt file would crash the system loader.

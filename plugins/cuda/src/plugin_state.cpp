@@ -8,7 +8,7 @@ namespace {
 
 // A value that does not parse serves no test kernels (they are for tests).
 bool test_kernels_requested() {
-    const Result<std::optional<bool>> on = env::flag(env::Var::cuda_test_kernels);
+    const Result<std::optional<bool>> on = Plugin::options().flag("test_kernels");
     return on.ok() && on->value_or(false);
 }
 

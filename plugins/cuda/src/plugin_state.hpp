@@ -36,6 +36,10 @@ struct Vendor {
     static constexpr const char* kVersion = KEEL_CUDA_PLUGIN_VERSION;
     // Never fails: no driver or no GPU gives zero devices and a status.
     static Result<std::unique_ptr<PluginState>> make_state();
+    static constexpr plugin::OptionSpec kOptions[] = {
+        {"test_kernels", env::Var::cuda_test_kernels},
+        {"nccl_library", env::Var::nccl_library},
+    };
 };
 
 using Plugin = plugin::DevicePlugin<Vendor>;

@@ -63,6 +63,7 @@ constexpr keel_plugin_api kApi = {
     .comm_send_recv = nullptr,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
     .comm_send_recv_sized = nullptr,
+    .plugin_option_info = &Plugin::plugin_option_info,
 };
 
 }  // namespace

@@ -50,6 +50,9 @@ struct Vendor {
     static constexpr const char* kVersion = KEEL_LEVEL_ZERO_PLUGIN_VERSION;
     // Never fails: no loader, driver or GPU gives zero devices and a status.
     static Result<std::unique_ptr<PluginState>> make_state();
+    static constexpr plugin::OptionSpec kOptions[] = {
+        {"loader", env::Var::level_zero_loader},
+    };
 };
 
 using Plugin = plugin::DevicePlugin<Vendor>;

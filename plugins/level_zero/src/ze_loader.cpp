@@ -1,4 +1,5 @@
 #include "ze_loader.hpp"
+#include "plugin_state.hpp"
 
 #include <keel/base/elf_check.hpp>
 #include <keel/environment.hpp>
@@ -22,7 +23,8 @@ bool g_opened = false;
 Result<void> open_loader() {
     std::lock_guard lock(g_mutex);
     if (g_opened) return ok();
-    const std::string name(env::text(env::Var::level_zero_loader).value_or("libze_loader.so.1"));
+    // The option `loader`, else KEEL_LEVEL_ZERO_LOADER (plugin::Options).
+    const std::string name(Plugin::options().text("loader").value_or("libze_loader.so.1"));
     // A path is checked first: a cut or corrupt file would crash the system loader.
     if (base::names_a_path(name)) {
         if (auto checked = base::check_shared_library_file(name); !checked)

@@ -9,7 +9,9 @@ std::atomic<const keel_host_services*> g_services{nullptr};
 }
 
 void HostLog::install(const keel_host_services* services) noexcept {
-    if (services && services->struct_size < KEEL_HOST_SERVICES_STRUCT_SIZE) services = nullptr;
+    // Only the logging fields, which every minor has: a runtime older than
+    // this plugin's keel.h (a shorter struct) still gets its log.
+    if (services && services->struct_size < KEEL_HOST_SERVICES_STRUCT_SIZE_1_0) services = nullptr;
     g_services.store(services, std::memory_order_release);
 }
 

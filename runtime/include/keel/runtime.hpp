@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,12 +32,43 @@ struct RuntimeOptions {
     // finds the install's plugins even after the prefix is moved, and the
     // runtime of a build tree finds that tree's (which mirrors the layout).
     bool use_default_plugin_dirs = true;
+    // Options for the plugins, by device type and key, values spelt as the
+    // setting's environment variable accepts them:
+    //   options.plugin_options["cpu"]["memory_bytes"] = "1G";
+    // Each plugin gets its type's options at keel_plugin_init (keel.h
+    // "Plugin options"); an option overrides the environment variable of
+    // the same setting (KEEL_CPU_MEMORY_BYTES), which overrides the default.
+    // PluginInfo::settings shows what each plugin took, and keel-info
+    // --option does the same from the command line. A plugin that does not
+    // take a key, or not that value, is rejected with INVALID_ARGUMENT
+    // naming it; a plugin of a minor before 1.6 cannot take options and is
+    // rejected when given any (FAILED_PRECONDITION). A plugin file is loaded
+    // once per process: while one Runtime holds it with some options,
+    // another that asks for other options gets it rejected
+    // (FAILED_PRECONDITION). Options for a type no plugin file provides are
+    // logged (WARN) and otherwise ignored, so a program may configure
+    // plugins that a machine lacks.
+    std::map<std::string, std::map<std::string, std::string>> plugin_options;
 };
 
 // One entry of the search path and where it came from.
 struct SearchPathEntry {
     std::filesystem::path path;
     std::string origin;  // "options", "KEEL_PLUGIN_PATH", "beside the runtime"
+};
+
+// Where the value in effect of a plugin's setting came from.
+enum class SettingSource { plugin_default, environment, option };
+[[nodiscard]] KEEL_API const char* setting_source_name(SettingSource source) noexcept;
+
+// One setting a plugin takes as an option (keel.h's keel_option_info).
+struct PluginSetting {
+    std::string key;    // "memory_bytes"
+    std::string value;  // in effect ("4G")
+    SettingSource source = SettingSource::plugin_default;
+    std::string environment_variable;  // "KEEL_CPU_MEMORY_BYTES", or "" when none
+    std::string accepts;               // what a valid value looks like
+    std::string meaning;
 };
 
 // A plugin that loaded.
@@ -49,6 +81,9 @@ struct PluginInfo {
     std::size_t table_size = 0;  // struct_size of its keel_plugin_api
     std::string status;          // e.g. why it has no devices; may be ""
     std::uint32_t device_count = 0;
+    // The settings it takes as options (ABI 1.6; empty for a plugin that
+    // takes none or declares an older minor).
+    std::vector<PluginSetting> settings;
 };
 
 // A plugin file that was found but not loaded, and why.

@@ -15,6 +15,9 @@
 //       // Discovery, on the first keel_plugin_init. Finding no device is no
 //       // failure: a state with none, and a status saying why.
 //       static Result<std::unique_ptr<State>> make_state();
+//       // Optional: the settings it takes as options (keel.h "Plugin
+//       // options"), read by make_state and later through options().
+//       static constexpr OptionSpec kOptions[] = {...};
 //   };
 //
 // and puts DevicePlugin<Vendor>'s entries in its table beside its own.
@@ -29,6 +32,7 @@
 #include <keel/plugin/handles.hpp>
 #include <keel/plugin/host_log.hpp>
 #include <keel/plugin/negotiation.hpp>
+#include <keel/plugin/options.hpp>
 #include <keel/plugin/shared_state.hpp>
 #include <keel/result.hpp>
 
@@ -50,6 +54,11 @@ public:
     // Valid between an init and the last plugin_shutdown, which the ABI
     // guarantees for every entry.
     [[nodiscard]] static const State& state() noexcept { return state_.get(); }
+    // The settings of the first keel_plugin_init (the one that made the
+    // state), from its options or else the variables; same validity. A later
+    // init while the state lives is still refused an option it does not
+    // take, but its settings do not change the devices already made.
+    [[nodiscard]] static const Options& options() noexcept { return options_; }
 
     // keel_plugin_init: checks the runtime's offer, installs logging, makes
     // the state on the first call (later ones count), hands out `table`.
@@ -58,8 +67,12 @@ public:
         return entry(Vendor::kDeviceType, "keel_plugin_init", [&]() -> Result<void> {
             KEEL_TRY(check_host_services(host));
             KEEL_TRY(require_non_null(out_api, "out_api"));
+            KEEL_TRY_ASSIGN(Options given, Options::read(host, option_specs()));
             HostLog::install(host);
-            Result<void> acquired = state_.acquire(&discover);
+            Result<void> acquired = state_.acquire([&] {
+                options_ = std::move(given);
+                return discover();
+            });
             if (!acquired.ok()) {
                 HostLog::uninstall();
                 return acquired;
@@ -67,6 +80,12 @@ public:
             *out_api = table;
             return ok();
         });
+    }
+
+    // plugin_option_info: what options() says of setting `index`.
+    static keel_error* plugin_option_info(std::uint32_t index, keel_option_info* out) noexcept {
+        return entry(Vendor::kDeviceType, "plugin_option_info",
+                     [&]() -> Result<void> { return options_.describe(index, out); });
     }
 
     static keel_error* plugin_info(keel_plugin_info* out) noexcept {
@@ -124,7 +143,16 @@ private:
         return made;
     }
 
+    static std::span<const OptionSpec> option_specs() noexcept {
+        if constexpr (requires { Vendor::kOptions; })
+            return Vendor::kOptions;
+        else
+            return {};
+    }
+
     static constinit inline SharedState<State> state_;
+    // Written with the state, under its lock; read-only until the last release.
+    static inline Options options_;
 };
 
 }  // namespace keel::plugin

@@ -209,4 +209,12 @@ Result<void> PluginApi::stream_annotate_range(keel_stream s, keel_range_annotati
     return call(table_.stream_annotate_range, "stream_annotate_range", s, what, addr, size);
 }
 
+Result<void> PluginApi::device_can_copy_peer(keel_device d, keel_device peer, std::int32_t* out_can) const {
+    return call(table_.device_can_copy_peer, "device_can_copy_peer", d, peer, out_can);
+}
+Result<void> PluginApi::memcpy_peer(keel_stream s, keel_device dst_device, keel_device_addr dst, keel_device src_device,
+                                    keel_device_addr src, std::uint64_t size) const {
+    return call(table_.memcpy_peer, "memcpy_peer", s, dst_device, dst, src_device, src, size);
+}
+
 }  // namespace keel::detail

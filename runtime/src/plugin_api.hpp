@@ -109,6 +109,13 @@ public:
                                                                  void* user_data) const;
     [[nodiscard]] Result<void> stream_annotate_range(keel_stream s, keel_range_annotation what,
                                                      keel_device_addr addr, std::uint64_t size) const;
+    // [1.6] Only a plugin declaring 1.6 or later is taken at its word.
+    [[nodiscard]] bool has_peer_copy() const noexcept {
+        return table_.abi_minor >= 6 && table_.device_can_copy_peer != nullptr && table_.memcpy_peer != nullptr;
+    }
+    [[nodiscard]] Result<void> device_can_copy_peer(keel_device d, keel_device peer, std::int32_t* out_can) const;
+    [[nodiscard]] Result<void> memcpy_peer(keel_stream s, keel_device dst_device, keel_device_addr dst,
+                                           keel_device src_device, keel_device_addr src, std::uint64_t size) const;
 
 private:
     template <class Fn, class... Args>

@@ -74,6 +74,8 @@ Result<Config> read_config_from_environment() {
         KEEL_TRY_ASSIGN(const auto spin, env::integer(Var::cpu_spin_us, 0, kMaxCpuSpinUs));
         if (spin) c.spin_us = *spin;
     }
+    KEEL_TRY_ASSIGN(const auto devices, env::integer(Var::cpu_devices, 1, env::kMaxCpuDevices));
+    if (devices) c.devices = static_cast<std::uint32_t>(*devices);
     KEEL_TRY_ASSIGN(const auto threads, env::integer(Var::cpu_threads, 0, 1024));
     if (threads) c.pool_threads = static_cast<std::uint32_t>(*threads);
     KEEL_TRY(read_switch(Var::cpu_mlock, c.mlock_pinned));

@@ -27,7 +27,7 @@ keel_error* plugin_info(keel_plugin_info* out) {
 
 void plugin_shutdown() {
     if (!g_plugin) return;
-    std::string report = g_plugin->device().release_everything();
+    std::string report = g_plugin->release_everything();
     if (!report.empty())
         plugin::HostLog::write(KEEL_LOG_WARN, "[cpu plugin_shutdown] " + report);
     else
@@ -72,6 +72,8 @@ constexpr keel_plugin_api kApi = [] {
     api.kernel_get = &entries::kernel_get;
     api.kernel_launch = &entries::kernel_launch;
     api.memcpy_h2d_inline = &entries::memcpy_h2d_inline;
+    api.device_can_copy_peer = &entries::device_can_copy_peer;
+    api.memcpy_peer = &entries::memcpy_peer;
     return api;
 }();
 

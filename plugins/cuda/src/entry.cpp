@@ -57,6 +57,8 @@ constexpr keel_plugin_api kApi = {
     .comm_send_recv = &comm_send_recv,
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
     .comm_send_recv_sized = &comm_send_recv_sized,
+    .device_can_copy_peer = &device_can_copy_peer,
+    .memcpy_peer = &memcpy_peer,
 };
 
 }  // namespace

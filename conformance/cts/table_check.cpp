@@ -144,6 +144,10 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
                  "comm_send_recv_sized comes with the comm_* entries (1.5)",
                  comm_entries == 8 ? "the 1.4 set is present without comm_send_recv_sized"
                                    : "comm_send_recv_sized is present without the 1.4 set");
+    // [1.6] multidev.peer-query: the peer entries are a pair.
+    if (t.abi_minor >= 6)
+        c.expect(KEEL_CTS_HAS(t, device_can_copy_peer) == KEEL_CTS_HAS(t, memcpy_peer),
+                 "device_can_copy_peer and memcpy_peer come together (1.6)", "one of the pair is absent");
 }
 
 // What device `index` reports, checked against the table.
@@ -175,6 +179,11 @@ void check_device(Checker& c, const keel_plugin_api& t, std::uint32_t index) {
     std::uint32_t known = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_EVENT_TIMING |
                           KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY;
     if (t.abi_minor >= 3) known |= KEEL_DEVICE_CAP_PINNED_COPIES_ONLY;
+    if (t.abi_minor >= 6) known |= KEEL_DEVICE_CAP_PEER_COPY | KEEL_DEVICE_CAP_PEER_EVENT_WAIT;
+    // [1.6] multidev.peer-copy-cap: PEER_COPY only with the peer entries.
+    if (t.abi_minor >= 6)
+        c.expect(!(p.capabilities & KEEL_DEVICE_CAP_PEER_COPY) || KEEL_CTS_HAS(t, memcpy_peer),
+                 at + "PEER_COPY only with memcpy_peer (1.6)", "PEER_COPY is set but memcpy_peer is absent");
     c.expect((p.capabilities & ~known) == 0, at + "only defined capability bits",
              "unknown bits set: " + std::to_string(p.capabilities & ~known));
     if (!KEEL_CTS_HAS(t, device_native_handle)) {

@@ -263,12 +263,15 @@ TEST(CrossDeviceWait, AFailureOfTheAwaitedStreamFailsTheWaitingStream) {
         KEEL_ASSERT_OK_AND_ASSIGN(Stream sa, Stream::create(*a));
         KEEL_ASSERT_OK_AND_ASSIGN(Stream sb, Stream::create(*b));
         if (!sa.host_funcs_can_fail() || !sb.host_funcs_can_fail()) continue;
+        Gate gate;  // the failure happens after the record and the wait were enqueued
+        KEEL_ASSERT_OK(gate.hold(sa));
         KEEL_ASSERT_OK(sa.enqueue_host_func([]() -> Result<void> {
             return Error(KEEL_STATUS_DEVICE_ERROR, "[test] planted failure");
         }));
         KEEL_ASSERT_OK_AND_ASSIGN(Event e, Event::create(*a));
         KEEL_ASSERT_OK(e.record(sa));
         KEEL_ASSERT_OK(sb.wait(e));
+        gate.open();
         const Result<void> r = sb.synchronize();
         EXPECT_FALSE(r.ok()) << "the waiting stream reported success after the awaited work failed";
     }

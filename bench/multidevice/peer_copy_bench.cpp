@@ -6,7 +6,9 @@
 //                host memory, a helper stream and ordering both ways)
 // Each figure is the median of `reps` runs of `iters` back-to-back copies on
 // one stream, timed from the first enqueue to the stream's synchronize.
-// Usage: keel_peer_copy_bench [--quick]
+// Usage: keel_peer_copy_bench [--quick] [--pair A,B]
+//   --pair cuda:0,cuda:1 measures A -> A against A -> B (default cpu:0,cpu:1,
+//   where cpu:0 -> level_zero:0 is measured too, when it loads).
 #include <keel/keel.hpp>
 
 #include <algorithm>
@@ -55,10 +57,22 @@ std::optional<double> bandwidth(const keel::Device& from, const keel::Device& to
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-    if (argc > 1 && !quick) {
-        std::fprintf(stderr, "usage: keel_peer_copy_bench [--quick]\n");
-        return 1;
+    bool quick = false;
+    std::string first = "cpu:0", second = "cpu:1";
+    bool default_pair = true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--quick") {
+            quick = true;
+        } else if (arg == "--pair" && i + 1 < argc && std::strchr(argv[i + 1], ',') != nullptr) {
+            const std::string pair = argv[++i];
+            first = pair.substr(0, pair.find(','));
+            second = pair.substr(pair.find(',') + 1);
+            default_pair = false;
+        } else {
+            std::fprintf(stderr, "usage: keel_peer_copy_bench [--quick] [--pair A,B]\n");
+            return 1;
+        }
     }
     ::setenv("KEEL_CPU_DEVICES", "2", 0);
     auto rt = keel::Runtime::create();
@@ -66,13 +80,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "keel_peer_copy_bench: %s\n", rt.error().message().c_str());
         return 1;
     }
-    auto cpu0 = rt->device("cpu:0");
-    auto cpu1 = rt->device("cpu:1");
+    auto cpu0 = rt->device(first);
+    auto cpu1 = rt->device(second);
     if (!cpu0.ok() || !cpu1.ok()) {
-        std::fprintf(stderr, "keel_peer_copy_bench: needs cpu:0 and cpu:1 (KEEL_CPU_DEVICES=2)\n");
+        std::fprintf(stderr, "keel_peer_copy_bench: needs %s and %s (cpu:1: KEEL_CPU_DEVICES=2)\n", first.c_str(),
+                     second.c_str());
         return 1;
     }
-    auto ze = rt->device("level_zero:0");
+    auto ze = default_pair ? rt->device("level_zero:0") : keel::Result<keel::Device>(keel::Error(KEEL_STATUS_NOT_FOUND, ""));
+    const char* path = keel::copy_path(*cpu0, *cpu1) == keel::CopyPath::peer ? "peer" : "staged";
+    std::printf("%s -> %s: %s copy; same device: %s -> %s\n", first.c_str(), second.c_str(), path, first.c_str(),
+                first.c_str());
     std::printf("%-10s %12s %12s %12s %18s %18s\n", "bytes", "same GB/s", "peer GB/s", "staged GB/s",
                 "peer / same device", "staged / same device");
     const std::vector<std::uint64_t> sizes =

@@ -40,13 +40,19 @@ std::optional<double> bandwidth(const keel::Device& from, const keel::Device& to
     auto dst = keel::Buffer::allocate(*st, bytes);
     if (!src.ok() || !dst.ok()) return std::nullopt;
     if (!sf->memset(*src, 7).ok() || !sf->synchronize().ok() || !st->order_after(*sf).ok()) return std::nullopt;
-    if (!st->copy(dst->view(), src->view()).ok() || !st->synchronize().ok()) return std::nullopt;  // warm-up
     std::vector<double> runs;
+    auto failed = [&](const keel::Result<void>& r) {
+        if (r.ok()) return false;
+        std::fprintf(stderr, "keel_peer_copy_bench: %s -> %s, %llu bytes: %s\n", from.name().c_str(),
+                     to.name().c_str(), static_cast<unsigned long long>(bytes), r.error().message().c_str());
+        return true;
+    };
     for (int r = 0; r < reps; ++r) {
         const auto t0 = Clock::now();
         for (int i = 0; i < iters; ++i)
-            if (!st->copy(dst->view(), src->view()).ok()) return std::nullopt;
-        if (!st->synchronize().ok()) return std::nullopt;
+            if (failed(st->copy(dst->view(), src->view()))) return std::nullopt;
+        if (failed(st->synchronize())) return std::nullopt;
+        if (r == 0 && reps > 1) continue;  // the first run warms up
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         runs.push_back(static_cast<double>(bytes) * iters / s / 1e9);
     }

@@ -153,7 +153,10 @@ TEST_P(Conformance, EventsAndStreamsOfDifferentDevicesAreNotMixed) {
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Event foreign, Event::create(*other));
     KEEL_EXPECT_ERROR(foreign.record(s), KEEL_STATUS_INVALID_ARGUMENT);
-    KEEL_EXPECT_ERROR(s.wait(foreign), KEEL_STATUS_UNIMPLEMENTED);
+    // A wait across devices is the runtime's (natively or bridged, since
+    // 1.6): it never hands the plugin an event it cannot take.
+    KEEL_EXPECT_OK(s.wait(foreign));
+    KEEL_EXPECT_OK(s.synchronize());
 }
 
 TEST_P(Conformance, AFenceOrdersAnotherStreamWithoutBlockingTheHost) {

@@ -7,6 +7,7 @@
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
 #   3b. communication on cuda:0: one rank on NCCL, keel-comm-bench and
 #      keel-pipeline with two processes on the GPU (generic path);
+#   3c. with two GPUs, keel's peer copy beside raw cudaMemcpyPeerAsync;
 #   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores,
 #      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
@@ -204,6 +205,18 @@ else
   # One line per mode, then the checksum and host-blocked lines of each.
   run_part pipeline-cuda 60 bash -c 'for mode in sync hold; do echo "--- mode $mode";
       "$0" -n 2 -- "$1" --device cuda:0 --mode "$mode" || exit 1; done' "$launch" "$B/bin/keel-pipeline"
+fi
+
+# Copies between two GPUs: keel's peer copy (memcpy_peer) beside raw
+# cudaMemcpyPeerAsync, each against a copy on one device. Only a machine
+# with two GPUs measures it.
+if [ -n "$gpu_why" ]; then
+  skip_part peer-copy-cuda "$gpu_why"
+elif [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ]; then
+  skip_part peer-copy-cuda "needs two GPUs"
+else
+  run_part peer-copy-cuda 40 bash -c '"$0" --pair cuda:0,cuda:1 && "$1"' \
+    "$B/bench/multidevice/keel_peer_copy_bench" "$B/bench/multidevice/keel_raw_cuda_peer_bench"
 fi
 
 # 4. The CPU device with every core of this host.

@@ -183,6 +183,11 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
     const int ipc_events = ipc_event_entries(t);
     c.expect(ipc_events == 0 || ipc_events == 2, "the ipc_event_* entries come as a set",
              std::to_string(ipc_events) + " of the 2 are present", KEEL_CTS_RULE(6, "ipc.event-set"));
+    // The peer entries are a pair.
+    if (t.abi_minor >= 6)
+        c.expect(KEEL_CTS_HAS(t, device_can_copy_peer) == KEEL_CTS_HAS(t, memcpy_peer),
+                 "device_can_copy_peer and memcpy_peer come together", "one of the pair is absent",
+                 KEEL_CTS_RULE(6, "multidev.peer-query"));
 }
 
 // What device `index` reports, checked against the table.
@@ -219,6 +224,9 @@ void check_device(Checker& c, const keel_plugin_api& t, std::uint32_t index) {
                  KEEL_CTS_RULE(3, "cap.pinned-copies-only"));
     }
     if (t.abi_minor >= 6) {
+        c.expect(!(p.capabilities & KEEL_DEVICE_CAP_PEER_COPY) || KEEL_CTS_HAS(t, memcpy_peer),
+                 at + "PEER_COPY only with memcpy_peer", "PEER_COPY is set but memcpy_peer is absent",
+                 KEEL_CTS_RULE(6, "multidev.peer-copy-cap"));
         const bool memory_cap = (p.capabilities & KEEL_DEVICE_CAP_IPC_MEMORY) != 0;
         c.expect(memory_cap == (ipc_memory_entries(t) == 4), at + "IPC_MEMORY iff the ipc_memory_* entries",
                  memory_cap ? "IPC_MEMORY is set but the ipc_memory_* entries are absent"

@@ -33,6 +33,7 @@ Plugin::~Plugin() {
         keep_forever(std::move(services_));
         return;
     }
+    for (const auto& slot : devices_) slot->helpers->close(api_);
     api_.plugin_shutdown();
     logger()->debug("[loader] plugin {} shut down; unloading {}", type_, path_.string());
 }

@@ -3,6 +3,7 @@
 // the last owner shuts the plugin down and unloads it.
 #pragma once
 
+#include "cross_device/helper_streams.hpp"
 #include "host_services.hpp"
 #include "plugin_api.hpp"
 #include "plugin_shares.hpp"
@@ -31,6 +32,9 @@ struct DeviceSlot {
     std::uint32_t index = 0;
     std::string name;  // "cpu:0"
     DeviceProperties properties;
+    // Streams the runtime keeps for work across devices (cross_device/),
+    // destroyed before plugin_shutdown.
+    std::unique_ptr<cross_device::HelperStreams> helpers = std::make_unique<cross_device::HelperStreams>();
 
     [[nodiscard]] const PluginApi& api() const noexcept;
 };

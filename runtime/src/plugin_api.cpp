@@ -200,4 +200,12 @@ Result<void> PluginApi::plugin_option_info(std::uint32_t index, keel_option_info
     return call(table_.plugin_option_info, "plugin_option_info", index, out);
 }
 
+Result<void> PluginApi::device_can_copy_peer(keel_device d, keel_device peer, std::int32_t* out_can) const {
+    return call(table_.device_can_copy_peer, "device_can_copy_peer", d, peer, out_can);
+}
+Result<void> PluginApi::memcpy_peer(keel_stream s, keel_device dst_device, keel_device_addr dst, keel_device src_device,
+                                    keel_device_addr src, std::uint64_t size) const {
+    return call(table_.memcpy_peer, "memcpy_peer", s, dst_device, dst, src_device, src, size);
+}
+
 }  // namespace keel::detail

@@ -114,6 +114,12 @@ public:
         return table_.abi_minor >= 6 && table_.plugin_option_info != nullptr;
     }
     [[nodiscard]] Result<void> plugin_option_info(std::uint32_t index, keel_option_info* out) const;
+    [[nodiscard]] bool has_peer_copy() const noexcept {
+        return table_.abi_minor >= 6 && table_.device_can_copy_peer != nullptr && table_.memcpy_peer != nullptr;
+    }
+    [[nodiscard]] Result<void> device_can_copy_peer(keel_device d, keel_device peer, std::int32_t* out_can) const;
+    [[nodiscard]] Result<void> memcpy_peer(keel_stream s, keel_device dst_device, keel_device_addr dst,
+                                           keel_device src_device, keel_device_addr src, std::uint64_t size) const;
 
 private:
     template <class Fn, class... Args>

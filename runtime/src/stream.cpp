@@ -14,6 +14,7 @@
 #include "memory/stream_registry.hpp"
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
+#include "cross_device/bridge.hpp"
 #include "plugin.hpp"
 #include "trace/hooks.hpp"
 
@@ -36,13 +37,6 @@ Error out_of_range(const char* where, const char* what, std::uint64_t size, cons
     return Error(KEEL_STATUS_OUT_OF_RANGE, std::string("[") + where + "] " + what + " of " +
                                                std::to_string(size) + " bytes does not fit " +
                                                into + " of " + std::to_string(capacity) + " bytes");
-}
-
-Error cross_device(const char* where, const std::string& what, const std::string& theirs,
-                   const Device& ours) {
-    return Error(KEEL_STATUS_UNIMPLEMENTED, std::string("[") + where + "] " + what + " is of " +
-                                                theirs + " and the stream of " + ours.name() +
-                                                "; waits across devices are not part of ABI 1.0");
 }
 
 }  // namespace
@@ -221,12 +215,12 @@ Result<void> Stream::wait(const Fence& fence) const {
     KEEL_TRY(check_stream(*this, "Stream::wait"));
     if (fence.empty()) return ok();  // an empty fence orders nothing
     const detail::DeviceSlot* theirs = detail::Access::device(fence);
-    if (theirs != &detail::Access::slot(device_))
-        return Error(KEEL_STATUS_UNIMPLEMENTED, "[Stream::wait] the fence is of " + theirs->name +
-                                                    " and the stream of " + device_.name() +
-                                                    "; waits across devices are not part of ABI 1.0");
+    const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
-    return memory::wait_fence(fence, handle_);
+    if (theirs == &mine) return memory::wait_fence(fence, handle_);
+    auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
+    if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    return ok();
 }
 
 Result<void> Stream::wait(const Event& event) const {
@@ -234,10 +228,12 @@ Result<void> Stream::wait(const Event& event) const {
     if (event.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Stream::wait] the event is empty (moved-from)");
     const detail::DeviceSlot* theirs = detail::Access::slot(event);
-    if (theirs != &detail::Access::slot(device_))
-        return cross_device("Stream::wait", "the event", theirs->name, device_);
+    const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_event, 0);
-    return detail::Access::slot(device_).api().stream_wait_event(handle_, detail::Access::handle(event));
+    if (theirs == &mine) return mine.api().stream_wait_event(handle_, detail::Access::handle(event));
+    auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
+    if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    return ok();
 }
 
 Result<void> Stream::order_after(const Stream& from) const {
@@ -245,9 +241,14 @@ Result<void> Stream::order_after(const Stream& from) const {
     if (from.empty())
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Stream::order_after] the stream to order after is empty (moved-from or closed)");
-    if (from.device() != device_)
-        return cross_device("Stream::order_after", "the stream to order after", from.device().name(), device_);
     if (from.handle_ == handle_) return ok();  // a stream is already in order with itself
+    if (from.device() != device_) {
+        KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* theirs, detail::Access::core(from));
+        auto r = cross_device::order_after(detail::Access::slot(device_), handle_, detail::Access::slot(from.device()),
+                                           from.handle_, *theirs);
+        if (!r.ok()) return std::move(r).error().context("Stream::order_after");
+        return ok();
+    }
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     if (trace::on()) [[unlikely]] {
         // Traced as its two halves: the fence on `from`, the wait here.
@@ -368,8 +369,21 @@ Result<void> Stream::copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, De
 
 Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
     KEEL_TRY(check_stream(*this, kCopy));
-    KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
-    KEEL_TRY(check_view(*this, kCopy, "the source", src));
+    const detail::DeviceSlot* mine = &detail::Access::slot(device_);
+    if (detail::Access::slot(dst) != mine || detail::Access::slot(src) != mine) [[unlikely]] {
+        // Between two devices: one side must be this stream's.
+        if (dst.empty() || src.empty() || (detail::Access::slot(dst) != mine && detail::Access::slot(src) != mine)) {
+            KEEL_TRY(check_view(*this, kCopy, "the destination", dst));
+            KEEL_TRY(check_view(*this, kCopy, "the source", src));
+        }
+        if (src.size() > dst.size())
+            return out_of_range(kCopy, "the source", src.size(), "the destination", dst.size());
+        if (src.size() == 0) return ok();
+        const bool writes_here = detail::Access::slot(dst) == mine;
+        KEEL_TRY(check_live(*this, kCopy, writes_here ? "the destination" : "the source",
+                            (writes_here ? dst : src).address(), src.size()));
+        return copy_across(dst, src);
+    }
     if (src.size() > dst.size()) return out_of_range(kCopy, "the source", src.size(), "the destination", dst.size());
     if (src.size() == 0) return ok();
     const bool overlap = dst.address() < src.address() + src.size() &&

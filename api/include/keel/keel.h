@@ -372,6 +372,19 @@ typedef enum keel_device_capability {
      * memcpy_h2d). Needs host_alloc; ignored in a plugin that declares an
      * older minor. */
     KEEL_DEVICE_CAP_PINNED_COPIES_ONLY = 1u << 4,
+    /* [multidev.peer-copy-cap] since 1.6: device_can_copy_peer and
+     * memcpy_peer are present, and this device copies to and from the memory
+     * of the other devices of its plugin that device_can_copy_peer names
+     * (see "ABI 1.6: several devices"). Ignored in a plugin that declares
+     * an older minor. */
+    KEEL_DEVICE_CAP_PEER_COPY = 1u << 5,
+    /* [multidev.peer-wait-cap] since 1.6: stream_wait_event of a stream of
+     * this device takes an event of any other device of its plugin that sets
+     * this bit too, with every rule of a wait on an event of its own device
+     * (the point is captured at the call; errors propagate as 1.3 says).
+     * Without it such a wait is INVALID_ARGUMENT and the runtime bridges it.
+     * Ignored in a plugin that declares an older minor. */
+    KEEL_DEVICE_CAP_PEER_EVENT_WAIT = 1u << 6,
     /* [1.6] ipc_memory_* share device memory with other processes
      * ([ipc.memory-set]). */
     KEEL_DEVICE_CAP_IPC_MEMORY = 1u << 7,
@@ -848,7 +861,9 @@ typedef struct keel_plugin_api {
      * [stream.wait-event] since 1.0: orders all work enqueued on `stream`
      * after this call behind the event's most recent record (a fence). The
      * host does not block. An event never recorded is already complete.
-     * `event` may belong to another stream of the same device. */
+     * `event` may belong to another stream of the same device (1.6: or of
+     * another device of this plugin, where both set
+     * KEEL_DEVICE_CAP_PEER_EVENT_WAIT). */
     keel_error* (*stream_wait_event)(keel_stream stream, keel_event event);
 
     /* [required]
@@ -1352,9 +1367,50 @@ typedef struct keel_plugin_api {
                                     keel_event* out_event);
     /* ---- end of ABI 1.6: memory and events shared between processes ---- */
 
+    /* ---- ABI 1.6: several devices ---------------------------------------
+     * Copies between the memory of two devices of this plugin, and waits of
+     * a stream of one device for an event of another. Each device says what
+     * it can do with a capability bit (KEEL_DEVICE_CAP_PEER_COPY,
+     * KEEL_DEVICE_CAP_PEER_EVENT_WAIT); the runtime does the rest itself
+     * (copies staged through pinned host memory, waits bridged by host
+     * functions), also between devices of two plugins.
+     *
+     * [multidev.foreign-memory] since 1.6: every entry but memcpy_peer
+     * takes device memory of the stream's (or the given) device only:
+     * memory of another device of this plugin is KEEL_STATUS_OUT_OF_RANGE
+     * (copies, memset) or KEEL_STATUS_INVALID_ARGUMENT (kernel arguments)
+     * where the plugin can tell, at the call or when the work executes,
+     * never a silent access of the other device's memory.
+     */
+
+    /* [optional, 1.6; present iff some device sets KEEL_DEVICE_CAP_PEER_COPY]
+     * [multidev.peer-query] since 1.6: *out_can = 1 when memcpy_peer copies
+     * between memory of `device` and memory of `peer` (both devices of this
+     * plugin, in either direction, on a stream of either), else 0. The
+     * answer never changes while the plugin is loaded. `device` == `peer`
+     * answers 0 (use memcpy_d2d). Any thread; never blocks for the device. */
+    keel_error* (*device_can_copy_peer)(keel_device device, keel_device peer, int32_t* out_can);
+
+    /* [optional, 1.6; present iff device_can_copy_peer is]
+     * [multidev.peer-copy] since 1.6: async copy of `size` bytes from `src`,
+     * memory of `src_device`, to `dst`, memory of `dst_device`, enqueued on
+     * `stream`, a stream of one of the two devices, for a pair that
+     * device_can_copy_peer accepts. The rules of memcpy_d2d otherwise: in
+     * stream order on `stream`, never blocking the enqueue; 0 bytes
+     * enqueue nothing. The caller orders the other device's earlier and
+     * later uses of its memory with events (the copy is the stream's
+     * work). Errors at the call: INVALID_ARGUMENT when `stream` is of
+     * neither device, or for a pair the plugin does not accept
+     * (device_can_copy_peer answers 0), or dst_device == src_device;
+     * OUT_OF_RANGE where the plugin can tell that an address is not memory
+     * of the device it is given with. */
+    keel_error* (*memcpy_peer)(keel_stream stream, keel_device dst_device, keel_device_addr dst,
+                               keel_device src_device, keel_device_addr src, uint64_t size);
+    /* ---- end of ABI 1.6: several devices ---- */
+
     /* ---- append new entries above this line's successor, never above -- */
 } keel_plugin_api;
-#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, ipc_event_import)
+#define KEEL_PLUGIN_API_STRUCT_SIZE KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_peer)
 /* The table's size at each minor.
  * [table.size-of-minor] since 1.0: a plugin declaring minor N writes a
  * struct_size of at most KEEL_PLUGIN_API_STRUCT_SIZE_1_N (new entries come
@@ -1368,7 +1424,7 @@ typedef struct keel_plugin_api {
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_3 KEEL_STRUCT_SIZE(keel_plugin_api, stream_annotate_range)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_4 KEEL_STRUCT_SIZE(keel_plugin_api, stream_enqueue_fallible_host_func)
 #define KEEL_PLUGIN_API_STRUCT_SIZE_1_5 KEEL_STRUCT_SIZE(keel_plugin_api, comm_send_recv_sized)
-#define KEEL_PLUGIN_API_STRUCT_SIZE_1_6 KEEL_STRUCT_SIZE(keel_plugin_api, ipc_event_import)
+#define KEEL_PLUGIN_API_STRUCT_SIZE_1_6 KEEL_STRUCT_SIZE(keel_plugin_api, memcpy_peer)
 
 /* Largest copy memcpy_h2d_inline accepts. */
 #define KEEL_INLINE_COPY_MAX 256u
@@ -1434,7 +1490,7 @@ KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_4 == 8 + 43 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_5 == 8 + 44 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 8 + 51 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 8 + 53 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(sizeof(keel_ipc_handle_kind) == 4, "enums are 32-bit");
 KEEL_STATIC_ASSERT(sizeof(keel_reduce_op) == 4, "enums are 32-bit");
@@ -1452,7 +1508,7 @@ KEEL_STATIC_ASSERT(KEEL_KERNEL_ARG_STRUCT_SIZE == 32, "keel_kernel_arg layout ch
 KEEL_STATIC_ASSERT(KEEL_NATIVE_HANDLE_STRUCT_SIZE == 24, "keel_native_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_PAGEABLE_STAGING_STATS_STRUCT_SIZE == 88,
                    "keel_pageable_staging_stats layout changed");
-KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 16 + 50 * sizeof(void*),
+KEEL_STATIC_ASSERT(KEEL_PLUGIN_API_STRUCT_SIZE_1_6 == 16 + 52 * sizeof(void*),
                    "keel_plugin_api layout changed: entries are append-only");
 KEEL_STATIC_ASSERT(KEEL_IPC_HANDLE_STRUCT_SIZE == 96, "keel_ipc_handle layout changed");
 KEEL_STATIC_ASSERT(KEEL_OPTION_INFO_STRUCT_SIZE == 56, "keel_option_info layout changed");

@@ -33,6 +33,9 @@ namespace keel::env {
 // second, or a spin window past ten, makes a run look hung, not checked.
 inline constexpr std::int64_t kMaxCpuDelayUs = 1'000'000;
 inline constexpr std::int64_t kMaxCpuSpinUs = 10'000'000;
+// Devices of the CPU plugin: the tag byte of a device address names the
+// device (plugins/cpu/src/address_space.hpp), and 16 keep it non-canonical.
+inline constexpr std::int64_t kMaxCpuDevices = 16;
 
 // The variables, in the order of kVariables.
 enum class Var : unsigned {
@@ -62,6 +65,7 @@ enum class Var : unsigned {
     cpu_fail_alloc_prob,
     cpu_fail_op_after,
     cpu_fail_op_prob,
+    cpu_devices,
     cuda_test_kernels,
     level_zero_loader,
     bench_chunk_kib,
@@ -138,6 +142,8 @@ inline constexpr Variable kVariables[] = {
     {Var::cpu_fail_op_after, "KEEL_CPU_FAIL_OP_AFTER", "a count >= 0", "off", "the op after this many fails"},
     {Var::cpu_fail_op_prob, "KEEL_CPU_FAIL_OP_PROB", "a probability in [0, 1]", "0",
      "each op fails with this probability"},
+    {Var::cpu_devices, "KEEL_CPU_DEVICES", "1..16", "1",
+     "devices of the CPU plugin (cpu:0 ... cpu:N-1), each with its own memory"},
     {Var::cuda_test_kernels, "KEEL_CUDA_TEST_KERNELS", "1|0|on|off|true|false|yes|no", "0",
      "the CUDA plugin also serves its test kernels"},
     {Var::level_zero_loader, "KEEL_LEVEL_ZERO_LOADER", "a library name or path", "libze_loader.so.1",
@@ -342,6 +348,7 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
         }
         case Var::cpu_spin_us: valid = *s == "forever" || integer_in(*s, 0, kMaxCpuSpinUs); break;
         case Var::cpu_threads: valid = integer_in(*s, 0, 1024); break;
+        case Var::cpu_devices: valid = integer_in(*s, 1, kMaxCpuDevices); break;
         case Var::cpu_delay_us: valid = integer_in(*s, 0, kMaxCpuDelayUs); break;
         case Var::cpu_delay: {
             std::string_view t = *s;

@@ -166,6 +166,20 @@ void copy_between(const at::Tensor& dst, const at::Tensor& src, bool non_blockin
             unwrap(stream_of(dst).copy(view_of(dst), view_of(src)));  // on the device, on the stream
             return;
         }
+        if (src.device() != dst.device() && src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() &&
+            src.is_contiguous() && dst.is_contiguous()) {
+            // Between two keel devices (keel:0 -> keel:1), on the devices:
+            // the copy runs on dst's stream after src's producers, and src's
+            // stream, where src is freed, waits for the copy (as PyTorch's
+            // CUDA copy between devices does). keel picks the path
+            // (keel::copy_path: a peer copy, or staged through pinned memory).
+            const keel::Stream& to = stream_of(dst);
+            const keel::Stream& from = stream_of(src);
+            unwrap(to.order_after(from));
+            unwrap(to.copy(view_of(dst), view_of(src)));
+            unwrap(from.order_after(to));
+            return;
+        }
         upload(dst, download(src), false);
         return;
     }

@@ -22,8 +22,8 @@ void fill_words(std::byte* dst, std::uint64_t size, std::uint32_t word) noexcept
 
 namespace {
 
-keel_device_addr make_addr(std::uint32_t slot) noexcept {
-    return kDeviceAddrTag | (static_cast<std::uint64_t>(slot) << kSlotShift);
+keel_device_addr make_addr(std::uint64_t tag, std::uint32_t slot) noexcept {
+    return tag | (static_cast<std::uint64_t>(slot) << kSlotShift);
 }
 
 std::string describe(const AllocationInfo& a) {
@@ -33,8 +33,15 @@ std::string describe(const AllocationInfo& a) {
 
 }  // namespace
 
-AddressSpace::AddressSpace(std::uint64_t total_bytes, const CheckerConfig& check)
-    : total_(total_bytes), check_(check) {}
+std::optional<std::uint32_t> device_of_address(keel_device_addr addr) noexcept {
+    const std::uint64_t tag = addr >> 56;
+    const std::uint64_t first = kDeviceAddrTag >> 56;
+    if (tag < first || tag >= first + kMaxDevices) return std::nullopt;
+    return static_cast<std::uint32_t>(tag - first);
+}
+
+AddressSpace::AddressSpace(std::uint64_t total_bytes, const CheckerConfig& check, std::uint32_t device_index)
+    : tag_(kDeviceAddrTag + (static_cast<std::uint64_t>(device_index) << 56)), total_(total_bytes), check_(check) {}
 
 AddressSpace::~AddressSpace() {
     for (auto& c : chunks_) c.store(nullptr, std::memory_order_relaxed);
@@ -120,7 +127,7 @@ Result<AllocationInfo> AddressSpace::allocate(std::uint64_t size, std::uint64_t 
     write(slot, SlotState::live, host, size, id);
     used_.fetch_add(rounded, std::memory_order_relaxed);
     live_.fetch_add(1, std::memory_order_relaxed);
-    return AllocationInfo{id, make_addr(slot), size};
+    return AllocationInfo{id, make_addr(tag_, slot), size};
 }
 
 Result<AllocationInfo> AddressSpace::adopt_shared(HostBlock storage, std::uint64_t size, std::uint64_t id) {
@@ -140,7 +147,7 @@ Result<AllocationInfo> AddressSpace::adopt_shared(HostBlock storage, std::uint64
 }
 
 Result<AllocationInfo> AddressSpace::free(keel_device_addr addr) {
-    if ((addr & ~(kOffsetMask | (0xFFFFFull << kSlotShift))) != kDeviceAddrTag)
+    if ((addr & ~(kOffsetMask | (0xFFFFFull << kSlotShift))) != tag_)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, hex(addr) + " is not a device address");
     if ((addr & kOffsetMask) != 0)
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
@@ -195,31 +202,36 @@ void AddressSpace::evict_quarantine(std::uint64_t keep_bytes) {
 }
 
 std::optional<AllocationInfo> AddressSpace::find_live(keel_device_addr addr) const noexcept {
-    if ((addr >> 56) != (kDeviceAddrTag >> 56)) return std::nullopt;
+    if ((addr >> 56) != (tag_ >> 56)) return std::nullopt;
     const std::uint32_t slot = static_cast<std::uint32_t>((addr >> kSlotShift) & 0xFFFFF);
     const Slot* s = slot == 0 ? nullptr : slot_at(slot);
     if (!s) return std::nullopt;
     const SlotView v = read(*s);
     if (v.state != SlotState::live) return std::nullopt;
-    return AllocationInfo{v.id, make_addr(slot), v.size};
+    return AllocationInfo{v.id, make_addr(tag_, slot), v.size};
 }
 
 Result<AddressSpace::Resolved> AddressSpace::resolve(keel_device_addr addr, std::uint64_t size,
                                                     bool late_host) const {
-    if ((addr >> 56) != (kDeviceAddrTag >> 56)) [[unlikely]]
+    if ((addr >> 56) != (tag_ >> 56)) [[unlikely]] {
+        if (const std::optional<std::uint32_t> other = device_of_address(addr))
+            return Error(KEEL_STATUS_OUT_OF_RANGE, hex(addr) + " is memory of cpu:" + std::to_string(*other) +
+                                                       ", not of cpu:" + std::to_string(device_index()) +
+                                                       " (a copy between devices goes through memcpy_peer)");
         return Error(KEEL_STATUS_OUT_OF_RANGE, hex(addr) + " is not a device address (a host pointer?)");
+    }
     const std::uint32_t slot = static_cast<std::uint32_t>((addr >> kSlotShift) & 0xFFFFF);
     const std::uint64_t offset = addr & kOffsetMask;
     const Slot* s = slot == 0 ? nullptr : slot_at(slot);
     const SlotView v = s ? read(*s) : SlotView{SlotState::empty, nullptr, 0, 0};
-    const AllocationInfo info{v.id, make_addr(slot), v.size};
+    const AllocationInfo info{v.id, make_addr(tag_, slot), v.size};
     if (v.state != SlotState::live) [[unlikely]] {
         if (v.state == SlotState::freed) {
             if (late_host && !check_.guard && v.host != nullptr && offset <= v.size && size <= v.size - offset)
                 return Resolved{v.host + offset, info};  // unguarded late use: the poisoned storage
             return Error(KEEL_STATUS_OUT_OF_RANGE,
                          hex(addr) + " is in freed allocation #" + std::to_string(v.id) + " (" +
-                             hex(make_addr(slot)) + ", " + std::to_string(v.size) + " bytes): use after free");
+                             hex(make_addr(tag_, slot)) + ", " + std::to_string(v.size) + " bytes): use after free");
         }
         return Error(KEEL_STATUS_OUT_OF_RANGE, hex(addr) + " is not in any device allocation");
     }
@@ -246,7 +258,7 @@ std::vector<AllocationInfo> AddressSpace::live_allocations() const {
         const Slot* s = slot_at(i);
         if (!s) continue;
         const SlotView v = read(*s);
-        if (v.state == SlotState::live) out.push_back({v.id, make_addr(i), v.size});
+        if (v.state == SlotState::live) out.push_back({v.id, make_addr(tag_, i), v.size});
     }
     return out;
 }

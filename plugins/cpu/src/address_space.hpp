@@ -1,10 +1,12 @@
 // Device memory of the CPU device: host storage behind integer addresses
 // that are NOT host pointers.
 //
-// An address is  0x4B << 56 | slot << 36 | offset : the top byte 0x4B makes
-// it non-canonical on x86-64 (4- and 5-level paging alike), so a host
+// An address is  (0x4B + device) << 56 | slot << 36 | offset : the top byte
+// (0x4B for cpu:0, 0x4C for cpu:1, ... at most 16 devices) makes it
+// non-canonical on x86-64 (4- and 5-level paging alike), so a host
 // dereference of a device address faults (SIGSEGV) instead of silently
-// working. `slot` (20 bits) names the allocation, `offset` (36 bits) the
+// working, and names the device: an address of another device is refused
+// by translate(), never read from this device's storage. `slot` (20 bits) names the allocation, `offset` (36 bits) the
 // byte inside it, so one allocation is at most 64 GiB.
 //
 // translate() is the ONE place device addresses become host pointers. It
@@ -41,6 +43,11 @@ inline constexpr unsigned kSlotShift = 36;
 inline constexpr std::uint64_t kOffsetMask = (1ull << kSlotShift) - 1;
 inline constexpr std::uint64_t kMaxAllocation = 1ull << kSlotShift;  // 64 GiB
 inline constexpr std::uint64_t kAllocAlignment = 256;
+// Devices whose tag bytes (0x4B ... 0x5A) stay non-canonical.
+inline constexpr std::uint32_t kMaxDevices = 16;
+
+// The CPU device whose tag `addr` carries, if it carries one.
+[[nodiscard]] std::optional<std::uint32_t> device_of_address(keel_device_addr addr) noexcept;
 
 // What the address space knows about one allocation.
 struct AllocationInfo {
@@ -51,7 +58,7 @@ struct AllocationInfo {
 
 class AddressSpace {
 public:
-    AddressSpace(std::uint64_t total_bytes, const CheckerConfig& check);
+    AddressSpace(std::uint64_t total_bytes, const CheckerConfig& check, std::uint32_t device_index);
     AddressSpace(const AddressSpace&) = delete;
     AddressSpace& operator=(const AddressSpace&) = delete;
     AddressSpace(AddressSpace&&) = delete;
@@ -75,6 +82,11 @@ public:
     [[nodiscard]] Result<AllocationInfo> locate(keel_device_addr addr, std::uint64_t size) const;
 
     [[nodiscard]] std::uint64_t total_bytes() const noexcept { return total_; }
+    [[nodiscard]] std::uint32_t device_index() const noexcept {
+        return static_cast<std::uint32_t>((tag_ - kDeviceAddrTag) >> 56);
+    }
+    // Whether `addr` carries this device's tag (it may still be unallocated).
+    [[nodiscard]] bool tagged_here(keel_device_addr addr) const noexcept { return (addr >> 56) == (tag_ >> 56); }
     [[nodiscard]] std::uint64_t used_bytes() const noexcept { return used_.load(std::memory_order_relaxed); }
     [[nodiscard]] std::uint64_t live_count() const noexcept { return live_.load(std::memory_order_relaxed); }
     [[nodiscard]] std::vector<AllocationInfo> live_allocations() const;
@@ -112,6 +124,7 @@ private:
     [[nodiscard]] Result<std::uint32_t> take_slot();  // under mutex_
     void evict_quarantine(std::uint64_t keep_bytes);  // under mutex_
 
+    const std::uint64_t tag_;  // the top byte of this device's addresses, in place
     const std::uint64_t total_;
     const CheckerConfig check_;
     std::atomic<std::uint64_t> used_{0};

@@ -12,6 +12,7 @@ using env::Var;
 // Every setting, as an option key beside its KEEL_CPU_* variable
 // (plugins/cpu/README.md). Options override the variables.
 constexpr plugin::OptionSpec kSpecs[] = {
+    {"devices", Var::cpu_devices},
     {"memory_bytes", Var::cpu_memory_bytes},
     {"spin_us", Var::cpu_spin_us},
     {"threads", Var::cpu_threads},
@@ -97,6 +98,8 @@ Result<Config> read_config(const plugin::Options& o) {
         KEEL_TRY_ASSIGN(const auto spin, o.integer("spin_us", 0, kMaxCpuSpinUs));
         if (spin) c.spin_us = *spin;
     }
+    KEEL_TRY_ASSIGN(const auto devices, o.integer("devices", 1, env::kMaxCpuDevices));
+    if (devices) c.devices = static_cast<std::uint32_t>(*devices);
     KEEL_TRY_ASSIGN(const auto threads, o.integer("threads", 0, 1024));
     if (threads) c.pool_threads = static_cast<std::uint32_t>(*threads);
     KEEL_TRY(read_switch(o, "mlock", c.mlock_pinned));

@@ -49,6 +49,8 @@ struct CheckerConfig {
 };
 
 struct Config {
+    // Devices (KEEL_CPU_DEVICES), each with memory_bytes of its own memory.
+    std::uint32_t devices = 1;
     std::uint64_t memory_bytes = 4ull << 30;
     // How long a worker or a host waiter spins before parking on a futex;
     // negative = never park (spin forever, for dedicated cores).

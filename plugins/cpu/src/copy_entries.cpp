@@ -4,6 +4,8 @@
 #include "checker/guarded_pages.hpp"
 #include "checker/host_memory.hpp"
 #include "device.hpp"
+#include "device_memories.hpp"
+#include "plugin.hpp"
 #include "entries.hpp"
 #include "execute.hpp"
 #include "kernel_registry.hpp"
@@ -55,11 +57,30 @@ Result<std::byte*> device_range(Device& device, keel_device_addr addr, std::uint
     return r;
 }
 
+// Memory of another device of this plugin, refused at the call: only
+// memcpy_peer crosses devices.
+Result<void> check_device_of(Stream& s, keel_device_addr addr, const char* role) {
+    if (s.device().memory().tagged_here(addr)) [[likely]] return ok();
+    const std::optional<std::uint32_t> other = device_of_address(addr);
+    if (!other) return ok();  // not a device address at all: reported when the op runs
+    return Error(KEEL_STATUS_OUT_OF_RANGE, std::string(role) + " " + hex(addr) + " is memory of cpu:" +
+                                               std::to_string(*other) + ", but the stream is on cpu:" +
+                                               std::to_string(s.device().index()) +
+                                               " (a copy between devices goes through memcpy_peer)");
+}
+
 Result<void> check_range(keel_device_addr addr, std::uint64_t size, const char* role) {
     if (addr == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " device address is 0");
     if (addr + size < addr)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(role) + " range overflows the address space");
     return ok();
+}
+
+Result<std::byte*> peer_range(const DeviceMemories& memories, keel_device_addr addr, std::uint64_t size,
+                              const char* role) {
+    auto r = memories.translate(addr, size);
+    if (!r.ok()) return Error(r.error().code(), std::string(role) + " " + r.error().message());
+    return r;
 }
 
 Result<void> check_host(const void* p, const char* role) {
@@ -212,6 +233,15 @@ Result<void> execute_copy(Device& device, Op& op) {
             copy_to_device_memory(dst, src, op.size);
             return ok();
         }
+        case OpKind::copy_peer: {
+            // Each address is translated by the device it names (checked at
+            // the call to be the device it was given with).
+            const DeviceMemories& memories = the_plugin().memories();
+            KEEL_TRY_ASSIGN(std::byte * src, peer_range(memories, op.src_addr, op.size, "source"));
+            KEEL_TRY_ASSIGN(std::byte * dst, peer_range(memories, op.dst_addr, op.size, "destination"));
+            copy_to_device_memory(dst, src, op.size);
+            return ok();
+        }
         case OpKind::memset_d8: {
             KEEL_TRY_ASSIGN(std::byte * dst, device_range(device, op.dst_addr, op.size, "destination"));
             set_bytes(dst, op.value, op.size);
@@ -228,6 +258,7 @@ keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
+        KEEL_TRY(check_device_of(*s, dst, "destination"));
         KEEL_TRY(check_host(src, "source"));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::copy_h2d;
@@ -244,6 +275,7 @@ keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(src, size, "source"));
+        KEEL_TRY(check_device_of(*s, src, "source"));
         KEEL_TRY(check_host(dst, "destination"));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::copy_d2h;
@@ -260,7 +292,9 @@ keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_add
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
+        KEEL_TRY(check_device_of(*s, dst, "destination"));
         KEEL_TRY(check_range(src, size, "source"));
+        KEEL_TRY(check_device_of(*s, src, "source"));
         KEEL_TRY(plugin::check_no_overlap(dst, src, size));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::copy_d2d;
@@ -277,6 +311,7 @@ keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, u
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
+        KEEL_TRY(check_device_of(*s, dst, "destination"));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::memset_d8;
             op.dst_addr = dst;
@@ -293,6 +328,7 @@ keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const vo
         KEEL_TRY(plugin::check_inline_copy_size(size));
         if (size == 0) return s->check_usable();
         KEEL_TRY(check_range(dst, size, "destination"));
+        KEEL_TRY(check_device_of(*s, dst, "destination"));
         KEEL_TRY(check_host(src, "source"));
         KEEL_TRY(s->enqueue([&](Op& op) {
             op.kind = OpKind::copy_h2d_inline;

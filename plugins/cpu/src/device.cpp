@@ -32,12 +32,12 @@ std::string cpu_model() {
 
 }  // namespace
 
-Device::Device(const Config& config)
+Device::Device(const Config& config, std::uint32_t index, PinnedMemory& pinned, IdCounters& ids)
     : config_(config),
-      memory_(config.memory_bytes, config.check),
-      pinned_(config.mlock_pinned, config.check),
-      checker_(config.checker_active ? std::make_unique<Checker>(config.check, memory_, pinned_) : nullptr),
-      ipc_(std::make_unique<ipc::IpcDevice>(memory_, checker_.get())) {}
+      memory_(config.memory_bytes, config.check, index),
+      pinned_(pinned),
+      ids_(ids),
+      ipc_(std::make_unique<ipc::IpcDevice>(memory_, nullptr)) {}
 
 Device::~Device() { magic_ = 0; }
 
@@ -56,6 +56,7 @@ keel_device_properties Device::properties() const {
     std::strncpy(p.vendor, "keel", sizeof p.vendor - 1);
     p.total_memory = memory_.total_bytes();
     p.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_CONCURRENT_STREAMS | KEEL_DEVICE_CAP_PINNED_MEMORY |
+                     KEEL_DEVICE_CAP_PEER_COPY | KEEL_DEVICE_CAP_PEER_EVENT_WAIT |
                      KEEL_DEVICE_CAP_IPC_MEMORY | KEEL_DEVICE_CAP_IPC_EVENTS;
     p.compute_units = thread_pool_size();
     p.max_allocation = std::min(memory_.total_bytes(), kMaxAllocation);
@@ -64,7 +65,7 @@ keel_device_properties Device::properties() const {
 }
 
 Result<Stream*> Device::create_stream() {
-    auto stream = std::make_unique<Stream>(*this, ++stream_ids_);
+    auto stream = std::make_unique<Stream>(*this, ++ids_.streams);
     Stream* raw = stream.get();
     std::lock_guard lock(handles_mutex_);
     streams_.emplace(raw, std::move(stream));
@@ -97,10 +98,10 @@ void Device::destroy_event(Event* e) {
     std::unique_ptr<Event> owned = events_.remove(e);  // destroyed here, outside the shard's lock
 }
 
-std::string Device::release_everything() {
+std::string Device::release_everything(bool with_pinned) {
     std::string report;
     auto allocations = memory_.live_allocations();
-    auto blocks = pinned_.live_blocks();
+    auto blocks = with_pinned ? pinned_.live_blocks() : decltype(pinned_.live_blocks()){};
     std::unordered_map<Stream*, std::unique_ptr<Stream>> streams;
     {
         std::lock_guard lock(handles_mutex_);
@@ -175,7 +176,7 @@ namespace entries {
 keel_error* device_count(uint32_t* out_count) {
     return plugin::entry("cpu device_count", [&]() -> Result<void> {
         KEEL_TRY(plugin::require_non_null(out_count, "out_count"));
-        *out_count = 1;
+        *out_count = static_cast<uint32_t>(the_plugin().device_count());
         return ok();
     });
 }
@@ -183,9 +184,11 @@ keel_error* device_count(uint32_t* out_count) {
 keel_error* device_get(uint32_t index, keel_device* out_device) {
     return plugin::entry("cpu device_get", [&]() -> Result<void> {
         KEEL_TRY(plugin::require_non_null(out_device, "out_device"));
-        if (index != 0)
-            return Error(KEEL_STATUS_NOT_FOUND, "device index " + std::to_string(index) + " out of range (1 device)");
-        *out_device = the_plugin().device().handle();
+        Plugin& plugin = the_plugin();
+        if (index >= plugin.device_count())
+            return Error(KEEL_STATUS_NOT_FOUND, "device index " + std::to_string(index) + " out of range (" +
+                                                    std::to_string(plugin.device_count()) + " devices)");
+        *out_device = plugin.device(index).handle();
         return ok();
     });
 }

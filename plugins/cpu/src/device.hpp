@@ -1,6 +1,11 @@
-// The one CPU device (cpu:0) and everything it owns: device memory, pinned
-// memory, the checker (when on), and the live streams and events (so
-// plugin_shutdown can report and release what the caller leaked).
+// One CPU device (cpu:<index>) and everything it owns: its device memory
+// (an address space of its own, whose addresses carry the device's tag),
+// and the live streams and events (so plugin_shutdown can report and
+// release what the caller leaked). Pinned memory, the checker and the id
+// counters belong to the plugin and are shared by its devices (plugin.hpp):
+// pinned memory serves copies of every device, and the checker orders the
+// streams of every device in one model, so waits and copies across devices
+// are checked like any other.
 //
 // Thread-safety: every member may be called from any thread.
 #pragma once
@@ -26,11 +31,18 @@ namespace keel::cpu {
 class Stream;
 class Event;
 
+// Numbers that are unique across the plugin's devices (the checker keys
+// streams and allocations by them).
+struct IdCounters {
+    std::atomic<std::uint64_t> allocations{0};
+    std::atomic<std::uint64_t> streams{0};
+};
+
 class Device {
 public:
     static constexpr std::uint32_t kMagic = 0x4B435055;  // "KCPU"
 
-    explicit Device(const Config& config);
+    Device(const Config& config, std::uint32_t index, PinnedMemory& pinned, IdCounters& ids);
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     Device(Device&&) = delete;
@@ -41,15 +53,22 @@ public:
     [[nodiscard]] static Result<Device*> from(keel_device d);
 
     [[nodiscard]] const Config& config() const noexcept { return config_; }
+    [[nodiscard]] std::uint32_t index() const noexcept { return memory_.device_index(); }
     [[nodiscard]] AddressSpace& memory() noexcept { return memory_; }
+    // The plugin's pinned memory, shared by its devices.
     [[nodiscard]] PinnedMemory& pinned() noexcept { return pinned_; }
-    // Null when checker mode is off.
-    [[nodiscard]] Checker* checker() noexcept { return checker_.get(); }
+    // The plugin's checker; null when checker mode is off.
+    [[nodiscard]] Checker* checker() noexcept { return checker_; }
+    // Set once by the plugin, after every device exists and before any entry runs.
+    void attach_checker(Checker* checker) noexcept {
+        checker_ = checker;
+        ipc_->memory.attach_checker(checker);
+    }
     // Memory and events shared with other processes (keel.h 1.6).
     [[nodiscard]] ipc::IpcDevice& ipc() noexcept { return *ipc_; }
     [[nodiscard]] SpinWindow spin() const noexcept { return SpinWindow{config_.spin_us < 0 ? -1 : config_.spin_us * 1000}; }
 
-    [[nodiscard]] std::uint64_t next_allocation_id() noexcept { return ++allocation_ids_; }
+    [[nodiscard]] std::uint64_t next_allocation_id() noexcept { return ++ids_.allocations; }
 
     [[nodiscard]] keel_device_properties properties() const;
 
@@ -66,17 +85,17 @@ public:
     [[nodiscard]] Result<void> host_free(void* ptr);
 
     // The leak report of plugin_shutdown ("" when nothing is live), after
-    // which every live stream and event is released.
-    [[nodiscard]] std::string release_everything();
+    // which every live stream and event is released. `with_pinned`: the
+    // report counts the plugin's pinned memory too (one device says it).
+    [[nodiscard]] std::string release_everything(bool with_pinned);
 
 private:
     std::uint32_t magic_ = kMagic;
     const Config config_;
     AddressSpace memory_;
-    PinnedMemory pinned_;
-    std::unique_ptr<Checker> checker_;
-    std::atomic<std::uint64_t> allocation_ids_{0};
-    std::atomic<std::uint64_t> stream_ids_{0};
+    PinnedMemory& pinned_;
+    IdCounters& ids_;
+    Checker* checker_ = nullptr;
 
     std::mutex handles_mutex_;
     std::unordered_map<Stream*, std::unique_ptr<Stream>> streams_;

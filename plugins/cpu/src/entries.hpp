@@ -40,6 +40,9 @@ keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint
 keel_error* memcpy_d2d(keel_stream stream, keel_device_addr dst, keel_device_addr src, uint64_t size);
 keel_error* memset_d8(keel_stream stream, keel_device_addr dst, uint8_t value, uint64_t size);
 keel_error* memcpy_h2d_inline(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size);
+keel_error* device_can_copy_peer(keel_device device, keel_device peer, int32_t* out_can);
+keel_error* memcpy_peer(keel_stream stream, keel_device dst_device, keel_device_addr dst, keel_device src_device,
+                        keel_device_addr src, uint64_t size);
 
 keel_error* kernel_get(keel_device device, const char* name, keel_kernel* out_kernel);
 keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_launch_args* launch);

@@ -32,7 +32,7 @@ keel_error* plugin_info(keel_plugin_info* out) {
 
 void plugin_shutdown() {
     if (!g_plugin) return;
-    std::string report = g_plugin->device().release_everything();
+    std::string report = g_plugin->release_everything();
     if (!report.empty())
         plugin::HostLog::write(KEEL_LOG_WARN, "[cpu plugin_shutdown] " + report);
     else
@@ -89,6 +89,8 @@ constexpr keel_plugin_api kApi = [] {
     api.ipc_memory_close = &entries::ipc_memory_close;
     api.ipc_event_export = &entries::ipc_event_export;
     api.ipc_event_import = &entries::ipc_event_import;
+    api.device_can_copy_peer = &entries::device_can_copy_peer;
+    api.memcpy_peer = &entries::memcpy_peer;
     return api;
 }();
 

@@ -208,8 +208,9 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) {
     return plugin::entry("cpu stream_wait_event", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, Stream::from(stream));
         KEEL_TRY_ASSIGN(Event * e, Event::from(event));
-        if (&e->device() != &s->device())
-            return Error(KEEL_STATUS_INVALID_ARGUMENT, "event and stream belong to different devices");
+        // An event of another device of this plugin is waited for like one
+        // of this device (KEEL_DEVICE_CAP_PEER_EVENT_WAIT): every device's
+        // timelines are in this process, and the checker orders all of them.
         if (ipc::is_imported(*e)) [[unlikely]] return ipc::wait_imported(*s, *e);
         if (Checker* checker = s->device().checker()) [[unlikely]]
             return wait_checked(*checker, *s, *e);

@@ -58,6 +58,16 @@ keel_error* kernel_launch(keel_stream stream, keel_kernel kernel, const keel_lau
         KEEL_TRY(s->check_usable());
         KEEL_TRY_ASSIGN(auto args, plugin::LaunchArgsView::make(launch, def->name));
         KEEL_TRY_ASSIGN(KernelWork work, def->validate(args));
+        // Memory of another device is refused whatever the checker does: a
+        // kernel runs on its stream's device only.
+        for (const BufferUse& b : work.buffers()) {
+            if ((b.addr == 0 && b.size == 0) || s->device().memory().tagged_here(b.addr)) continue;
+            if (const std::optional<std::uint32_t> other = device_of_address(b.addr))
+                return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                             "[" + std::string(def->name) + "] buffer argument (" + b.role + ") " + hex(b.addr) +
+                                 " is memory of cpu:" + std::to_string(*other) + ", but the stream is on cpu:" +
+                                 std::to_string(s->device().index()));
+        }
         // docs/kernels.md: a buffer outside the device's allocations is
         // refused before anything is enqueued, so the stream stays usable
         // (a checker tracking races refuses it at enqueue with its finding;

@@ -24,6 +24,7 @@ enum class OpKind : std::uint8_t {
     copy_h2d,
     copy_d2h,
     copy_d2d,
+    copy_peer,  // memcpy_peer: the addresses name their devices
     memset_d8,
     copy_h2d_inline,
     kernel,

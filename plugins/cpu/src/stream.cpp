@@ -22,6 +22,7 @@ const char* op_name(OpKind kind) noexcept {
         case OpKind::copy_h2d: return "memcpy_h2d";
         case OpKind::copy_d2h: return "memcpy_d2h";
         case OpKind::copy_d2d: return "memcpy_d2d";
+        case OpKind::copy_peer: return "memcpy_peer";
         case OpKind::memset_d8: return "memset_d8";
         case OpKind::copy_h2d_inline: return "memcpy_h2d_inline";
         case OpKind::kernel: return "kernel_launch";
@@ -206,6 +207,7 @@ Result<void> Stream::execute(Op& op) {
         case OpKind::copy_h2d:
         case OpKind::copy_d2h:
         case OpKind::copy_d2d:
+        case OpKind::copy_peer:
         case OpKind::memset_d8:
         case OpKind::copy_h2d_inline: return execute_copy(device_, op);
         case OpKind::kernel: return execute_kernel(device_, op);

@@ -106,7 +106,9 @@ Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
     // Not HOST_ADDRESSABLE: cudaMalloc memory faults when the host
     // dereferences it (only managed memory, which keel does not allocate,
     // is host-accessible).
-    properties_.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_PINNED_MEMORY;
+    // PEER_COPY: memcpy_peer (peer.cpp). Waits across devices are bridged by
+    // the runtime: this plugin's error propagation is per device.
+    properties_.capabilities = KEEL_DEVICE_CAP_EVENT_TIMING | KEEL_DEVICE_CAP_PINNED_MEMORY | KEEL_DEVICE_CAP_PEER_COPY;
     // cudaIpc* needs a device that supports it (not WSL, not some MIG setups).
     int ipc_ok = 0;
     if (cudaDeviceGetAttribute(&ipc_ok, cudaDevAttrIpcEventSupport, ordinal_) == cudaSuccess && ipc_ok != 0)

@@ -44,6 +44,11 @@ keel_error* device_free(keel_device device, keel_device_addr addr) noexcept;
 keel_error* host_alloc(keel_device device, uint64_t size, void** out_ptr) noexcept;
 keel_error* host_free(keel_device device, void* ptr) noexcept;
 
+// peer.cpp
+keel_error* device_can_copy_peer(keel_device device, keel_device peer, int32_t* out_can) noexcept;
+keel_error* memcpy_peer(keel_stream stream, keel_device dst_device, keel_device_addr dst, keel_device src_device,
+                        keel_device_addr src, uint64_t size) noexcept;
+
 // copy_entries.cpp
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept;
 keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint64_t size) noexcept;

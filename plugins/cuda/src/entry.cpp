@@ -67,6 +67,8 @@ constexpr keel_plugin_api kApi = {
     .ipc_memory_close = &ipc_memory_close,
     .ipc_event_export = &ipc_event_export,
     .ipc_event_import = &ipc_event_import,
+    .device_can_copy_peer = &device_can_copy_peer,
+    .memcpy_peer = &memcpy_peer,
 };
 
 }  // namespace

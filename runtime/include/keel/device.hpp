@@ -21,6 +21,14 @@ struct DeviceSlot;  // one device of a loaded plugin (internal)
 
 class DeviceView;
 
+// How Stream::copy moves bytes from memory of one device to memory of
+// another (copy_path says which a pair takes).
+enum class CopyPath {
+    same_device,  // one device: a copy on the device
+    peer,         // two devices of one plugin that copies between them (memcpy_peer)
+    staged,       // any other pair: through pinned host memory, by the runtime
+};
+
 // Capability bits of keel_device_properties.capabilities, named for C++.
 enum class DeviceCapability : std::uint32_t {
     host_addressable = KEEL_DEVICE_CAP_HOST_ADDRESSABLE,
@@ -28,6 +36,8 @@ enum class DeviceCapability : std::uint32_t {
     concurrent_streams = KEEL_DEVICE_CAP_CONCURRENT_STREAMS,
     pinned_memory = KEEL_DEVICE_CAP_PINNED_MEMORY,
     pinned_copies_only = KEEL_DEVICE_CAP_PINNED_COPIES_ONLY,  // honoured from ABI 1.3
+    peer_copy = KEEL_DEVICE_CAP_PEER_COPY,                    // honoured from ABI 1.6
+    peer_event_wait = KEEL_DEVICE_CAP_PEER_EVENT_WAIT,        // honoured from ABI 1.6
     ipc_memory = KEEL_DEVICE_CAP_IPC_MEMORY,                  // keel::ipc memory, from ABI 1.6
     ipc_events = KEEL_DEVICE_CAP_IPC_EVENTS,                  // keel::ipc events, from ABI 1.6
 };
@@ -131,6 +141,14 @@ private:
 
     std::shared_ptr<const detail::DeviceSlot> slot_;
 };
+
+// Which path Stream::copy takes from memory of `src` to memory of `dst`.
+[[nodiscard]] KEEL_API CopyPath copy_path(const Device& src, const Device& dst);
+
+// Whether a stream of `waiter` waits for an event (or fence) of `source` on
+// the device; otherwise the runtime bridges the wait with host functions
+// (the enqueuing thread never blocks either way).
+[[nodiscard]] KEEL_API bool waits_natively(const Device& waiter, const Device& source);
 
 }  // namespace keel
 

@@ -102,13 +102,17 @@ public:
     // point (nothing for an empty fence).
     [[nodiscard]] Result<void> wait(const Fence& fence) const;
     // Work enqueued on this stream after this call runs after `event`'s most
-    // recent record.
+    // recent record (as of this call: re-recording it later changes nothing).
     [[nodiscard]] Result<void> wait(const Event& event) const;
     // One-shot fence: work enqueued on this stream from now on runs after
     // everything enqueued on `from` so far. A no-op for the stream itself.
     [[nodiscard]] Result<void> order_after(const Stream& from) const;
-    // A fence or event of another device: UNIMPLEMENTED (keel.h has no
-    // entry that waits across devices).
+    // The three take a fence, event or stream of ANY device: on the device
+    // where its plugin waits across its devices (waits_natively()), else
+    // bridged by the runtime with a host function on each side, which holds
+    // this stream back until the awaited work ran; the calling thread never
+    // blocks. A failure of the awaited work fails this stream (where its
+    // plugin lets a host function fail a stream, ABI 1.4).
 
     // ---- copies: copy(dst, src) copies all of src into the start of dst ----
     //
@@ -138,7 +142,15 @@ public:
     // Host -> device from pinned memory, directly (DMA). `src` is read when
     // the copy runs: keep it alive and unchanged until then.
     [[nodiscard]] Result<void> copy(DeviceView dst, const PinnedBuffer& src) const;
-    // Device -> device (same device; the ranges must not overlap).
+    // Device -> device. On this stream's device the ranges must not overlap.
+    // Between two devices, one of them this stream's, copy_path() says how:
+    // the plugin's peer copy, or staged by the runtime through pinned host
+    // memory (with a helper stream on the other device). Either way it is
+    // this stream's work: it runs after the stream's earlier work (order the
+    // other device's producer in with wait() first), later work of the
+    // stream sees it done, and `src` must live until the stream passed it
+    // (record_stream() it on this stream, or hold() it). A view of neither
+    // device is INVALID_ARGUMENT.
     [[nodiscard]] Result<void> copy(DeviceView dst, DeviceView src) const;
     // Device -> pinned memory, directly (DMA). `dst` is written when the
     // copy runs: read it after synchronizing (or an event).
@@ -241,6 +253,8 @@ private:
                                               std::optional<std::uint64_t> offset) const;
     [[nodiscard]] Result<void> copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, DeviceView src) const;
     [[nodiscard]] Result<void> hold_func(HostFunc release) const;
+    // copy(dst, src) with one side on another device (cross_device/stream_copy.cpp).
+    [[nodiscard]] KEEL_LOCAL Result<void> copy_across(DeviceView dst, DeviceView src) const;
     [[nodiscard]] Result<void> check_elements(const DeviceView& src, std::size_t element_size) const;
 
     Device device_;

@@ -48,6 +48,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace keel::detail {
+struct DeviceSlot;
+}  // namespace keel::detail
+
 namespace keel::memory {
 
 struct Block;         // private to the allocator
@@ -64,6 +68,10 @@ struct RecordedUse {
     StreamGeneration generation = 0;  // which stream of that handle
     keel_event event = nullptr;       // from the EventPool, once freed
     std::uint64_t seq = 0;            // CompletionTracker::next_seq(stream) at the free
+    // A stream of another device (Buffer::record_stream across devices):
+    // the free orders the block's own stream after it instead of recording
+    // an event (memory/buffer.cpp); never reaches the allocator.
+    const detail::DeviceSlot* foreign = nullptr;
 };
 
 // Sync: every member may be called from any thread. No lock is held across a

@@ -3,9 +3,15 @@
 #include <keel/stream.hpp>
 
 #include "access.hpp"
+#include "cross_device/bridge.hpp"
+#include "logging.hpp"
+#include "memory/shared_memory.hpp"
+#include "memory/stream_registry.hpp"
 #include "plugin.hpp"
 #include "trace/history.hpp"
 #include "trace/hooks.hpp"
+
+#include <algorithm>
 
 #include <utility>
 
@@ -34,6 +40,66 @@ Result<void> record_use(Buffer& buffer, keel_stream stream, std::optional<Stream
                      "[Buffer::record_stream] the buffer is empty (moved-from or freed)");
     return detail::Access::memory(buffer)->allocator().record_use(detail::Access::block(buffer), stream,
                                                                  detail::Access::uses(buffer), generation);
+}
+
+Result<void> record_foreign_use(Buffer& buffer, const Stream& stream) {
+    if (buffer.empty())
+        return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                     "[Buffer::record_stream] the buffer is empty (moved-from or freed)");
+    const keel_stream handle = detail::Access::handle(stream);
+    std::vector<RecordedUse>& uses = detail::Access::uses(buffer);
+    for (RecordedUse& use : uses) {
+        if (use.stream != handle) continue;
+        use.generation = detail::Access::generation(stream);  // the handle may name a newer stream now
+        use.foreign = &detail::Access::slot(stream.device());
+        return ok();
+    }
+    try {
+        uses.push_back(RecordedUse{handle, detail::Access::generation(stream), nullptr, 0,
+                                   &detail::Access::slot(stream.device())});
+    } catch (...) {
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Buffer::record_stream] host allocation failed");
+    }
+    // The other device's memory instance orders the free (a native wait
+    // records a fence there): bound now, not inside the free.
+    auto core = detail::Access::core(stream);
+    if (!core.ok()) return std::move(core).error().context("Buffer::record_stream");
+    return ok();
+}
+
+void order_foreign_uses(MemoryCore& core, const Block* block, std::vector<RecordedUse>& uses) noexcept {
+    if (std::none_of(uses.begin(), uses.end(), [](const RecordedUse& u) { return u.foreign != nullptr; })) return;
+    // No plugin call is allowed in a host function: the allocator keeps the
+    // block out of the cache instead (BlockAllocator::free logs it).
+    if (detail::in_host_func()) return;
+    const keel_stream owner = BlockAllocator::stream(block);
+    const detail::DeviceSlot& owner_device = *core.device();
+    for (const RecordedUse& use : uses) {
+        if (use.foreign == nullptr) continue;
+        // A stream closed since: closing waited for its work.
+        const OpenStream foreign = keep_open(use.stream, use.generation, Match::exact);
+        if (!foreign) continue;
+        Result<void> ordered = Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed");
+        if (const StreamGeneration g = owner != nullptr ? stream_generation(owner) : 0; g != 0) {
+            const OpenStream open_owner = keep_open(owner, g, Match::exact);
+            auto theirs = open_owner ? shared_core(detail::Access::device(use.foreign->plugin->shares().handle(*use.foreign)),
+                                                   nullptr)
+                                     : Result<std::shared_ptr<MemoryCore>>(
+                                           Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed"));
+            // The block is reused only by its own stream's later work, so
+            // that stream waits for the other device's use: the free stays
+            // stream-ordered.
+            ordered = theirs.ok() ? cross_device::order_after(owner_device, owner, *use.foreign, use.stream, *theirs)
+                                  : Result<void>(std::move(theirs).error());
+        }
+        if (!ordered.ok()) {
+            // No stream to order: the use is waited for here.
+            detail::log_debug("[Buffer] freed after a use on " + use.foreign->name + ": " + ordered.error().message() +
+                              "; waiting for that stream");
+            (void)use.foreign->api().stream_synchronize(use.stream);
+        }
+    }
+    std::erase_if(uses, [](const RecordedUse& u) { return u.foreign != nullptr; });
 }
 
 }  // namespace memory
@@ -87,10 +153,8 @@ Result<void> Buffer::record_stream(const Stream& stream) {
         return Error(KEEL_STATUS_INVALID_ARGUMENT,
                      "[Buffer::record_stream] the stream is empty (moved-from or closed)");
     const detail::DeviceSlot* mine = detail::Access::slot(view_);
-    if (mine != nullptr && mine != &detail::Access::slot(stream.device()))
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Buffer::record_stream] the stream is on " +
-                                                       stream.device().name() + ", the buffer on " +
-                                                       mine->name);
+    const detail::DeviceSlot* theirs = &detail::Access::slot(stream.device());
+    if (mine != nullptr && mine != theirs) return memory::record_foreign_use(*this, stream);
     // The stream's own generation: no lookup in the process-wide registry,
     // whose shared lock every thread would write.
     KEEL_TRY(memory::record_use(*this, detail::Access::handle(stream), detail::Access::generation(stream)));
@@ -104,6 +168,7 @@ void Buffer::reset() noexcept {
     // deferred releases that drop every other reference first).
     std::vector<memory::RecordedUse> uses = std::move(uses_);
     uses_.clear();
+    memory::order_foreign_uses(*memory_, block_, uses);
     view_ = DeviceView();
     memory::Block* block = std::exchange(block_, nullptr);
     if (trace::on()) [[unlikely]]

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <vector>
 
 namespace keel::memory {
 
@@ -24,5 +25,13 @@ namespace keel::memory {
 // Buffer::record_stream); `generation` as BlockAllocator::record_use.
 [[nodiscard]] Result<void> record_use(Buffer& buffer, keel_stream stream,
                                       std::optional<StreamGeneration> generation = std::nullopt);
+
+// Record_stream with a stream of another device: remembered, and turned at
+// the free into an order of the block's own stream after that stream's
+// work so far (order_foreign_uses), so the block is reused only after it.
+[[nodiscard]] Result<void> record_foreign_use(Buffer& buffer, const Stream& stream);
+// At the free: orders the block's own stream after every foreign use still
+// open (or waits for it when the block's stream is closed) and removes them.
+void order_foreign_uses(MemoryCore& core, const Block* block, std::vector<RecordedUse>& uses) noexcept;
 
 }  // namespace keel::memory

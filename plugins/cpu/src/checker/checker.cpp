@@ -1,6 +1,7 @@
 #include "checker.hpp"
 
 #include "../address_space.hpp"
+#include "../device_memories.hpp"
 #include "../kernel_registry.hpp"
 #include "../pinned_memory.hpp"
 #include "../stream.hpp"
@@ -26,7 +27,7 @@ const char* verb(bool write) { return write ? "writes" : "reads"; }
 
 }  // namespace
 
-Checker::Checker(const CheckerConfig& config, const AddressSpace& memory, const PinnedMemory& pinned)
+Checker::Checker(const CheckerConfig& config, const DeviceMemories& memory, const PinnedMemory& pinned)
     : config_(config), memory_(memory), pinned_(pinned), alloc_rng_(config.seed) {}
 
 Checker::~Checker() {

@@ -46,7 +46,7 @@
 
 namespace keel::cpu {
 
-class AddressSpace;
+class DeviceMemories;
 struct AllocationInfo;
 class PinnedMemory;
 class Stream;
@@ -75,7 +75,8 @@ public:
     using Lock = std::unique_lock<std::mutex>;
     using ClockRef = std::shared_ptr<const VectorClock>;
 
-    Checker(const CheckerConfig& config, const AddressSpace& memory, const PinnedMemory& pinned);
+    // One checker per plugin: `memory` resolves the memory of every device.
+    Checker(const CheckerConfig& config, const DeviceMemories& memory, const PinnedMemory& pinned);
     Checker(const Checker&) = delete;
     Checker& operator=(const Checker&) = delete;
     Checker(Checker&&) = delete;
@@ -214,7 +215,7 @@ private:
     [[nodiscard]] bool host_range_pending_write(std::uintptr_t begin, std::uintptr_t end) const;  // under the lock
 
     const CheckerConfig config_;
-    const AddressSpace& memory_;
+    const DeviceMemories& memory_;
     const PinnedMemory& pinned_;
     mutable std::mutex mutex_;
     std::mt19937_64 alloc_rng_;

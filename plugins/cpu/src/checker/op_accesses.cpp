@@ -16,6 +16,7 @@ void accesses_of(const Op& op, std::vector<OpAccess>& out) {
             out.push_back({false, host(op.dst_host), op.size, true, "destination"});
             break;
         case OpKind::copy_d2d:
+        case OpKind::copy_peer:
             out.push_back({true, op.src_addr, op.size, false, "source"});
             out.push_back({true, op.dst_addr, op.size, true, "destination"});
             break;

@@ -32,6 +32,8 @@ namespace ipc {
 class IpcMemory {
 public:
     IpcMemory(AddressSpace& memory, Checker* checker) noexcept : memory_(memory), checker_(checker) {}
+    // The plugin's checker, set once before any entry runs (null: off).
+    void attach_checker(Checker* checker) noexcept { checker_ = checker; }
     IpcMemory(const IpcMemory&) = delete;
     IpcMemory& operator=(const IpcMemory&) = delete;
     IpcMemory(IpcMemory&&) = delete;
@@ -65,7 +67,7 @@ private:
     [[nodiscard]] Result<keel_device_addr> adopt(Entry entry, std::uint64_t data_offset);
 
     AddressSpace& memory_;
-    Checker* const checker_;
+    Checker* checker_;
     std::atomic<std::uint64_t> live_{0};  // entries_.size(): device_free's fast path reads only this
     std::mutex mutex_;
     std::unordered_map<keel_device_addr, Entry> entries_;

@@ -1,0 +1,83 @@
+#include "helper_streams.hpp"
+
+#include "../logging.hpp"
+
+#include <memory>
+#include <utility>
+
+namespace keel::cross_device {
+
+namespace {
+
+struct GiveBack {
+    HelperStreams* owner;
+    keel_stream helper;
+};
+
+}  // namespace
+
+Result<keel_stream> HelperStreams::acquire(const detail::PluginApi& api, keel_device device) {
+    destroy_retired(api);
+    {
+        std::lock_guard lock(mu_);
+        if (!idle_.empty()) {
+            keel_stream s = idle_.back();
+            idle_.pop_back();
+            return s;
+        }
+    }
+    keel_stream s = nullptr;
+    KEEL_TRY(api.stream_create(device, 0, &s));
+    return s;
+}
+
+Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel_stream helper) {
+    auto* payload = new (std::nothrow) GiveBack{this, helper};
+    Result<void> enqueued =
+        payload == nullptr ? Result<void>(Error(KEEL_STATUS_OUT_OF_MEMORY, "out of host memory"))
+                           : api.stream_enqueue_host_func(
+                                 helper,
+                                 [](void* user_data, keel_status status) {
+                                     std::unique_ptr<GiveBack> p(static_cast<GiveBack*>(user_data));
+                                     p->owner->give_back(p->helper, status == KEEL_STATUS_OK);
+                                 },
+                                 payload);
+    if (!enqueued.ok()) {
+        delete payload;
+        if (auto destroyed = api.stream_destroy(helper); !destroyed.ok())
+            detail::log_debug("[cross-device] helper stream: " + destroyed.error().message());
+    }
+    return enqueued;
+}
+
+void HelperStreams::give_back(keel_stream helper, bool healthy) noexcept {
+    std::lock_guard lock(mu_);
+    try {
+        (healthy ? idle_ : retired_).push_back(helper);
+    } catch (...) {
+        // Out of host memory: the helper is leaked to plugin_shutdown's report.
+    }
+}
+
+void HelperStreams::destroy_retired(const detail::PluginApi& api) noexcept {
+    std::vector<keel_stream> retired;
+    {
+        std::lock_guard lock(mu_);
+        if (retired_.empty()) return;
+        retired.swap(retired_);
+    }
+    for (keel_stream s : retired) (void)api.stream_destroy(s);  // its sticky error is someone else's
+}
+
+void HelperStreams::close(const detail::PluginApi& api) noexcept {
+    destroy_retired(api);
+    std::vector<keel_stream> idle;
+    {
+        std::lock_guard lock(mu_);
+        idle.swap(idle_);
+    }
+    for (keel_stream s : idle)
+        if (auto r = api.stream_destroy(s); !r.ok()) detail::log_debug("[cross-device] helper stream: " + r.error().message());
+}
+
+}  // namespace keel::cross_device

@@ -56,7 +56,7 @@ def test_ddp_trains_a_cnn_on_two_processes_as_one_process_on_the_whole_batch():
 
 
 def test_the_ddp_benchmark_runs_as_the_readme_says():
-    bench = os.path.join(HERE, "..", "bench", "keel_torch_ddp_bench.py")
+    bench = os.path.join(HERE, "..", "..", "..", "bench", "torch", "keel_torch_ddp_bench.py")
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1", "--tee",
                "1", "--master_addr", "127.0.0.1", "--master_port", str(free_port()), bench, "--width", "16",
                "--steps", "1", "--slices", "1"]

@@ -18,7 +18,9 @@ dev = keel_torch.device(0)
 
 def make():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+    # No bias before BatchNorm: its gradient is rounding noise, which Adam
+    # would scale up to steps of lr whatever the device.
+    return torch.nn.Sequential(torch.nn.Linear(8, 16, bias=False), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
                                torch.nn.Linear(16, 4))
 
 

@@ -26,6 +26,7 @@
 namespace keel_torch {
 
 keel::DeviceView view_of(const at::Tensor& t) {
+    check_data_known(t.storage());
     const auto address = reinterpret_cast<std::uintptr_t>(t.data_ptr());
     return {keel_device_of(t).device(), address, static_cast<std::uint64_t>(t.numel()) * t.element_size()};
 }
@@ -65,6 +66,7 @@ std::pair<std::int64_t, std::int64_t> extent(const at::Tensor& t) {
 
 // Storage elements [first, end) of t as a keel view.
 keel::DeviceView storage_view(const at::Tensor& t, std::int64_t first, std::int64_t end) {
+    check_data_known(t.storage());
     const auto base = reinterpret_cast<std::uintptr_t>(t.storage().data());
     const auto item = static_cast<std::uint64_t>(t.element_size());
     return {keel_device_of(t).device(), base + static_cast<std::uint64_t>(first) * item,
@@ -129,6 +131,15 @@ void upload(const at::Tensor& dst, const at::Tensor& host_src, bool non_blocking
     unwrap(stream.copy(storage_view(dst, first, end), std::span<const std::byte>(bytes_of(storage))));
 }
 
+}  // namespace
+
+bool writes_whole_storage(const at::Tensor& t) {
+    return t.is_non_overlapping_and_dense() &&
+           static_cast<std::size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
+}
+
+namespace {
+
 bool overlap(const at::Tensor& a, const at::Tensor& b) {
     const auto a0 = reinterpret_cast<std::uintptr_t>(a.data_ptr());
     const auto b0 = reinterpret_cast<std::uintptr_t>(b.data_ptr());
@@ -146,8 +157,28 @@ static at::Tensor host_values(const at::Tensor& src) {
     return host;
 }
 
+namespace {
+
+void copy_values(const at::Tensor& dst, const at::Tensor& src, bool non_blocking);
+
+}  // namespace
+
 void copy_between(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
     if (dst.numel() == 0) return;
+    if (!is_keel(dst) || !writes_whole_storage(dst)) {
+        copy_values(dst, src, non_blocking);
+        return;
+    }
+    // src first: it may share dst's storage, which the write makes known.
+    if (is_keel(src)) check_data_known(src.storage());
+    WholeWrite whole(dst.storage());
+    copy_values(dst, src, non_blocking);
+    whole.commit();
+}
+
+namespace {
+
+void copy_values(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
     if (src.is_conj() || src.is_neg() || dst.is_conj() || dst.is_neg()) {
         // Values, not bits, as CUDA's copy: dst then reads as src's values.
         at::Tensor values = host_values(src);
@@ -204,8 +235,6 @@ void copy_between(const at::Tensor& dst, const at::Tensor& src, bool non_blockin
     }
     dst.copy_(download(src));
 }
-
-namespace {
 
 at::Tensor empty_memory_format(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype,
                                c10::optional<at::Layout> layout, c10::optional<at::Device> device,
@@ -281,6 +310,7 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
     const c10::Storage& storage = self.storage();
     if (needed > storage.nbytes()) {
         c10::DataPtr fresh = allocate_device(self.device().index(), needed);
+        inherit_data_state(fresh, storage.data_ptr());
         if (storage.nbytes() > 0) {
             const TorchDevice& device = keel_device_of(self);
             const keel::DeviceView from(device.device(), reinterpret_cast<std::uintptr_t>(storage.data()),
@@ -296,7 +326,17 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
     return self;
 }
 
+at::Tensor& fill_values(at::Tensor& self, const at::Scalar& value);
+
 at::Tensor& fill_(at::Tensor& self, const at::Scalar& value) {
+    if (self.numel() == 0 || !writes_whole_storage(self)) return fill_values(self, value);
+    WholeWrite whole(self.storage());
+    fill_values(self, value);
+    whole.commit();
+    return self;
+}
+
+at::Tensor& fill_values(at::Tensor& self, const at::Scalar& value) {
     if (self.numel() == 0) return self;
     if (self.scalar_type() == at::kFloat && self.is_contiguous() && !value.isComplex()) {
         const keel::KernelArgs args = keel::KernelArgs().buffer(view_of(self), KEEL_DTYPE_F32).scalar(value.toFloat());
@@ -310,7 +350,10 @@ at::Tensor& zero_(at::Tensor& self) {
     if (self.is_non_overlapping_and_dense()) {
         // A dense tensor spans exactly numel elements from its first one,
         // whatever the order of its strides.
+        std::optional<WholeWrite> whole;
+        if (writes_whole_storage(self)) whole.emplace(self.storage());
         unwrap(stream_of(self).memset(view_of(self), 0));
+        if (whole) whole->commit();
         return self;
     }
     return at::native::call_fallback_fn<&cpu_fallback, at::_ops::zero_>::call(self);

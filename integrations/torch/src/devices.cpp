@@ -98,6 +98,32 @@ std::int64_t TorchDevice::stream_count() const {
     return static_cast<std::int64_t>(streams_.size());
 }
 
+keel::Result<std::vector<keel::Error>> TorchDevice::recover() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::size_t> failed;
+    std::vector<keel::Error> faults;
+    for (std::size_t id = 0; id < streams_.size(); ++id) {
+        keel::Result<void> synced = streams_[id]->synchronize();
+        if (synced.ok()) continue;
+        failed.push_back(id);
+        faults.push_back(synced.error());
+    }
+    if (failed.empty()) return faults;
+    // The new generation first: if a stream cannot be replaced below, the
+    // data the failed work left is still never taken as written.
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    for (const std::size_t id : failed) {
+        keel::Result<keel::Stream> fresh = keel::Stream::create(device_);
+        if (!fresh.ok())
+            return keel::Error(fresh.error().code(), "[keel_torch::recover] " + device_.name() +
+                                                         ": no fresh stream for failed stream " + std::to_string(id) +
+                                                         ": " + fresh.error().message());
+        failed_streams_.push_back(std::move(streams_[id]));
+        streams_[id] = std::make_unique<keel::Stream>(std::move(fresh).value());
+    }
+    return faults;
+}
+
 keel::Result<const keel::Stream*> TorchDevice::current_stream() const {
     return stream(current_stream_id(index_));
 }

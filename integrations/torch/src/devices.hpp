@@ -5,6 +5,7 @@
 
 #include <keel/keel.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -64,11 +65,27 @@ public:
     // The device's shared memory instance (the allocator's statistics).
     [[nodiscard]] keel::Result<keel::MemoryPool> memory() const { return keel::MemoryPool::shared(device_); }
 
+    // The way on after a device fault. Waits for every stream of the device;
+    // each one that failed is replaced by a fresh stream under the same id
+    // (what PyTorch's c10::Streams name keeps working), and, when any had
+    // failed, a new data generation starts: memory allocated before it holds
+    // data that failed work may not have written (data_generation()).
+    // Returns the faults of the streams replaced (empty: nothing failed,
+    // nothing changed). The failed streams are kept, never destroyed, so a
+    // pointer another thread took from stream() stays valid (its work fails).
+    [[nodiscard]] keel::Result<std::vector<keel::Error>> recover() const;
+    // Starts at 0; recover() adds one for each fault it clears.
+    [[nodiscard]] std::uint64_t data_generation() const noexcept {
+        return generation_.load(std::memory_order_acquire);
+    }
+
 private:
     int index_;
     keel::Device device_;
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<keel::Stream>> streams_;
+    mutable std::vector<std::unique_ptr<keel::Stream>> failed_streams_;  // replaced by recover(), kept
+    mutable std::atomic<std::uint64_t> generation_{0};
     mutable std::map<std::string, keel::Kernel, std::less<>> kernels_;
     mutable std::vector<std::int64_t> pool_ids_;
     mutable std::int64_t next_pooled_ = 0;

@@ -75,6 +75,9 @@ struct MirroredStorage {
     at::Tensor host;                 // uint8 [hi - lo]: the mirror
     std::size_t before = 0;          // where the mirror's bytes before the kernel are in the snapshot
     bool declared_written = false;   // the schema says so: written back without comparing
+    // Only an out= argument uses it, covering every byte: out= kernels write
+    // all of out and never read its old values, so it is not downloaded.
+    bool out_only = true;
 };
 
 // One keel tensor argument and the host tensor standing for it.
@@ -120,7 +123,8 @@ public:
         // First pass: the device, the device rules, the storages' extents.
         for (std::size_t i = 0; i < count; ++i) {
             const bool written = i < schema.size() && schema[i].alias_info() && schema[i].alias_info()->isWrite();
-            visit(args[i], [&](const at::Tensor& t) { plan(t, written); });
+            const bool out = written && schema[i].is_out();
+            visit(args[i], [&](const at::Tensor& t) { plan(t, written, out); });
             if (args[i].isDevice()) note_device(args[i].toDevice());
         }
         download();
@@ -157,7 +161,7 @@ private:
         if (!device_) device_ = c10::Device(c10::DeviceType::PrivateUse1, index);
     }
 
-    void plan(const at::Tensor& t, bool written) {
+    void plan(const at::Tensor& t, bool written, bool out) {
         if (!t.defined()) return;
         if (!is_keel(t)) {
             if (t.dim() == 0 || takes_host_indices(op_)) return;  // a host scalar, or host indices
@@ -169,11 +173,17 @@ private:
         if (!device_) device_ = t.device();
         check_devices();
         if (const auto seen = mirrored_.find(t.unsafeGetTensorImpl()); seen != mirrored_.end()) {
-            if (written && seen->second >= 0) storages_[static_cast<std::size_t>(seen->second)].declared_written = true;
+            if (seen->second >= 0) {
+                MirroredStorage& s = storages_[static_cast<std::size_t>(seen->second)];
+                s.declared_written = s.declared_written || written;
+                s.out_only = s.out_only && out && writes_whole_storage(t);
+            }
             return;
         }
         int index = -1;
         if (t.numel() > 0) {
+            // Read or written in part, as far as the fallback can tell.
+            check_data_known(t.storage());
             c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
             const auto [lo, hi] = byte_extent(t);
             const auto found = storage_index_.find(impl);
@@ -192,7 +202,9 @@ private:
                 s.lo = std::min(s.lo, lo - lo % mirror_alignment);
                 s.hi = std::max(s.hi, hi);
             }
-            if (written) storages_[static_cast<std::size_t>(index)].declared_written = true;
+            MirroredStorage& s = storages_[static_cast<std::size_t>(index)];
+            s.declared_written = s.declared_written || written;
+            s.out_only = s.out_only && out && writes_whole_storage(t);
         }
         mirrored_.emplace(t.unsafeGetTensorImpl(), index);
     }
@@ -213,6 +225,7 @@ private:
         for (MirroredStorage& s : storages_) {
             s.hi = std::min<std::uint64_t>(s.hi, s.keel.nbytes());
             s.host = at::empty({static_cast<std::int64_t>(s.hi - s.lo)}, at::TensorOptions().dtype(at::kByte));
+            if (s.out_only) continue;
             const TorchDevice& device = torch_device(s.device);
             const keel::DeviceView from(device.device(), reinterpret_cast<std::uintptr_t>(s.keel.data()) + s.lo,
                                         s.hi - s.lo);
@@ -304,7 +317,14 @@ private:
     }
 
     void write_back() {
-        for (MirroredStorage& s : storages_) {
+        // A storage not downloaded holds only what the kernel wrote: if it
+        // resized its out= tensor, that tensor alone is written back (below).
+        std::vector<bool> resized(storages_.size(), false);
+        for (const MirroredTensor& m : tensors_)
+            if (m.storage >= 0 && reshaped(m)) resized[static_cast<std::size_t>(m.storage)] = true;
+        for (std::size_t i = 0; i < storages_.size(); ++i) {
+            MirroredStorage& s = storages_[i];
+            if (s.out_only && resized[i]) continue;
             const std::uint64_t bytes = s.hi - s.lo;
             // A host tensor resized in place may have moved the mirror's
             // bytes; its StorageImpl is still the mirror's.

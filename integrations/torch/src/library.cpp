@@ -38,6 +38,21 @@ std::int64_t available_count() {
     return devices.ok() ? devices.value()->count() : 0;
 }
 
+// The faults recover() cleared, as "STATUS: message" lines.
+std::vector<std::string> recover(std::int64_t device) {
+    std::vector<std::string> faults;
+    for (const keel::Error& e : unwrap(device_at(device).recover()))
+        faults.push_back(std::string(keel::status_name(e.code())) + ": " + e.message());
+    return faults;
+}
+
+// Whether the tensor's bytes are known (false after recover() for memory
+// that existed at the fault).
+bool data_known_op(const at::Tensor& t) {
+    TORCH_CHECK(is_keel(t), "[keel_torch] data_known: not a keel tensor (", t.device(), ")");
+    return data_known(t.storage());
+}
+
 void set_device(std::int64_t index) {
     set_current_device_index(device_at(index).index());
 }
@@ -246,6 +261,8 @@ TORCH_LIBRARY(keel, m) {
     m.def("new_stream", &new_stream);
     m.def("available_count", &available_count);
     m.def("set_device", &set_device);
+    m.def("recover", &recover);
+    m.def("data_known", &data_known_op);
     m.def("storage_bytes", &storage_bytes);
     m.def("alias_bytes", &alias_bytes);
     m.def("event_create", &event_create);

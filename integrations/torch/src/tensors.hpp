@@ -15,8 +15,12 @@ namespace keel_torch {
 }
 [[nodiscard]] inline const TorchDevice& keel_device_of(const at::Tensor& t) { return torch_device(t.device().index()); }
 
-// The bytes of a contiguous keel tensor, [data_ptr, data_ptr + nbytes).
+// The bytes of a contiguous keel tensor, [data_ptr, data_ptr + nbytes);
+// c10::Error when its data is unknown (check_data_known).
 [[nodiscard]] keel::DeviceView view_of(const at::Tensor& t);
+// Whether t's elements are every byte of its storage (a write of t leaves
+// none of the storage's old bytes).
+[[nodiscard]] bool writes_whole_storage(const at::Tensor& t);
 // keel's dtype for a PyTorch one, if keel kernels have it.
 [[nodiscard]] std::optional<keel_dtype> keel_dtype_of(at::ScalarType type);
 

@@ -7,6 +7,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -41,6 +42,9 @@ namespace {
 struct DeviceAllocation {
     keel::Buffer buffer;
     std::mutex mutex;  // record_stream needs exclusive access to the buffer
+    // The device's data generation its bytes belong to (TorchDevice::recover).
+    std::atomic<std::uint64_t> generation{0};
+    c10::DeviceIndex device = 0;
 };
 
 void delete_device_allocation(void* context) { delete static_cast<DeviceAllocation*>(context); }
@@ -52,6 +56,12 @@ struct PinnedAllocation {
 void delete_pinned_allocation(void* context) { delete static_cast<PinnedAllocation*>(context); }
 
 void delete_nothing(void*) {}
+
+// The keel allocation behind a DataPtr of device_allocator(), else null.
+DeviceAllocation* allocation_of(const c10::DataPtr& data) {
+    if (data.get_deleter() != &delete_device_allocation) return nullptr;
+    return static_cast<DeviceAllocation*>(data.get_context());
+}
 
 class DeviceAllocator final : public c10::Allocator {
 public:
@@ -81,6 +91,8 @@ c10::DataPtr allocate_device(c10::DeviceIndex index, std::size_t bytes) {
     if (bytes == 0) return {nullptr, nullptr, &delete_nothing, where};
     const keel::Stream& stream = *unwrap(device.current_stream());
     auto allocation = std::make_unique<DeviceAllocation>();
+    allocation->generation.store(device.data_generation(), std::memory_order_relaxed);
+    allocation->device = static_cast<c10::DeviceIndex>(device.index());
     allocation->buffer = unwrap(keel::Buffer::allocate(stream, bytes));
     // The device address stands for the data pointer: it is never
     // dereferenced on the host (keel devices need not be host-addressable).
@@ -107,11 +119,48 @@ std::shared_ptr<keel::PinnedBuffer> pinned_buffer_of(const c10::DataPtr& data) {
 }
 
 void record_data_on_stream(const c10::DataPtr& data, const c10::Stream& stream) {
-    if (data.get_deleter() != &delete_device_allocation) return;
-    auto* allocation = static_cast<DeviceAllocation*>(data.get_context());
+    DeviceAllocation* allocation = allocation_of(data);
+    if (allocation == nullptr) return;
     const keel::Stream& target = keel_stream(stream);
     std::lock_guard lock(allocation->mutex);
     unwrap(allocation->buffer.record_stream(target));
+}
+
+bool data_known(const c10::Storage& storage) {
+    const DeviceAllocation* allocation = allocation_of(storage.data_ptr());
+    if (allocation == nullptr) return true;  // no bytes, or not keel memory
+    return allocation->generation.load(std::memory_order_acquire) ==
+           torch_device(allocation->device).data_generation();
+}
+
+void check_data_known(const c10::Storage& storage) {
+    if (data_known(storage)) return;
+    const DeviceAllocation* allocation = allocation_of(storage.data_ptr());
+    TORCH_CHECK(false, "[keel_torch] this tensor's data is unknown: it was on privateuseone:",
+                static_cast<int>(allocation->device), " (", torch_device(allocation->device).device().name(),
+                ") when keel_torch.recover() cleared a failed stream, and work that failed or was skipped may have "
+                "been meant to write it. Write it whole first (copy_, fill_, zero_, load_state_dict) or use a new "
+                "tensor.");
+}
+
+WholeWrite::WholeWrite(const c10::Storage& storage) {
+    DeviceAllocation* allocation = allocation_of(storage.data_ptr());
+    if (allocation == nullptr) return;
+    allocation_ = allocation;
+    before_ = allocation->generation.exchange(torch_device(allocation->device).data_generation(),
+                                              std::memory_order_acq_rel);
+}
+
+WholeWrite::~WholeWrite() {
+    if (allocation_ != nullptr && !committed_)
+        static_cast<DeviceAllocation*>(allocation_)->generation.store(before_, std::memory_order_release);
+}
+
+void inherit_data_state(const c10::DataPtr& fresh, const c10::DataPtr& old) {
+    DeviceAllocation* to = allocation_of(fresh);
+    const DeviceAllocation* from = allocation_of(old);
+    if (to == nullptr || from == nullptr) return;
+    to->generation.store(from->generation.load(std::memory_order_acquire), std::memory_order_release);
 }
 
 namespace {
@@ -154,6 +203,12 @@ public:
         const c10::Stream previous = current_c10_stream(stream.device_index());
         set_current_stream_id(previous.device_index(), stream.id());
         return previous;
+    }
+    // Future.then's callbacks run on a stream from here (c10's ivalue::Future).
+    c10::Stream getStreamFromGlobalPool(c10::Device device, bool) const override {
+        const TorchDevice& d = torch_device(device.index());
+        return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(d.index())),
+                           unwrap(d.pooled_stream()));
     }
     c10::DeviceIndex deviceCount() const noexcept override {
         return static_cast<c10::DeviceIndex>(Devices::configured_count());

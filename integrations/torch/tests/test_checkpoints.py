@@ -83,3 +83,24 @@ def test_pickle_and_deepcopy_of_tensors_and_parameters(dev):
     assert torch.equal(back.detach().cpu(), x)
     copied = copy.deepcopy(torch.nn.Linear(3, 2).to(dev))
     assert copied.weight.device == dev
+
+
+def test_views_of_one_storage_stay_one_storage_through_save_and_load(dev):
+    base = torch.arange(12.0).to(dev)
+    first, row = base[2:8], base.view(3, 4)[1]
+    for where in (None, "cpu"):
+        loaded = torch.load(saved({"first": first, "row": row, "base": base}), map_location=where)
+        # One write through the base shows through both views, as before saving.
+        loaded["base"][4:5].fill_(100.0)
+        assert loaded["first"].cpu()[2].item() == 100.0, where
+        assert loaded["row"].cpu()[0].item() == 100.0, where
+        torch.testing.assert_close(base.cpu(), torch.arange(12.0))  # the original is untouched
+
+
+def test_each_save_copies_the_values_a_storage_has_then(dev):
+    k = torch.zeros(4).to(dev)
+    first = saved([k, k[1:]])
+    k.fill_(5.0)
+    second = saved([k, k[1:]])
+    assert torch.load(first)[1].cpu().tolist() == [0.0, 0.0, 0.0]
+    assert torch.load(second)[1].cpu().tolist() == [5.0, 5.0, 5.0]

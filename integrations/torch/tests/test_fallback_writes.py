@@ -155,6 +155,21 @@ def test_out_arguments_are_resized_and_written(dev):
     assert_same(indices, cpu_indices)
 
 
+def test_an_out_argument_shrunk_by_its_kernel_leaves_the_rest_of_its_storage(dev):
+    # keel does not download an out= argument that only the kernel writes;
+    # a kernel that resizes it must not write the rest of its storage.
+    for device in ("cpu", dev):
+        whole = torch.arange(10.0).to(device)
+        tail = whole[5:]
+        with torch.no_grad():
+            torch.add(torch.ones(5).to(device), torch.ones(5).to(device), out=whole)
+        if device == "cpu":
+            expected_whole, expected_tail = whole.clone(), tail.clone()
+        else:
+            assert_same(whole, expected_whole)
+            assert_same(tail, expected_tail)
+
+
 def test_an_argument_and_its_view_share_one_mirror(dev):
     x = torch.arange(10.0)
     k = x.to(dev)

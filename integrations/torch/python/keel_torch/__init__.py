@@ -12,6 +12,7 @@ import collections as _collections
 import contextlib as _contextlib
 import os as _os
 import sys as _sys
+import weakref as _weakref
 
 import torch
 
@@ -76,6 +77,38 @@ def set_device(device):
 def synchronize(device=None):
     """Waits for every stream of the device; raises the first stream's error."""
     _ops.synchronize(_index(device))
+
+
+def recover(device=None):
+    """The way on after a device fault, without a new process.
+
+    Waits for every stream of the device; each stream that failed is
+    replaced by a fresh one under the same id (the default stream, side
+    streams and ``Stream`` objects keep working), and the faults are returned
+    as strings (an empty list when no stream had failed: then nothing
+    changes). The data of every keel tensor of the device that existed at
+    the call is unknown from then on (work that failed or was skipped may
+    have been meant to write it): reading it, or writing part of it, raises
+    ``RuntimeError`` until it is written whole (``copy_``, ``fill_``,
+    ``zero_``, ``load_state_dict``). Tensors made afterwards are fresh. A
+    process group of the keel backend that saw the fault stays failed (make
+    a new one). Call it when no other thread is using the device::
+
+        try:
+            train_step()
+        except RuntimeError:
+            keel_torch.recover()
+            model.load_state_dict(checkpoint["model"])        # host copies
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            optimizer.zero_grad(set_to_none=True)
+    """
+    return list(_ops.recover(_index(device)))
+
+
+def data_known(tensor):
+    """False for a keel tensor whose data recover() made unknown (reading
+    it raises); True otherwise."""
+    return _ops.data_known(tensor)
 
 
 class Stream:
@@ -285,10 +318,23 @@ routed_to_cpu_kernels()
 # copy of its storage tagged with the keel device ("privateuseone:N"):
 # torch.load brings it back to that device, or where map_location says, and
 # tensors that shared a storage in the checkpoint share one on keel.
+#
+# Tensors that share a keel storage share its host copy within one save:
+# the copy is found by the storage's device and address while the save
+# holds it (torch.save and pickle keep the storages they wrote until they
+# return), so each save copies a storage once, with the values it has then.
+_host_copies_being_saved = _weakref.WeakValueDictionary()
+
+
 def _reduce_ex_internal_keel(self, proto):
-    host = _ops.storage_bytes(self).cpu()
-    untyped = host.storage().untyped()
-    untyped._keel_location = f"{BACKEND}:{self.device.index}"
+    whole = _ops.storage_bytes(self)
+    key = (self.device.index, whole.data_ptr(), whole.numel())
+    untyped = _host_copies_being_saved.get(key) if whole.numel() > 0 else None
+    if untyped is None:
+        untyped = whole.cpu().storage().untyped()
+        untyped._keel_location = f"{BACKEND}:{self.device.index}"
+        if whole.numel() > 0:
+            _host_copies_being_saved[key] = untyped
     typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=self.dtype)
     return (torch._utils._rebuild_tensor_v2,
             (typed, self.storage_offset(), tuple(self.size()), self.stride(), self.requires_grad,

@@ -13,10 +13,12 @@ issue the same operations in the same order. ``DistributedDataParallel``
 works with a keel module and the default process group.
 
 Operations: ``all_reduce`` (SUM, AVG, PRODUCT, MIN, MAX; the bitwise ops
-and PREMUL_SUM raise), ``broadcast``, ``all_gather``, ``_all_gather_base``,
-``reduce_scatter``, ``_reduce_scatter_base``, ``send``/``recv`` (tags are
-not matched: messages between two ranks match in order), ``barrier``. The
-others (``reduce``, ``gather``, ``scatter``, ``all_to_all``) raise. Errors
+and PREMUL_SUM raise), ``broadcast``, ``all_gather``, ``_all_gather_base``
+(``all_gather_into_tensor``), ``reduce_scatter``, ``_reduce_scatter_base``
+(``reduce_scatter_tensor``), ``reduce`` (in place on the root), ``gather``,
+``scatter``, ``all_to_all_single``, ``all_to_all``, ``send``/``recv`` (tags
+are not matched: messages between two ranks match in order), ``barrier``.
+``recv`` from any source raises. Errors
 are ``RuntimeError``; a collective that fails while it runs (a peer gone,
 the timeout) fails the streams that wait for it and every later operation.
 """

@@ -11,6 +11,8 @@ const keel::Device& keel_device(c10::DeviceIndex index) { return torch_device(in
 
 const keel::Stream& keel_stream(const c10::Stream& stream) { return keel_torch::keel_stream(stream); }
 
+void check_data_known(const c10::Storage& storage) { keel_torch::check_data_known(storage); }
+
 c10::Stream new_stream(c10::DeviceIndex index) {
     const TorchDevice& device = torch_device(index);
     const std::int64_t id = unwrap(device.dedicated_stream());

@@ -5,6 +5,7 @@
 // throws c10::Error (never aborts) for an index or stream that does not exist.
 #pragma once
 
+#include <c10/core/Storage.h>
 #include <c10/core/Stream.h>
 #include <keel/keel.hpp>
 
@@ -16,6 +17,9 @@ namespace keel_torch::shared {
 [[nodiscard]] KEEL_TORCH_EXPORT const keel::Device& keel_device(c10::DeviceIndex index);
 // The keel stream a privateuseone c10::Stream names; it lives as long as the process.
 [[nodiscard]] KEEL_TORCH_EXPORT const keel::Stream& keel_stream(const c10::Stream& stream);
+// Throws c10::Error when the storage's data is unknown (keel_torch.recover()
+// after a fault: see torch_device.hpp's check_data_known).
+KEEL_TORCH_EXPORT void check_data_known(const c10::Storage& storage);
 // A stream of privateuseone:index made for the caller (for communication),
 // as PyTorch names it.
 [[nodiscard]] KEEL_TORCH_EXPORT c10::Stream new_stream(c10::DeviceIndex index);

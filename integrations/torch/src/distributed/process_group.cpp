@@ -51,9 +51,19 @@ void check_like(const at::Tensor& t, const at::Tensor& like, std::int64_t numel,
 }
 
 keel::DeviceView view_of(const at::Tensor& t) {
+    shared::check_data_known(t.storage());
     return {shared::keel_device(t.device().index()), reinterpret_cast<std::uintptr_t>(t.data_ptr()),
             static_cast<std::uint64_t>(t.numel()) * t.element_size()};
 }
+
+}  // namespace
+
+int ProcessGroupKeel::check_root(std::int64_t root, const char* where) const {
+    TORCH_CHECK(root >= 0 && root < size_, "[", where, "] root rank ", root, " is not a rank of 0..", size_ - 1);
+    return static_cast<int>(root);
+}
+
+namespace {
 
 keel::Store store_of(const c10::intrusive_ptr<c10d::Store>& store) { return unwrap(keel_store_of(store)); }
 
@@ -231,6 +241,171 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::recv(std::vector<at::Tensor>& t
     const at::Tensor& t = single(tensors, "ProcessGroupKeel::recv");
     return run(OpType::RECV, t.device().index(), {t}, {t},
                [&](const keel::Stream& s, const keel::Communicator& c) { unwrap(c.recv(s, view_of(t), src)); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::reduce";
+    const at::Tensor& t = single(tensors, where);
+    TORCH_CHECK(opts.rootTensor == 0, "[", where, "] rootTensor ", opts.rootTensor, " of one tensor");
+    const int root = check_root(opts.rootRank, where);
+    const Reduction r = reduction_of(opts.reduceOp, t.scalar_type(), where);
+    // In place on the root (as NCCL's): its tensor becomes the reduction; the
+    // others' are left as they were.
+    return run(OpType::REDUCE, t.device().index(), {t}, {t},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   const keel::DeviceView v = view_of(t);
+                   unwrap(c.reduce(s, v, rank_ == root ? v : keel::DeviceView(), r.dtype, r.op, root));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                        std::vector<at::Tensor>& inputs,
+                                                        const c10d::GatherOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::gather";
+    const at::Tensor& in = single(inputs, where);
+    const int root = check_root(opts.rootRank, where);
+    const std::int64_t n = in.numel();
+    std::vector<at::Tensor> outs;
+    if (rank_ == root) {
+        TORCH_CHECK(outputs.size() == 1, "[", where, "] the root takes one list of outputs, got ", outputs.size());
+        outs = outputs[0];
+        TORCH_CHECK(static_cast<int>(outs.size()) == size_, "[", where, "] ", size_,
+                    " output tensors expected on the root, got ", outs.size());
+        for (const at::Tensor& o : outs) check_like(o, in, n, where);
+    } else {
+        TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), "[", where,
+                    "] only the root (rank ", root, ") takes output tensors");
+    }
+    std::vector<at::Tensor> uses = outs;
+    uses.push_back(in);
+    return run(OpType::GATHER, in.device().index(), uses, outs,
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   if (rank_ != root) {
+                       unwrap(c.gather(s, view_of(in), keel::DeviceView(), root));
+                       return;
+                   }
+                   const at::Tensor flat = at::empty({size_ * n}, in.options());
+                   unwrap(c.gather(s, view_of(in), view_of(flat), root));
+                   for (int i = 0; i < size_; ++i) outs[i].copy_(flat.narrow(0, i * n, n).view(outs[i].sizes()));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::scatter(std::vector<at::Tensor>& outputs,
+                                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                                         const c10d::ScatterOptions& opts) {
+    constexpr const char* where = "ProcessGroupKeel::scatter";
+    const at::Tensor& out = single(outputs, where);
+    const int root = check_root(opts.rootRank, where);
+    const std::int64_t n = out.numel();
+    std::vector<at::Tensor> ins;
+    if (rank_ == root) {
+        TORCH_CHECK(inputs.size() == 1, "[", where, "] the root takes one list of inputs, got ", inputs.size());
+        ins = inputs[0];
+        TORCH_CHECK(static_cast<int>(ins.size()) == size_, "[", where, "] ", size_,
+                    " input tensors expected on the root, got ", ins.size());
+        for (const at::Tensor& i : ins) check_like(i, out, n, where);
+    } else {
+        TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), "[", where,
+                    "] only the root (rank ", root, ") takes input tensors");
+    }
+    std::vector<at::Tensor> uses = ins;
+    uses.push_back(out);
+    return run(OpType::SCATTER, out.device().index(), uses, {out},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   if (rank_ != root) {
+                       unwrap(c.scatter(s, keel::DeviceView(), view_of(out), root));
+                       return;
+                   }
+                   const at::Tensor flat = at::empty({size_ * n}, out.options());
+                   for (int i = 0; i < size_; ++i) flat.narrow(0, i * n, n).copy_(ins[i].reshape({n}));
+                   unwrap(c.scatter(s, view_of(flat), view_of(out), root));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                               std::vector<std::int64_t>& output_splits,
+                                                               std::vector<std::int64_t>& input_splits,
+                                                               const c10d::AllToAllOptions&) {
+    constexpr const char* where = "ProcessGroupKeel::alltoall_base";
+    check_tensor(input, where);
+    check_tensor(output, where);
+    TORCH_CHECK(output.device() == input.device(), "[", where, "] tensors on ", output.device(), " and ",
+                input.device(), ": the keel backend takes one device per operation");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "[", where, "] tensors of ", output.scalar_type(),
+                " and ", input.scalar_type(), ": the dtypes must match");
+    // Splits count rows (the first dimension); none: equal parts.
+    const auto bytes_per_row = [&](const at::Tensor& t) {
+        return t.dim() == 0 ? std::uint64_t{0} : static_cast<std::uint64_t>(t.numel() / std::max<std::int64_t>(t.size(0), 1)) * t.element_size();
+    };
+    const auto sizes_of = [&](const at::Tensor& t, const std::vector<std::int64_t>& splits, const char* which) {
+        TORCH_CHECK(t.dim() > 0, "[", where, "] the ", which, " tensor has no first dimension to split");
+        std::vector<std::uint64_t> sizes;
+        if (splits.empty()) {
+            TORCH_CHECK(t.size(0) % size_ == 0, "[", where, "] the ", which, " tensor's first dimension (",
+                        t.size(0), ") does not split into ", size_, " equal parts");
+            sizes.assign(static_cast<std::size_t>(size_), static_cast<std::uint64_t>(t.size(0) / size_) * bytes_per_row(t));
+            return sizes;
+        }
+        TORCH_CHECK(static_cast<int>(splits.size()) == size_, "[", where, "] ", splits.size(), " ", which,
+                    " split sizes, expected one per rank (", size_, ")");
+        std::int64_t rows = 0;
+        for (const std::int64_t split : splits) {
+            TORCH_CHECK(split >= 0, "[", where, "] a negative ", which, " split size (", split, ")");
+            rows += split;
+            sizes.push_back(static_cast<std::uint64_t>(split) * bytes_per_row(t));
+        }
+        TORCH_CHECK(rows == t.size(0), "[", where, "] the ", which, " split sizes add up to ", rows,
+                    " rows, the tensor has ", t.size(0));
+        return sizes;
+    };
+    const std::vector<std::uint64_t> in_sizes = sizes_of(input, input_splits, "input");
+    const std::vector<std::uint64_t> out_sizes = sizes_of(output, output_splits, "output");
+    TORCH_CHECK(bytes_per_row(input) == bytes_per_row(output), "[", where,
+                "] the input's and the output's rows differ in size");
+    return run(OpType::ALLTOALL_BASE, input.device().index(), {input, output}, {output},
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   // In place, or overlapping: the input goes through a temporary.
+                   const at::Tensor in = output.is_alias_of(input) ? input.clone() : input;
+                   unwrap(c.all_to_all(s, view_of(in), in_sizes, view_of(output), out_sizes));
+               });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::alltoall(std::vector<at::Tensor>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::AllToAllOptions&) {
+    constexpr const char* where = "ProcessGroupKeel::alltoall";
+    TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_, "[", where,
+                "] ", size_, " input and output tensors expected, got ", inputs.size(), " and ", outputs.size());
+    for (const at::Tensor& t : inputs) check_like(t, inputs[0], t.numel(), where);
+    for (const at::Tensor& t : outputs) check_like(t, inputs[0], t.numel(), where);
+    std::vector<std::uint64_t> in_sizes, out_sizes;
+    std::int64_t in_total = 0, out_total = 0;
+    for (int r = 0; r < size_; ++r) {
+        in_sizes.push_back(static_cast<std::uint64_t>(inputs[r].numel()) * inputs[r].element_size());
+        out_sizes.push_back(static_cast<std::uint64_t>(outputs[r].numel()) * outputs[r].element_size());
+        in_total += inputs[r].numel();
+        out_total += outputs[r].numel();
+    }
+    std::vector<at::Tensor> uses = inputs;
+    uses.insert(uses.end(), outputs.begin(), outputs.end());
+    return run(OpType::ALLTOALL, inputs[0].device().index(), uses, outputs,
+               [&](const keel::Stream& s, const keel::Communicator& c) {
+                   const at::TensorOptions options = inputs[0].options();
+                   const at::Tensor flat_in = at::empty({std::max<std::int64_t>(in_total, 1)}, options);
+                   const at::Tensor flat_out = at::empty({std::max<std::int64_t>(out_total, 1)}, options);
+                   std::int64_t offset = 0;
+                   for (const at::Tensor& t : inputs) {
+                       if (t.numel() > 0) flat_in.narrow(0, offset, t.numel()).copy_(t.reshape({t.numel()}));
+                       offset += t.numel();
+                   }
+                   unwrap(c.all_to_all(s, view_of(flat_in), in_sizes, view_of(flat_out), out_sizes));
+                   offset = 0;
+                   for (const at::Tensor& t : outputs) {
+                       if (t.numel() > 0) t.copy_(flat_out.narrow(0, offset, t.numel()).view(t.sizes()));
+                       offset += t.numel();
+                   }
+               });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::barrier(const c10d::BarrierOptions& opts) {

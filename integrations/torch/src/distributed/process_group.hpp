@@ -54,6 +54,22 @@ public:
                                                   const c10d::ReduceScatterOptions& opts) override;
     c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                         const c10d::ReduceScatterOptions& opts) override;
+    // reduce: in place on the root (its tensor becomes the result), as
+    // NCCL's. gather/scatter: lists on the root only. alltoall_base: split
+    // sizes count rows (the first dimension), none = equal parts; alltoall:
+    // one tensor per rank each way (any sizes, one dtype).
+    c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                          std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                           const c10d::ScatterOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<std::int64_t>& output_splits,
+                                                 std::vector<std::int64_t>& input_splits,
+                                                 const c10d::AllToAllOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                            const c10d::AllToAllOptions& opts) override;
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
     // An all-reduce of one byte on the device last used (or
@@ -67,6 +83,8 @@ private:
         std::shared_ptr<const keel::Communicator> comm;
     };
     const Channel& channel(c10::DeviceIndex device);
+    // root as a rank, or a c10::Error naming `where`.
+    [[nodiscard]] int check_root(std::int64_t root, const char* where) const;
 
     // Orders the channel's stream after the current one, records `uses` on
     // it, runs enqueue(stream, comm) with that stream current, and returns

@@ -82,6 +82,8 @@ enum class Var : unsigned {
     torch_devices,
     comm_generic,
     nccl_library,
+    hang_timeout,
+    hang_report,
 };
 
 struct Variable {
@@ -173,6 +175,10 @@ inline constexpr Variable kVariables[] = {
      "Communicator uses the generic (Gloo) path even where the plugin has native entries"},
     {Var::nccl_library, "KEEL_NCCL_LIBRARY", "a library name or path", "libnccl.so.2",
      "the NCCL library the CUDA plugin opens for its communication entries"},
+    {Var::hang_timeout, "KEEL_HANG_TIMEOUT", "seconds >= 0 (0: off)", "60",
+     "a keel host wait that lasts this long logs the hang doctor's diagnosis (keel::diagnose)"},
+    {Var::hang_report, "KEEL_HANG_REPORT", "a file path", "(none)",
+     "where the hang doctor also writes its report as JSON, at the hang timeout and on SIGUSR1"},
 };
 
 // kVariables is indexed by Var.
@@ -341,6 +347,7 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
         case Var::cpu_fail_alloc_prob: case Var::cpu_fail_op_prob:
             valid = parse_number(*s, 0.0, 1.0).has_value();
             break;
+        case Var::hang_timeout: valid = parse_number(*s, 0.0, 1e9).has_value(); break;
         case Var::bench_chunk_kib: case Var::bench_ring: case Var::bench_ahead: case Var::bench_threads:
             valid = integer_in(*s, 1, std::int64_t{1} << 40);
             break;

@@ -1,6 +1,7 @@
 #include "memory/transfer.hpp"
 
 #include "access.hpp"
+#include "diagnose/host_waits.hpp"
 #include "logging.hpp"
 #include "memory/event_wait.hpp"
 #include "memory/hold.hpp"
@@ -104,7 +105,8 @@ HostCopy::HostCopy(HostCopy&& other) noexcept
     : memory_(std::move(other.memory_)),
       stream_(std::exchange(other.stream_, nullptr)),
       event_(std::exchange(other.event_, nullptr)),
-      seq_(std::exchange(other.seq_, 0)) {}
+      seq_(std::exchange(other.seq_, 0)),
+      site_(std::exchange(other.site_, 0)) {}
 
 HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
     if (this != &other) {
@@ -113,6 +115,7 @@ HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
         stream_ = std::exchange(other.stream_, nullptr);
         event_ = std::exchange(other.event_, nullptr);
         seq_ = std::exchange(other.seq_, 0);
+        site_ = std::exchange(other.site_, 0);
     }
     return *this;
 }
@@ -131,7 +134,10 @@ Result<void> HostCopy::wait() {
         memory_.reset();
         return ok();
     }
-    Result<void> waited = memory::wait_for_event(memory_->ops(), event_);
+    Result<void> waited = [&] {
+        const doctor::HostWait waiting("HostCopy::wait", site_);
+        return memory::wait_for_event(memory_->ops(), event_);
+    }();
     memory_->events().release(event_);
     event_ = nullptr;
     stream_ = nullptr;

@@ -67,7 +67,11 @@ doctor::StreamLedger* detail::Access::ledger(const Stream& stream) noexcept {
 namespace {
 
 // The ledger of `stream` (valid: the stream was checked).
-inline doctor::StreamLedger& ledger_of(const Stream& stream) noexcept { return *detail::Access::ledger(stream); }
+inline doctor::StreamLedger& ledger_of(const Stream& stream) noexcept {
+    doctor::StreamLedger* ledger = detail::Access::ledger(stream);
+    if (ledger == nullptr) __builtin_unreachable();  // every open stream has one (create)
+    return *ledger;
+}
 
 }  // namespace
 

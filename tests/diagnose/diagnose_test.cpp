@@ -130,7 +130,7 @@ TEST_F(Diagnose, AHoldOnABlockedStreamIsNamedWithTheRootThatBlocksIt) {
     EXPECT_TRUE(d.blocked) << d.text;
     EXPECT_THAT(d.text, HasSubstr(a_name + ": 2 ops enqueued"));
     EXPECT_THAT(d.text, HasSubstr("holds not released: op 1"));
-    EXPECT_THAT(d.text, HasSubstr(a_name + " op 0 (wait for an event): waits for op 1 of " + b_name));
+    EXPECT_THAT(d.text, HasSubstr("cannot pass op 0 (wait for an event): waits for op 1 of " + b_name + " (event record)"));
     EXPECT_THAT(d.text, HasSubstr(a_name + " op 0 -> " + b_name + " op 0"));
     EXPECT_THAT(d.text, HasSubstr("root: " + b_name + " op 0 (host function): running for"));
     EXPECT_THAT(d.text, HasSubstr("keel cannot see what it waits for"));

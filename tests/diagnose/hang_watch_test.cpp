@@ -3,12 +3,14 @@
 // the diagnosis and writes the report, and the wait goes on (the test then
 // ends the planted hang); a correct program's short waits write nothing.
 #include <keel/diagnose.hpp>
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +23,14 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-const std::filesystem::path kReport = KEEL_HANG_WATCH_REPORT;
+// KEEL_HANG_REPORT as the watch reads it (once, at the first wait): the
+// build's file unless the environment names one (the keel-trace test does).
+const bool kReportNamed = [] {
+    if (!keel::env::text(keel::env::Var::hang_report)) ::setenv("KEEL_HANG_REPORT", KEEL_HANG_WATCH_REPORT, 1);
+    return true;
+}();
+const std::filesystem::path kReport =
+    std::string(keel::env::text(keel::env::Var::hang_report).value_or(KEEL_HANG_WATCH_REPORT));
 
 std::string read_report() {
     std::ifstream in(kReport);

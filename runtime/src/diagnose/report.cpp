@@ -209,9 +209,11 @@ Diagnosis Graph::render(const std::string& why, std::string* json) const {
         std::uint32_t stream;
     };
     std::vector<Start> starts;
-    if (!waits_.empty()) out << "host threads waiting:\n";
+    bool header = false;
     for (const WaitView& w : waits_) {
         if (w.note && w.inside != 0) continue;  // shown with its host function
+        if (!header) out << "host threads waiting:\n";
+        header = true;
         out << "  thread " << w.thread << " has waited " << seconds(now - w.since_ns) << " ";
         if (w.note) {
             out << "on \"" << w.where << "\"";

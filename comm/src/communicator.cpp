@@ -106,6 +106,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
     impl->claim_store = store;
     impl->claim_key = std::move(connected.claim_key);
     impl->start_watching();
+    impl->add_to_diagnoses();
     return Communicator(std::move(impl));
 }
 

@@ -1,6 +1,7 @@
 #include "engine.hpp"
 
 #include "collectives.hpp"
+#include "comm_diagnosis.hpp"
 #include "p2p.hpp"
 #include "preamble.hpp"
 #include "sigpipe_guard.hpp"
@@ -49,6 +50,8 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
       staging(std::make_shared<comm::StagingCache>(device)) {}
 
 Communicator::Impl::~Impl() {
+    // First: a diagnosis in progress still reads this communicator.
+    diagnosis_.reset();
     // The gates of enqueued operations name this engine: they must all have
     // run. Each does once its stream gets there, bounded by the timeout.
     {
@@ -62,6 +65,23 @@ Communicator::Impl::~Impl() {
     }
     if (watcher_wake_ >= 0) ::close(watcher_wake_);
     if (claim_store && !claim_key.empty()) (void)claim_store->erase(claim_key);
+}
+
+void Communicator::Impl::add_to_diagnoses() {
+    if (!claim_store) return;
+    diagnosis_ = std::make_unique<DiagnosisSection>([this] {
+        comm::RankProgress mine;
+        mine.rank = rank;
+        mine.enqueued = ops_enqueued_.load(std::memory_order_relaxed);
+        mine.waiting = running_.load(std::memory_order_acquire);
+        if (mine.waiting >= 0) {
+            const char* what = running_what_.load(std::memory_order_relaxed);
+            mine.op = what != nullptr ? what : "operation";
+        }
+        const auto patience = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
+        const std::vector<comm::RankProgress> others = comm::exchange_progress(*claim_store, name, size, mine, patience);
+        return comm::diagnosis_text(name, rank, size, mine, others, patience);
+    });
 }
 
 std::string Communicator::Impl::where(const char* op) const {
@@ -198,6 +218,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         if (!inputs.empty()) (void)stream.hold(std::move(op));
         return in;
     }
+    op->index = ops_enqueued_.fetch_add(1, std::memory_order_relaxed);
     if (op->collective()) {
         op->collective_index = collectives_++;
     } else {
@@ -304,7 +325,9 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         cv_.notify_all();
         return cause;
     }
+    const std::string doing = where(op->what()) + " #" + std::to_string(op->index);
     {
+        const BlockedOn turn(doing + ": waits for the communicator's earlier operations to run");
         std::unique_lock lock(mutex_);
         // The operations enqueued before this one run first, on their own
         // streams' gates; abort() ends the wait. Bounded: a stream that
@@ -333,6 +356,14 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
     if (!failed) {
         bool mismatch = false;
         try {
+            const BlockedOn peers(doing + ": waits for its peer ranks (the diagnosis of communicator '" + name +
+                                  "' says which have not arrived)");
+            running_what_.store(op->what(), std::memory_order_relaxed);
+            running_.store(static_cast<std::int64_t>(op->index), std::memory_order_release);
+            struct Done {
+                std::atomic<std::int64_t>& running;
+                ~Done() { running.store(-1, std::memory_order_release); }
+            } done{running_};
             run_op(*op, check);
         } catch (const comm::Mismatch& e) {
             // Every rank involved sees the mismatch itself: its connections

@@ -35,9 +35,11 @@
 #include "staging_cache.hpp"
 
 #include <keel/comm.hpp>
+#include <keel/diagnose.hpp>
 
 #include <gloo/rendezvous/context.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -145,6 +147,9 @@ struct Communicator::Impl {
     // point at) until the context closes its pairs: they live until then
     // (GlooMesh). A failed operation, with its staging, is kept the same way.
     void keep_until_closed(std::shared_ptr<void> leftover) { mesh->keep_until_closed(std::move(leftover)); }
+    // Adds this rank's part to every hang diagnosis (comm_diagnosis.hpp):
+    // once the store is known; removed first thing in ~Impl.
+    void add_to_diagnoses();
 
 private:
     // The gate of `op`: waits for its turn, runs it, returns its error.
@@ -210,6 +215,12 @@ private:
     void wake_waits_on(const std::vector<int>& peers);
     std::thread watcher_;
     int watcher_wake_ = -1;  // an eventfd: written once to stop the watcher
+    // For the hang doctor: operations enqueued, and the one a gate runs
+    // (its index, -1 for none) and its kind.
+    std::atomic<std::uint64_t> ops_enqueued_{0};
+    std::atomic<std::int64_t> running_{-1};
+    std::atomic<const char*> running_what_{nullptr};
+    std::unique_ptr<DiagnosisSection> diagnosis_;
 };
 
 }  // namespace keel

@@ -64,6 +64,7 @@ struct Op {
     std::byte* scratch = nullptr;  // reduce_scatter: every rank's parts
     std::vector<Transfer> transfers;  // send_recv
     std::uint64_t collective_index = 0;  // among the communicator's collectives
+    std::uint64_t index = 0;             // among all the communicator's operations (the hang doctor's #)
     // The staging blocks, kept until the stream passed the output copies;
     // later operations on the same stream may share them (Impl::stage).
     std::vector<std::shared_ptr<StagingLease>> staging;

@@ -20,6 +20,10 @@
 #include <memory>
 #include <utility>
 
+namespace keel::doctor {
+class StreamLedger;
+}
+
 namespace keel::detail {
 
 struct DeviceSlot;
@@ -90,6 +94,12 @@ struct Access {
     [[nodiscard]] static Result<const std::shared_ptr<memory::MemoryCore>*> core(const Stream& stream);
     // What the stream registry gave `stream` when it was created.
     [[nodiscard]] static std::uint64_t generation(const Stream& stream) noexcept;
+    // The hang doctor's ledger of the stream (null for an empty stream).
+    [[nodiscard]] static doctor::StreamLedger* ledger(const Stream& stream) noexcept;  // stream.cpp
+    [[nodiscard]] static std::uint64_t& site(Fence& f) noexcept { return f.site_; }
+    [[nodiscard]] static std::uint64_t site(const Fence& f) noexcept { return f.site_; }
+    [[nodiscard]] static std::uint64_t& site(HostCopy& c) noexcept { return c.site_; }
+    [[nodiscard]] static std::uint64_t site(const Event& e) noexcept { return e.site_.load(std::memory_order_relaxed); }
 
     // The copies a pinned buffer waits for before its memory goes.
     [[nodiscard]] static memory::PinnedUses* uses(const PinnedBuffer& b) noexcept { return b.uses_.get(); }

@@ -3,6 +3,8 @@
 #include <keel/stream.hpp>
 
 #include "access.hpp"
+#include "diagnose/host_waits.hpp"
+#include "diagnose/ledger.hpp"
 #include "logging.hpp"
 #include "plugin.hpp"
 #include "trace/hooks.hpp"
@@ -24,7 +26,8 @@ Event::Event(Event&& other) noexcept
     : device_(other.device_),
       handle_(std::exchange(other.handle_, nullptr)),
       share_(other.share_),
-      timing_(other.timing_) {}
+      timing_(other.timing_),
+      site_(other.site_.exchange(0, std::memory_order_relaxed)) {}
 
 Event& Event::operator=(Event&& other) noexcept {
     if (this != &other) {
@@ -33,6 +36,7 @@ Event& Event::operator=(Event&& other) noexcept {
         handle_ = std::exchange(other.handle_, nullptr);
         share_ = other.share_;
         timing_ = other.timing_;
+        site_.store(other.site_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
     }
     return *this;
 }
@@ -72,7 +76,11 @@ Result<void> Event::record(const Stream& stream) const {
                                                        device_->name + " but the stream of " +
                                                        stream.device().name());
     trace::OpScope traced(stream, trace::Kind::record_event, 0);
-    return device_->api().event_record(handle_, detail::Access::handle(stream));
+    KEEL_TRY(device_->api().event_record(handle_, detail::Access::handle(stream)));
+    if (doctor::StreamLedger* ledger = detail::Access::ledger(stream))
+        site_.store(doctor::make_site(ledger->id(), ledger->note_blocking(doctor::OpKind::record).index),
+                    std::memory_order_relaxed);
+    return ok();
 }
 
 Result<bool> Event::query() const {
@@ -85,6 +93,7 @@ Result<bool> Event::query() const {
 Result<void> Event::synchronize() const {
     KEEL_TRY(check("Event::synchronize"));
     trace::WaitScope waiting("Event::synchronize", 0);
+    const doctor::HostWait host_wait("Event::synchronize", site_.load(std::memory_order_relaxed));
     return device_->api().event_synchronize(handle_);
 }
 

@@ -5,6 +5,9 @@
 #include <keel/kernel.hpp>
 
 #include "access.hpp"
+#include "diagnose/host_waits.hpp"
+#include "diagnose/ledger.hpp"
+#include "diagnose/tracked_host_func.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
 #include "memory/fence.hpp"
@@ -49,7 +52,24 @@ struct Stream::Memory {
     std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
     memory::StreamGeneration generation = 0;   // from the stream registry, at creation
     std::atomic<std::uint32_t> trace_seen{0};  // the last trace session that named it
+    // What the stream enqueued and how far it got, for the hang doctor.
+    std::shared_ptr<doctor::StreamLedger> ledger;
 };
+
+doctor::StreamLedger* detail::Access::ledger(const Stream& stream) noexcept {
+    return stream.memory_ ? stream.memory_->ledger.get() : nullptr;
+}
+
+namespace {
+
+// The ledger of `stream` (valid: the stream was checked).
+inline doctor::StreamLedger& ledger_of(const Stream& stream) noexcept {
+    doctor::StreamLedger* ledger = detail::Access::ledger(stream);
+    if (ledger == nullptr) __builtin_unreachable();  // every open stream has one (create)
+    return *ledger;
+}
+
+}  // namespace
 
 std::uint64_t detail::Access::generation(const Stream& stream) noexcept { return stream.memory_->generation; }
 
@@ -74,6 +94,7 @@ Result<Stream> Stream::create(const Device& device) {
     auto memory = std::make_unique<Memory>();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
     memory->generation = memory::register_stream(handle);
+    memory->ledger = doctor::open_ledger(&detail::Access::slot(device), device.name(), handle, memory->generation);
     return Stream(device, handle, std::move(memory));
 }
 
@@ -85,6 +106,7 @@ Result<Stream> Stream::create(const MemoryPool& memory) {
     const Device& device = memory.device();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
     bound->generation = memory::register_stream(handle);
+    bound->ledger = doctor::open_ledger(&detail::Access::slot(device), device.name(), handle, bound->generation);
     return Stream(device, handle, std::move(bound));
 }
 
@@ -121,8 +143,12 @@ Result<void> Stream::close() {
     // first, then the handle leaves the registry (waiting for such calls in
     // flight), and only then does the plugin destroy it. The sticky error
     // comes from the destroy, as before.
-    if (auto drained = api.stream_synchronize(handle); !drained.ok())
-        detail::log_debug("[Stream::close] " + drained.error().message());
+    {
+        const doctor::HostWait waiting("Stream::close", memory_->ledger->last());
+        if (auto drained = api.stream_synchronize(handle); !drained.ok())
+            detail::log_debug("[Stream::close] " + drained.error().message());
+    }
+    doctor::close_ledger(memory_->ledger);
     memory::unregister_stream(handle);
     Result<void> destroyed = api.stream_destroy(handle);
     // Nothing of it is left behind in its memory instance: cached memory no
@@ -192,6 +218,7 @@ Result<NativeHandle> Stream::native_handle() const {
 Result<void> Stream::synchronize() const {
     KEEL_TRY(check_stream(*this, "Stream::synchronize"));
     trace::WaitScope waiting("Stream::synchronize", *this);
+    const doctor::HostWait host_wait("Stream::synchronize", ledger_of(*this).last());
     return detail::Access::slot(device_).api().stream_synchronize(handle_);
 }
 
@@ -208,7 +235,10 @@ Result<Fence> Stream::fence() const {
     KEEL_TRY(check_stream(*this, "Stream::fence"));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     trace::OpScope traced(*this, trace::Kind::fence, 0);
-    return memory::record_fence(*core, handle_);
+    KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(*core, handle_));
+    doctor::StreamLedger& ledger = ledger_of(*this);
+    detail::Access::site(fence) = doctor::make_site(ledger.id(), ledger.note_blocking(doctor::OpKind::fence).index);
+    return fence;
 }
 
 Result<void> Stream::wait(const Fence& fence) const {
@@ -217,9 +247,13 @@ Result<void> Stream::wait(const Fence& fence) const {
     const detail::DeviceSlot* theirs = detail::Access::device(fence);
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
-    if (theirs == &mine) return memory::wait_fence(fence, handle_);
-    auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
-    if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    if (theirs == &mine) {
+        KEEL_TRY(memory::wait_fence(fence, handle_));
+    } else {
+        auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
+        if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    }
+    (void)ledger_of(*this).note_blocking(doctor::OpKind::wait_fence, detail::Access::site(fence));
     return ok();
 }
 
@@ -230,9 +264,13 @@ Result<void> Stream::wait(const Event& event) const {
     const detail::DeviceSlot* theirs = detail::Access::slot(event);
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_event, 0);
-    if (theirs == &mine) return mine.api().stream_wait_event(handle_, detail::Access::handle(event));
-    auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
-    if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    if (theirs == &mine) {
+        KEEL_TRY(mine.api().stream_wait_event(handle_, detail::Access::handle(event)));
+    } else {
+        auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
+        if (!r.ok()) return std::move(r).error().context("Stream::wait");
+    }
+    (void)ledger_of(*this).note_blocking(doctor::OpKind::wait_event, detail::Access::site(event));
     return ok();
 }
 
@@ -250,15 +288,19 @@ Result<void> Stream::order_after(const Stream& from) const {
         return ok();
     }
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
+    const doctor::Site target = ledger_of(from).last();
     if (trace::on()) [[unlikely]] {
         // Traced as its two halves: the fence on `from`, the wait here.
         std::optional<trace::OpScope> fenced(std::in_place, from, trace::Kind::fence, 0);
         KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(*core, from.handle_));
         fenced.reset();
         trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
-        return memory::wait_fence(fence, handle_);
+        KEEL_TRY(memory::wait_fence(fence, handle_));
+    } else {
+        KEEL_TRY(memory::order_after(*core, handle_, from.handle_));
     }
-    return memory::order_after(*core, handle_, from.handle_);
+    (void)ledger_of(*this).note_blocking(doctor::OpKind::order_after, target);
+    return ok();
 }
 
 // ---- copies ------------------------------------------------------------------
@@ -274,8 +316,10 @@ Result<void> Stream::copy_in(DeviceView dst, std::span<const std::byte> src, Hos
     KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     trace::OpScope traced(*this, trace::Kind::copy_h2d, src.size(), keep_alive ? "(moved in)" : "(staged)");
-    if (keep_alive) return memory::copy_to_device_owned(**core, handle_, dst.address(), src, std::move(keep_alive));
-    return memory::copy_to_device(**core, handle_, dst.address(), src);
+    if (keep_alive) KEEL_TRY(memory::copy_to_device_owned(**core, handle_, dst.address(), src, std::move(keep_alive)));
+    else KEEL_TRY(memory::copy_to_device(**core, handle_, dst.address(), src));
+    ledger_of(*this).note(doctor::OpKind::copy);
+    return ok();
 }
 
 Result<HostCopy> Stream::copy_out(std::span<std::byte> dst, DeviceView src) const {
@@ -289,8 +333,11 @@ Result<HostCopy> Stream::copy_out(std::span<std::byte> dst, DeviceView src) cons
     KEEL_TRY(check_live(*this, kCopy, "the source", src.address(), src.size()));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     trace::OpScope traced(*this, trace::Kind::copy_d2h, src.size(), "(to host memory)");
-    return memory::copy_from_device(*core, handle_, dst.first(static_cast<std::size_t>(src.size())),
-                                    src.address());
+    KEEL_TRY_ASSIGN(HostCopy copy, memory::copy_from_device(*core, handle_, dst.first(static_cast<std::size_t>(src.size())),
+                                                            src.address()));
+    doctor::StreamLedger& ledger = ledger_of(*this);
+    detail::Access::site(copy) = doctor::make_site(ledger.id(), ledger.note(doctor::OpKind::copy));
+    return copy;
 }
 
 Result<void> Stream::check_elements(const DeviceView& src, std::size_t element_size) const {
@@ -338,6 +385,7 @@ Result<void> Stream::copy_pinned_in(DeviceView dst, const PinnedBuffer& src,
     const auto* from = static_cast<const std::byte*>(src.data()) + offset.value_or(0);
     trace::OpScope traced(*this, trace::Kind::copy_h2d, bytes, "(pinned)");
     KEEL_TRY(detail::Access::slot(device_).api().memcpy_h2d(handle_, dst.address(), from, bytes));
+    ledger_of(*this).note(doctor::OpKind::copy);
     return note_pinned_use(src, *core, handle_);
 }
 
@@ -364,6 +412,7 @@ Result<void> Stream::copy_pinned_out(PinnedBuffer& dst, std::uint64_t offset, De
     auto* to = static_cast<std::byte*>(dst.data()) + offset;
     trace::OpScope traced(*this, trace::Kind::copy_d2h, src.size(), "(pinned)");
     KEEL_TRY(detail::Access::slot(device_).api().memcpy_d2h(handle_, to, src.address(), src.size()));
+    ledger_of(*this).note(doctor::OpKind::copy);
     return note_pinned_use(dst, *core, handle_);
 }
 
@@ -395,7 +444,9 @@ Result<void> Stream::copy(DeviceView dst, DeviceView src) const {
         KEEL_TRY(check_live(*this, kCopy, "the destination", dst.address(), src.size()));
     }
     trace::OpScope traced(*this, trace::Kind::copy_d2d, src.size());
-    return detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size());
+    KEEL_TRY(detail::Access::slot(device_).api().memcpy_d2d(handle_, dst.address(), src.address(), src.size()));
+    ledger_of(*this).note(doctor::OpKind::copy);
+    return ok();
 }
 
 Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
@@ -405,7 +456,9 @@ Result<void> Stream::memset(DeviceView dst, std::uint8_t value) const {
     if (dst.size() == 0) return ok();
     KEEL_TRY(check_live(*this, where, "the destination", dst.address(), dst.size()));
     trace::OpScope traced(*this, trace::Kind::memset, dst.size());
-    return detail::Access::slot(device_).api().memset_d8(handle_, dst.address(), value, dst.size());
+    KEEL_TRY(detail::Access::slot(device_).api().memset_d8(handle_, dst.address(), value, dst.size()));
+    ledger_of(*this).note(doctor::OpKind::memset);
+    return ok();
 }
 
 Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const {
@@ -453,7 +506,9 @@ Result<void> Stream::launch(const Kernel& kernel, const KernelArgs& args) const 
     launch.arg_count = encoded.size();
     launch.arg_struct_size = sizeof(keel_kernel_arg);
     trace::OpScope traced(*this, trace::Kind::kernel, 0, nullptr, trace::OpInfo{kernel.name()});
-    return detail::Access::slot(device_).api().kernel_launch(handle_, detail::Access::handle(kernel), &launch);
+    KEEL_TRY(detail::Access::slot(device_).api().kernel_launch(handle_, detail::Access::handle(kernel), &launch));
+    ledger_of(*this).note(doctor::OpKind::launch);
+    return ok();
 }
 
 // ---- lifetimes and host work ---------------------------------------------------
@@ -470,7 +525,9 @@ Result<void> Stream::hold_func(HostFunc release) const {
         return std::move(core).error().context("Stream::hold");
     }
     trace::OpScope traced(*this, trace::Kind::hold, 0);
-    return memory::hold_task(***core, handle_, std::move(release));
+    KEEL_TRY(memory::hold_task(***core, handle_, std::move(release)));
+    (void)ledger_of(*this).note_blocking(doctor::OpKind::hold);
+    return ok();
 }
 
 bool Stream::host_funcs_can_fail() const noexcept {
@@ -485,11 +542,24 @@ Result<void> Stream::enqueue_host_func(HostFunc fn) const {
                      "[Stream::enqueue_host_func] the host function is empty (moved-from)");
     const detail::PluginApi& api = detail::Access::slot(device_).api();
     trace::OpScope traced(*this, trace::Kind::host_func, 0);
-    if (callable->fallible() && api.has_fallible_host_func())
-        KEEL_TRY(api.stream_enqueue_fallible_host_func(handle_, &detail::fallible_host_func_trampoline,
-                                                       callable.get()));
-    else
-        KEEL_TRY(api.stream_enqueue_host_func(handle_, &detail::host_func_trampoline, callable.get()));
+    // Its place in the ledger first: it may run before the enqueue returns.
+    const std::shared_ptr<doctor::StreamLedger>& ledger = memory_->ledger;
+    const doctor::StreamLedger::Noted at = ledger->note_blocking(doctor::OpKind::host_func);
+    const bool fallible = callable->fallible();
+    try {
+        callable = std::make_unique<doctor::TrackedHostFunc>(std::move(callable), ledger, at);
+    } catch (const std::bad_alloc&) {
+        ledger->abandoned(at.slot);
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::enqueue_host_func] out of host memory");
+    }
+    Result<void> enqueued = fallible && api.has_fallible_host_func()
+                                ? api.stream_enqueue_fallible_host_func(
+                                      handle_, &detail::fallible_host_func_trampoline, callable.get())
+                                : api.stream_enqueue_host_func(handle_, &detail::host_func_trampoline, callable.get());
+    if (!enqueued.ok()) {
+        ledger->abandoned(at.slot);  // never runs, and blocks nothing
+        return enqueued;
+    }
     // Enqueued: the trampoline owns it now. On error it is destroyed here.
     (void)callable.release();
     return ok();

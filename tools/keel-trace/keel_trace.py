@@ -20,12 +20,23 @@ SUBCOMMANDS = {
     "merge": ("merge", "the trace files of a multi-rank job on one timeline"),
     "check": ("check", "validate a trace: JSON, one track per stream, well-formed events"),
 }
+# Subcommands that parse their own arguments: name -> (module whose
+# main(argv) runs it, one-line help).
+OWN_PARSERS = {
+    "diagnose": ("diagnose", "the hang doctor's diagnosis from one or more reports (also --diagnose)"),
+}
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv:
+        name = "diagnose" if argv[0] == "--diagnose" else argv[0]
+        if name in OWN_PARSERS:
+            return importlib.import_module(OWN_PARSERS[name][0]).main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="keel-trace",
         description=__doc__.splitlines()[0],
+        epilog="also: " + "; ".join(f"{n}: {h}" for n, (_, h) in OWN_PARSERS.items()),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

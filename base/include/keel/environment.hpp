@@ -88,6 +88,8 @@ enum class Var : unsigned {
     nccl_library,
     trace,
     memory_history,
+    hang_timeout,
+    hang_report,
 };
 
 struct Variable {
@@ -185,6 +187,10 @@ inline constexpr Variable kVariables[] = {
      "a Chrome trace / Perfetto JSON of the whole process, written at exit (docs/tracing.md)"},
     {Var::memory_history, "KEEL_MEMORY_HISTORY", "1|0|on|off|true|false|yes|no", "0",
      "each buffer remembers its allocation's tag or site, for memory snapshots"},
+    {Var::hang_timeout, "KEEL_HANG_TIMEOUT", "seconds >= 0 (0: off)", "60",
+     "a keel host wait that lasts this long logs the hang doctor's diagnosis (keel::diagnose)"},
+    {Var::hang_report, "KEEL_HANG_REPORT", "a file path", "(none)",
+     "where the hang doctor also writes its report as JSON, at the hang timeout and on SIGUSR1"},
 };
 
 // kVariables is indexed by Var.
@@ -361,6 +367,7 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
         case Var::cpu_fail_alloc_prob: case Var::cpu_fail_op_prob:
             valid = parse_number(*s, 0.0, 1.0).has_value();
             break;
+        case Var::hang_timeout: valid = parse_number(*s, 0.0, 1e9).has_value(); break;
         case Var::bench_chunk_kib: case Var::bench_ring: case Var::bench_ahead: case Var::bench_threads:
             valid = integer_in(*s, 1, std::int64_t{1} << 40);
             break;

@@ -6,6 +6,7 @@
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
+#include <atomic>
 #include <cstdint>
 
 namespace keel {
@@ -75,6 +76,9 @@ private:
     keel_event handle_ = nullptr;
     std::uint32_t share_ = 0;
     EventTiming timing_ = EventTiming::off;
+    // Where the most recent record is in its stream's work (the hang
+    // doctor's site: stream and operation), 0 when never recorded.
+    mutable std::atomic<std::uint64_t> site_{0};
 };
 
 }  // namespace keel

@@ -61,6 +61,7 @@ private:
     keel_stream from_ = nullptr;
     keel_event event_ = nullptr;
     std::uint64_t seq_ = 0;
+    std::uint64_t site_ = 0;  // its point in its stream's work, for the hang doctor
 };
 
 }  // namespace keel

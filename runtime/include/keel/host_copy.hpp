@@ -68,6 +68,7 @@ private:
     keel_stream stream_ = nullptr;
     keel_event event_ = nullptr;  // recorded after the copy; null once waited for
     std::uint64_t seq_ = 0;       // the record's place among the stream's tracked work
+    std::uint64_t site_ = 0;      // the copy's point in its stream's work, for the hang doctor
 };
 
 // A device -> host copy that owns its destination (Stream::copy_to_vector):

@@ -4,6 +4,7 @@
 #include <keel/buffer.hpp>
 #include <keel/device.hpp>
 #include <keel/device_memory.hpp>  // the deprecated alias of MemoryPool
+#include <keel/diagnose.hpp>
 #include <keel/event.hpp>
 #include <keel/fence.hpp>
 #include <keel/format.hpp>

@@ -63,7 +63,8 @@ Fence::Fence(Fence&& other) noexcept
       device_(std::exchange(other.device_, nullptr)),
       from_(std::exchange(other.from_, nullptr)),
       event_(std::exchange(other.event_, nullptr)),
-      seq_(std::exchange(other.seq_, 0)) {}
+      seq_(std::exchange(other.seq_, 0)),
+      site_(std::exchange(other.site_, 0)) {}
 
 Fence& Fence::operator=(Fence&& other) noexcept {
     if (this != &other) {
@@ -74,6 +75,7 @@ Fence& Fence::operator=(Fence&& other) noexcept {
         from_ = std::exchange(other.from_, nullptr);
         event_ = std::exchange(other.event_, nullptr);
         seq_ = std::exchange(other.seq_, 0);
+        site_ = std::exchange(other.site_, 0);
     }
     return *this;
 }

@@ -1,6 +1,7 @@
 #include "memory/transfer.hpp"
 
 #include "access.hpp"
+#include "diagnose/host_waits.hpp"
 #include "logging.hpp"
 #include "memory/event_wait.hpp"
 #include "memory/hold.hpp"
@@ -106,7 +107,8 @@ HostCopy::HostCopy(HostCopy&& other) noexcept
     : memory_(std::move(other.memory_)),
       stream_(std::exchange(other.stream_, nullptr)),
       event_(std::exchange(other.event_, nullptr)),
-      seq_(std::exchange(other.seq_, 0)) {}
+      seq_(std::exchange(other.seq_, 0)),
+      site_(std::exchange(other.site_, 0)) {}
 
 HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
     if (this != &other) {
@@ -115,6 +117,7 @@ HostCopy& HostCopy::operator=(HostCopy&& other) noexcept {
         stream_ = std::exchange(other.stream_, nullptr);
         event_ = std::exchange(other.event_, nullptr);
         seq_ = std::exchange(other.seq_, 0);
+        site_ = std::exchange(other.site_, 0);
     }
     return *this;
 }
@@ -135,6 +138,7 @@ Result<void> HostCopy::wait() {
     }
     Result<void> waited = [&] {
         trace::WaitScope waiting("HostCopy::wait", trace::on() ? memory::stream_generation(stream_) : 0);
+        const doctor::HostWait host_wait("HostCopy::wait", site_);
         return memory::wait_for_event(memory_->ops(), event_);
     }();
     memory_->events().release(event_);

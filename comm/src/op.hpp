@@ -8,6 +8,7 @@
 #include <keel/comm.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -64,6 +65,9 @@ struct Op {
     std::byte* scratch = nullptr;  // reduce_scatter: every rank's parts
     std::vector<Transfer> transfers;  // send_recv
     std::uint64_t collective_index = 0;  // among the communicator's collectives
+    // The bound on each of its waits (its turn, every Gloo call), taken from
+    // the communicator's timeout when it was enqueued (Communicator::set_timeout).
+    std::chrono::milliseconds timeout{0};
     // The staging blocks, kept until the stream passed the output copies;
     // later operations on the same stream may share them (Impl::stage).
     std::vector<std::shared_ptr<StagingLease>> staging;

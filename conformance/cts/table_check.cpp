@@ -3,6 +3,7 @@
 #include "elf_exports.hpp"
 
 #include <keel/keel.h>
+#include <keel/plugin/comm_entries.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 
 #include <cstring>
@@ -131,18 +132,15 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
     c.expect(KEEL_CTS_HAS(t, kernel_get) == KEEL_CTS_HAS(t, kernel_launch),
              "kernel_get and kernel_launch come together", "one of the pair is absent");
     // [1.4] The communication entries are present as a set or absent as a set.
-    const int comm_entries = KEEL_CTS_HAS(t, comm_create) + KEEL_CTS_HAS(t, comm_destroy) +
-                             KEEL_CTS_HAS(t, comm_abort) + KEEL_CTS_HAS(t, comm_all_reduce) +
-                             KEEL_CTS_HAS(t, comm_broadcast) + KEEL_CTS_HAS(t, comm_all_gather) +
-                             KEEL_CTS_HAS(t, comm_reduce_scatter) + KEEL_CTS_HAS(t, comm_send_recv);
-    c.expect(comm_entries == 0 || comm_entries == 8, "the comm_* entries come as a set (1.4)",
-             std::to_string(comm_entries) + " of the 8 are present");
+    const int comm_entries = plugin::comm_entries_present(t);
+    c.expect(comm_entries == 0 || comm_entries == plugin::kCommEntries, "the comm_* entries come as a set (1.4)",
+             std::to_string(comm_entries) + " of the " + std::to_string(plugin::kCommEntries) + " are present");
     // [1.5] For a plugin declaring 1.5 or later, comm_send_recv_sized is
     // part of that set; a 1.4 plugin is not asked for it.
     if (t.abi_minor >= 5)
-        c.expect(KEEL_CTS_HAS(t, comm_send_recv_sized) == (comm_entries == 8),
+        c.expect(plugin::has_sized_send_recv(t) == (comm_entries == plugin::kCommEntries),
                  "comm_send_recv_sized comes with the comm_* entries (1.5)",
-                 comm_entries == 8 ? "the 1.4 set is present without comm_send_recv_sized"
+                 comm_entries == plugin::kCommEntries ? "the 1.4 set is present without comm_send_recv_sized"
                                    : "comm_send_recv_sized is present without the 1.4 set");
 }
 

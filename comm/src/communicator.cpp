@@ -63,7 +63,9 @@ Result<void> enqueue_staged(Communicator::Impl& impl, const std::unique_lock<std
     op->staging.reserve(op->staging.size() + (plan.one_block ? 1 : 2));
     KEEL_TRY_ASSIGN(PinnedBuffer* staged_in, impl.stage(stream, *op, in.size()));
     PinnedBuffer* staged_out = staged_in;
-    if (!plan.one_block) KEEL_TRY_ASSIGN(staged_out, impl.stage(stream, *op, out.size()));
+    if (!plan.one_block) {
+        KEEL_TRY_ASSIGN(staged_out, impl.stage(stream, *op, out.size()));
+    }
     op->in = bytes_of(staged_in);
     op->out = bytes_of(staged_out);
     const StagedCopy copy_in{staged_in, in}, copy_out{staged_out, out};

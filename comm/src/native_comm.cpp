@@ -33,12 +33,12 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
                                                        const CommOptions& options, EngineChoice& engine) {
     KEEL_TRY_ASSIGN(const bool generic, generic_forced(options));
     if (generic) {
-        engine = {CommEngine::generic_forced, "generic (Gloo): forced by CommOptions::native = false or KEEL_COMM_GENERIC"};
+        engine = {CommEngine::generic_forced, "generic (Gloo): forced by CommOptions::native = false or KEEL_COMM_GENERIC", {}};
         return std::unique_ptr<NativeComm>();
     }
     if (!offered(device)) {
         engine = {CommEngine::generic_no_entries,
-                  "generic (Gloo): " + device.type() + "'s plugin has no communication entries (keel.h 1.4)"};
+                  "generic (Gloo): " + device.type() + "'s plugin has no communication entries (keel.h 1.4)", {}};
         return std::unique_ptr<NativeComm>();
     }
     // Every key the plugin sets is recorded: the communicator erases them
@@ -66,7 +66,7 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
         }
         return created.error();
     }
-    engine = {CommEngine::native, "native (" + device.type() + " plugin)"};
+    engine = {CommEngine::native, "native (" + device.type() + " plugin)", {}};
     std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
     return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where), std::move(plugin_keys)));
 }

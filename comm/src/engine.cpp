@@ -208,9 +208,10 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     // hold of the op (the gate owns it until it ran).
     Result<void> in = comm::enqueue_staged_copies(stream, inputs, comm::StagedDirection::to_staging);
     if (!in.ok()) {
-        fail_everywhere(not_enqueued(*op, in.error()));
+        Error refused = not_enqueued(*op, in.error());
+        fail_everywhere(refused);
         if (!inputs.empty()) (void)stream.hold(std::move(op));
-        return in;
+        return refused;
     }
     if (op->collective()) {
         op->collective_index = collectives_++;

@@ -8,6 +8,7 @@
 #include "conformance.hpp"
 
 #include <keel/c_error.hpp>
+#include <keel/plugin/comm_entries.hpp>
 #include <keel/plugin_table.hpp>
 
 #include <chrono>
@@ -74,11 +75,6 @@ private:
     std::map<std::string, std::string> values_;
 };
 
-bool has_comm_set(const keel_plugin_api& t) {
-    return t.comm_create && t.comm_destroy && t.comm_abort && t.comm_all_reduce && t.comm_broadcast &&
-           t.comm_all_gather && t.comm_reduce_scatter && t.comm_send_recv;
-}
-
 keel_comm_config one_rank_config(const MemoryStore& store, const char* prefix) {
     keel_comm_config c{};
     c.struct_size = KEEL_COMM_CONFIG_STRUCT_SIZE;
@@ -120,7 +116,7 @@ Bytes bytes_of(const std::vector<float>& v) {
 // communicator otherwise (skipped when the engine declines it).
 #define KEEL_COMM_OR_SKIP(handle, store, prefix)                                                              \
     const keel_plugin_api& api = plugin_table(device());                                                       \
-    if (!has_comm_set(api))                                                                                    \
+    if (!plugin::has_comm_set(api))                                                                                    \
         GTEST_SKIP() << device().name() << " has no communication entries (optional set of ABI 1.4 absent)"; \
     CommHandle handle;                                                                                         \
     handle.api = &api;                                                                                         \

@@ -3,11 +3,7 @@
 //
 //   keel-launch -n 2 -- keel-comm-bench --device cpu:0 -b 1M -e 16M -f 4 -c 1
 //
-// -b/-e min/max bytes, -f step factor, -n iterations, -w warm-up
-// iterations, -c 1 checks the results (#wrong), --op all_reduce |
-// broadcast | all_gather | reduce_scatter | send_recv | reduce | gather |
-// scatter | all_to_all | barrier (roots: rank 0), -o sum|prod|max|min|avg,
-// -r rounds (default: as many as fill about 4 s per size, 7 to 63).
+// keel-comm-bench --help lists the options and their defaults.
 // Each size is timed in alternating rounds (keel, raw, keel, raw, ...): the
 // time columns are each side's best round; the ratios are the median over
 // rounds of keel's round against the raw round right after it. A shared
@@ -21,6 +17,7 @@
 #include <keel/comm.hpp>
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
+#include <keel/tools/cli.hpp>
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -44,6 +41,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,34 +69,56 @@ struct Args {
     bool raw_vs_raw = false;
 };
 
-std::uint64_t parse_size(const char* s) {
-    char* end = nullptr;
-    double v = std::strtod(s, &end);
-    switch (*end) {
-        case 'K': case 'k': v *= 1024; break;
-        case 'M': case 'm': v *= 1024 * 1024; break;
-        case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-        default: break;
-    }
-    return static_cast<std::uint64_t>(v);
-}
-
-int usage() {
-    std::fprintf(stderr,
-                 "usage: keel-comm-bench [--device cpu:0] [--op all_reduce|broadcast|all_gather|reduce_scatter|"
-                 "reduce|gather|scatter|all_to_all|barrier|"
-                 "send_recv] [-o sum|prod|max|min|avg] [-b bytes] [-e bytes] [-f factor] [-n iters] [-w warmup] "
-                 "[-c 0|1] [-r rounds (0: about 4 s per size)] [--check-sizes 0|1] [--raw-vs-raw]\n  run under keel-launch -n N (or any launcher that sets RANK/WORLD_SIZE and "
-                 "KEEL_COMM_STORE)\n");
-    return 2;
-}
-
 keel::ReduceOp parse_redop(const std::string& s) {
     if (s == "prod") return keel::ReduceOp::prod;
     if (s == "max") return keel::ReduceOp::max;
     if (s == "min") return keel::ReduceOp::min;
     if (s == "avg") return keel::ReduceOp::avg;
     return keel::ReduceOp::sum;
+}
+
+const std::vector<std::string> kOps = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "send_recv",
+                                       "reduce",     "gather",    "scatter",    "all_to_all",     "barrier"};
+
+// The command line into `a`: nullopt to run, or the exit code (0 after
+// --help, 1 after a mistake, named).
+std::optional<int> parse_args(int argc, char** argv, Args& a) {
+    CLI::App app{"keel-comm-bench: keel::comm's collectives against raw Gloo on host buffers, measured in "
+                 "alternating rounds of the same run, with the columns and flags of nccl-tests. Run it under "
+                 "keel-launch -n N (or a launcher that sets RANK, WORLD_SIZE and KEEL_COMM_STORE).",
+                 "keel-comm-bench"};
+    keel::cli::show_defaults(app);
+    app.add_option("--device", a.device, "the keel device the ranks communicate through");
+    app.add_option("--op,-O", a.op, "the operation (roots: rank 0)")->check(CLI::IsMember(kOps));
+    app.add_option("-o", a.redop, "the reduction")->check(CLI::IsMember({"sum", "prod", "max", "min", "avg"}));
+    app.add_option("-b", a.min_bytes, "the smallest size in bytes (K, M, G: binary)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(std::uint64_t{4}, std::uint64_t{1} << 40));
+    app.add_option("-e", a.max_bytes, "the largest size in bytes (K, M, G: binary)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(std::uint64_t{4}, std::uint64_t{1} << 40));
+    app.add_option("-f", a.factor, "the factor from one size to the next")->check(CLI::Range(1.01, 1e6));
+    app.add_option("-n", a.iters, "operations per round")->check(CLI::Range(1, 1 << 24));
+    app.add_option("-w", a.warmup, "warm-up operations per size")->check(CLI::Range(0, 1 << 24));
+    app.add_option("-c", a.check, "1: check every result (column #wrong)")->check(CLI::Range(0, 1));
+    app.add_option("-r", a.rounds, "alternating rounds per size (0: as many as fill about 4 s, 7 to 63)")
+        ->check(CLI::Range(0, 1 << 16));
+    app.add_option("--check-sizes", a.check_sizes, "1: keel compares counts across ranks before each collective")
+        ->check(CLI::Range(0, 1));
+    app.add_flag("--raw-vs-raw", a.raw_vs_raw,
+                 "a second raw Gloo context in keel's place: what this machine alone moves the ratios by");
+    if (std::optional<int> done = keel::cli::parse(app, argc, argv)) return done;
+    if (a.max_bytes < a.min_bytes)
+        return keel::cli::fail(app, "-e (" + std::to_string(a.max_bytes) + " bytes) is below -b (" +
+                                        std::to_string(a.min_bytes) + " bytes)");
+    return std::nullopt;
+}
+
+// A failure outside the command line (no device, no launcher): the message,
+// exit code 1.
+int failed(const keel::Error& error) {
+    std::fprintf(stderr, "keel-comm-bench: %s\n", error.message().c_str());
+    return 1;
 }
 
 // keel's store as Gloo's, for the raw baseline's own context.
@@ -130,7 +150,7 @@ std::shared_ptr<gloo::Context> raw_context(const keel::Store& store, const std::
     // Where keel listens too: KEEL_COMM_INTERFACE (keel-launch --interface),
     // else loopback.
     gloo::transport::tcp::attr attr;
-    const std::optional<std::string_view> iface = keel::env::foreign("KEEL_COMM_INTERFACE");
+    const std::optional<std::string_view> iface = keel::env::text(keel::env::Var::comm_interface);
     if (iface && !iface->empty()) attr.iface = std::string(*iface);
     else attr.hostname = "127.0.0.1";
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, n);
@@ -177,39 +197,27 @@ float input_value(int rank, std::size_t i) { return static_cast<float>((i * 7 + 
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) {
-        const std::string f = argv[i];
-        auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        const char* v = nullptr;
-        if (f == "--device" && (v = next())) a.device = v;
-        else if ((f == "--op" || f == "-O") && (v = next())) a.op = v;
-        else if (f == "-o" && (v = next())) a.redop = v;
-        else if (f == "-b" && (v = next())) a.min_bytes = parse_size(v);
-        else if (f == "-e" && (v = next())) a.max_bytes = parse_size(v);
-        else if (f == "-f" && (v = next())) a.factor = std::atof(v);
-        else if (f == "-n" && (v = next())) a.iters = std::atoi(v);
-        else if (f == "-w" && (v = next())) a.warmup = std::atoi(v);
-        else if (f == "-c" && (v = next())) a.check = std::atoi(v);
-        else if (f == "-r" && (v = next())) a.rounds = std::atoi(v);
-        else if (f == "--check-sizes" && (v = next())) a.check_sizes = std::atoi(v);
-        else if (f == "--raw-vs-raw") a.raw_vs_raw = true;
-        else return usage();
-    }
-    const bool known = a.op == "all_reduce" || a.op == "broadcast" || a.op == "all_gather" ||
-                       a.op == "reduce_scatter" || a.op == "send_recv" || a.op == "reduce" || a.op == "gather" ||
-                       a.op == "scatter" || a.op == "all_to_all" || a.op == "barrier";
-    if (!known || a.factor < 1.01 || a.iters < 1 || a.rounds < 0 || a.min_bytes < 4 || a.max_bytes < a.min_bytes) return usage();
+    if (std::optional<int> done = parse_args(argc, argv, a)) return *done;
 
-    keel::Runtime runtime = keel::Runtime::create().expect("loading plugins");
-    keel::Device device = runtime.device(a.device).expect("finding the device");
-    keel::Stream stream = keel::Stream::create(device).value();
+
+    keel::Result<keel::Runtime> loaded = keel::Runtime::create();
+    if (!loaded.ok()) return failed(loaded.error());
+    const keel::Runtime& runtime = *loaded;
+    keel::Result<keel::Device> found = runtime.device(a.device);
+    if (!found.ok()) return failed(found.error());
+    const keel::Device device = *found;
+    keel::Result<keel::Stream> created = keel::Stream::create(device);
+    if (!created.ok()) return failed(created.error());
+    const keel::Stream& stream = *created;
     keel::CommOptions comm_options;
     comm_options.check_sizes = a.check_sizes != 0;
-    keel::Communicator comm = keel::Communicator::create_from_env(device, comm_options).expect("joining the ranks");
+    keel::Result<keel::Communicator> joined = keel::Communicator::create_from_env(device, comm_options);
+    if (!joined.ok()) return failed(joined.error());
+    const keel::Communicator& comm = *joined;
     const int rank = comm.rank(), n = comm.size();
     if (a.op == "send_recv" && n != 2) {
-        std::fprintf(stderr, "keel-comm-bench: send_recv needs 2 ranks\n");
-        return 2;
+        std::fprintf(stderr, "keel-comm-bench: --op send_recv needs 2 ranks, not %d\n", n);
+        return 1;
     }
     const keel::ReduceOp redop = parse_redop(a.redop);
 
@@ -233,7 +241,7 @@ int main(int argc, char** argv) {
                     a.op.c_str(), n, a.device.c_str(), a.redop.c_str(), a.iters, a.warmup, rounds.c_str());
         std::printf("# keel checks each collective's counts across ranks first: %s (--check-sizes)\n",
                     a.check_sizes ? "yes" : "no");
-        std::printf("# keel's engine: %s\n", comm.engine().c_str());
+        std::printf("# keel's engine: %s\n", comm.engine_description().c_str());
         if (a.raw_vs_raw)
             std::printf("# --raw-vs-raw: the keel columns are a second raw Gloo context, not keel (the same work on both "
                         "sides: the ratios show this machine's noise)\n");

@@ -1,5 +1,6 @@
 // Communicator: argument checks, then each operation as staging copies, a
 // gate that runs the Gloo call (engine.hpp says why).
+#include "arg_checks.hpp"
 #include "engine.hpp"
 #include "sigpipe_guard.hpp"
 #include "native_comm.hpp"
@@ -18,6 +19,12 @@
 namespace keel {
 namespace {
 
+using comm::check_dtype;
+using comm::check_parts;
+using comm::check_root;
+using comm::check_same_size;
+using comm::check_stream;
+using comm::check_view;
 using comm::Op;
 using comm::OpKind;
 using comm::StagedCopy;
@@ -40,7 +47,33 @@ Result<void> enqueue_in_place(Communicator::Impl& impl, const std::unique_lock<s
     return impl.enqueue(order, stream, std::move(op), {}, {});
 }
 
-std::span<const StagedCopy> one(const StagedCopy& c) noexcept { return {&c, 1}; }
+// How a collective stages its in and out: one block both use (the
+// operation runs in place on it) or a block each, and which of the two
+// copies it needs on this rank.
+struct StagingPlan {
+    bool one_block = true;
+    bool copy_in = true;
+    bool copy_out = true;
+};
+
+// Stages `in` and `out` as `plan` says, points the operation at the
+// staging and enqueues it: `in` copied to the staging before its gate, the
+// staging copied to `out` after it.
+Result<void> enqueue_staged(Communicator::Impl& impl, const std::unique_lock<std::mutex>& order, const Stream& stream,
+                            std::shared_ptr<Op> op, const DeviceView& in, const DeviceView& out, StagingPlan plan) {
+    op->staging.reserve(op->staging.size() + (plan.one_block ? 1 : 2));
+    KEEL_TRY_ASSIGN(PinnedBuffer* staged_in, impl.stage(stream, *op, in.size()));
+    PinnedBuffer* staged_out = staged_in;
+    if (!plan.one_block) {
+        KEEL_TRY_ASSIGN(staged_out, impl.stage(stream, *op, out.size()));
+    }
+    op->in = bytes_of(staged_in);
+    op->out = bytes_of(staged_out);
+    const StagedCopy copy_in{staged_in, in}, copy_out{staged_out, out};
+    return impl.enqueue(order, stream, std::move(op),
+                        plan.copy_in ? std::span<const StagedCopy>(&copy_in, 1) : std::span<const StagedCopy>(),
+                        plan.copy_out ? std::span<const StagedCopy>(&copy_out, 1) : std::span<const StagedCopy>());
+}
 
 }  // namespace
 
@@ -52,14 +85,31 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const noexcept { return impl_->rank; }
 int Communicator::size() const noexcept { return impl_->size; }
 const Device& Communicator::device() const noexcept { return impl_->device; }
+const std::string& Communicator::store_prefix() const noexcept { return impl_->name; }
 const std::string& Communicator::name() const noexcept { return impl_->name; }
+CommEngine Communicator::engine_kind() const noexcept { return impl_->engine_kind; }
 bool Communicator::uses_native_engine() const noexcept { return impl_->native != nullptr; }
+const std::string& Communicator::engine_description() const noexcept { return impl_->engine; }
 const std::string& Communicator::engine() const noexcept { return impl_->engine; }
 void Communicator::abort() const noexcept {
     if (impl_->native) return impl_->native->abort();
     impl_->abort();
 }
 Result<void> Communicator::error() const { return impl_->native ? impl_->native->error() : impl_->error(); }
+
+std::chrono::milliseconds Communicator::timeout() const noexcept { return impl_->timeout(); }
+
+Result<void> Communicator::set_timeout(std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0)
+        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl_->where("set_timeout") + ": the timeout must be positive, not " +
+                                                       std::to_string(timeout.count()) + " ms");
+    if (impl_->native)
+        return Error(KEEL_STATUS_UNIMPLEMENTED,
+                     impl_->where("set_timeout") + ": the plugin's engine (" + impl_->engine +
+                         ") took its timeout at create (keel.h 1.4); set CommOptions::timeout instead");
+    impl_->set_timeout(timeout);
+    return {};
+}
 
 namespace {
 
@@ -88,23 +138,26 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Communicator::create] the timeout must be positive");
     const std::string name =
         options.key_prefix.empty() ? "keel/comm/" + std::to_string(created.fetch_add(1)) : options.key_prefix;
-    std::string engine;
+    comm::EngineChoice engine;
     KEEL_TRY_ASSIGN(std::unique_ptr<comm::NativeComm> native,
                     comm::NativeComm::choose(device, store, rank, size, name, options, engine));
     if (native) {
         auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, false);
         impl->native = std::move(native);
-        impl->engine = std::move(engine);
+        impl->engine_kind = engine.kind;
+        impl->engine = std::move(engine.description);
         return Communicator(std::move(impl));
     }
     KEEL_TRY_ASSIGN(const bool checked, checks_on());
     KEEL_TRY_ASSIGN(comm::Connected connected, comm::connect(store, name, rank, size, options));
     auto impl = std::make_shared<Impl>(device, rank, size, name, options.timeout, options.check_sizes, checked);
-    impl->engine = std::move(engine) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
+    impl->engine_kind = engine.kind;
+    impl->engine = std::move(engine.description) + (impl->host_addressable ? "; Gloo works on device memory in place (host-addressable)"
                                                                : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
     impl->claim_store = store;
     impl->claim_key = std::move(connected.claim_key);
+    impl->plugin_keys = std::move(engine.plugin_keys);
     impl->start_watching();
     impl->add_to_diagnoses();
     return Communicator(std::move(impl));
@@ -115,61 +168,6 @@ Result<Communicator> Communicator::create_from_env(const Device& device, const C
     KEEL_TRY_ASSIGN(Store store, comm::store_from_env(options.timeout));
     return create(device, store, info.rank, info.size, options);
 }
-
-// ---- argument checks ----------------------------------------------------
-
-namespace {
-
-Result<void> check_stream(const Communicator::Impl& impl, const char* op, const Stream& stream) {
-    if (stream.empty())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": the stream is empty");
-    if (stream.device().name() != impl.device.name())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": the stream is on " + stream.device().name() +
-                                                       ", the communicator on " + impl.device.name());
-    return {};
-}
-
-Result<void> check_view(const Communicator::Impl& impl, const char* op, const char* which, const DeviceView& view) {
-    if (view.empty())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + which +
-                                                       " is an empty view (DeviceView(): no device, no memory)");
-    if (!view.on(impl.device))
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + which + " is not memory of " +
-                                                       impl.device.name());
-    return {};
-}
-
-// in and out of an operation that writes what it reads: the same size.
-Result<void> check_same_size(const Communicator::Impl& impl, const char* op, const DeviceView& in,
-                             const DeviceView& out) {
-    if (in.size() != out.size())
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": in has " + bytes_text(in.size()) + ", out " +
-                                                       bytes_text(out.size()));
-    return {};
-}
-
-Result<void> check_dtype(const Communicator::Impl& impl, const char* op, keel_dtype dtype, ReduceOp reduce,
-                         std::uint64_t bytes) {
-    const std::size_t es = comm::dtype_size(dtype);
-    if (es == 0 || comm::reduce_fn(dtype, reduce) == nullptr)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": dtype " +
-                                                       (es == 0 ? std::to_string(dtype) + " (not a keel dtype)"
-                                                                : std::string(comm::dtype_name(dtype))) +
-                                                       " cannot be reduced with " + comm::reduce_name(reduce));
-    if (bytes % es != 0)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + bytes_text(bytes) +
-                                                       " is not a whole number of " + comm::dtype_name(dtype));
-    return {};
-}
-
-Result<void> check_root(const Communicator::Impl& impl, const char* op, int root) {
-    if (root < 0 || root >= impl.size)
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": root " + std::to_string(root) +
-                                                       " is not a rank of 0.." + std::to_string(impl.size - 1));
-    return {};
-}
-
-}  // namespace
 
 // ---- collectives --------------------------------------------------------
 
@@ -192,10 +190,7 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
     op->dtype = dtype;
     op->reduce = reduce;
     if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
-    op->staging.reserve(1);
-    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
-    op->in = op->out = bytes_of(staged);
-    return impl.enqueue(order, stream, std::move(op), one({staged, in}), one({staged, out}));
+    return enqueue_staged(impl, order, stream, std::move(op), in, out, {});
 }
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
@@ -223,13 +218,10 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
     op->bytes = n;
     op->root = root;
     if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), is_root ? in : out, out);
-    op->staging.reserve(1);
-    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
-    op->in = op->out = bytes_of(staged);
+    // The root's in is its result: copied out only when out is elsewhere.
     const bool in_place = is_root && in.address() == out.address();
-    const StagedCopy copy_in{staged, in}, copy_out{staged, out};
-    return impl.enqueue(order, stream, std::move(op), is_root ? one(copy_in) : std::span<const StagedCopy>(),
-                        in_place ? std::span<const StagedCopy>() : one(copy_out));
+    return enqueue_staged(impl, order, stream, std::move(op), is_root ? in : out, out,
+                          {.one_block = true, .copy_in = is_root, .copy_out = !in_place});
 }
 
 Result<void> Communicator::broadcast(const Stream& stream, DeviceView inout, int root) const {
@@ -242,11 +234,8 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
     KEEL_TRY(check_stream(impl, kOp, stream));
     KEEL_TRY(check_view(impl, kOp, "in", in));
     KEEL_TRY(check_view(impl, kOp, "out", out));
+    KEEL_TRY(check_parts(impl, kOp, "out", out, "in", in));
     const std::uint64_t n = in.size();
-    if (out.size() != n * static_cast<std::uint64_t>(impl.size))
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": out has " + bytes_text(out.size()) +
-                                                       ", expected size " + std::to_string(impl.size) + " x in (" +
-                                                       bytes_text(n) + ")");
     if (n == 0) return {};
     const TraceRange traced(stream, "comm", kOp, {n, impl.rank, -1});
     if (impl.native) return impl.native->all_gather(stream, in, out);
@@ -254,12 +243,7 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
     const std::unique_lock order = impl.order();
     op->bytes = n;
     if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
-    op->staging.reserve(2);
-    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, n));
-    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, out.size()));
-    op->in = bytes_of(sin);
-    op->out = bytes_of(sout);
-    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
+    return enqueue_staged(impl, order, stream, std::move(op), in, out, {.one_block = false});
 }
 
 Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
@@ -269,11 +253,8 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     KEEL_TRY(check_stream(impl, kOp, stream));
     KEEL_TRY(check_view(impl, kOp, "in", in));
     KEEL_TRY(check_view(impl, kOp, "out", out));
+    KEEL_TRY(check_parts(impl, kOp, "in", in, "out", out));
     const std::uint64_t k = out.size();
-    if (in.size() != k * static_cast<std::uint64_t>(impl.size))
-        return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(kOp) + ": in has " + bytes_text(in.size()) +
-                                                       ", expected size " + std::to_string(impl.size) + " x out (" +
-                                                       bytes_text(k) + ")");
     KEEL_TRY(check_dtype(impl, kOp, dtype, reduce, k));
     if (k == 0) return {};
     const TraceRange traced(stream, "comm", kOp, {k, impl.rank, -1});
@@ -287,11 +268,7 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
     KEEL_TRY_ASSIGN(PinnedBuffer* scratch, impl.stage(stream, *op, in.size()));
     op->scratch = bytes_of(scratch);
     if (impl.host_addressable) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
-    KEEL_TRY_ASSIGN(PinnedBuffer* sin, impl.stage(stream, *op, in.size()));
-    KEEL_TRY_ASSIGN(PinnedBuffer* sout, impl.stage(stream, *op, k));
-    op->in = bytes_of(sin);
-    op->out = bytes_of(sout);
-    return impl.enqueue(order, stream, std::move(op), one({sin, in}), one({sout, out}));
+    return enqueue_staged(impl, order, stream, std::move(op), in, out, {.one_block = false});
 }
 
 Result<void> Communicator::barrier(const Stream& stream) const {
@@ -340,16 +317,18 @@ Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceVie
     op->dtype = dtype;
     op->reduce = reduce;
     op->root = root;
-    op->staging.reserve(1);
     if (impl.host_addressable && is_root) return enqueue_in_place(impl, order, stream, std::move(op), in, out);
-    KEEL_TRY_ASSIGN(PinnedBuffer* staged, impl.stage(stream, *op, n));
-    op->in = op->out = bytes_of(staged);
-    if (impl.host_addressable) {  // off the root: the result lands in the staging and stays there
+    if (impl.host_addressable) {  // off the root: the result lands in a staging block and stays there
+        op->staging.reserve(1);
+        KEEL_TRY_ASSIGN(PinnedBuffer* result, impl.stage(stream, *op, n));
         op->in = host_address(in);
+        op->out = bytes_of(result);
         return impl.enqueue(order, stream, std::move(op), {}, {});
     }
-    return impl.enqueue(order, stream, std::move(op), one({staged, in}),
-                        is_root ? one({staged, out}) : std::span<const StagedCopy>());
+    // Off the root, `in` stands in for the out it does not have: the result
+    // stays in the staging.
+    return enqueue_staged(impl, order, stream, std::move(op), in, is_root ? out : in,
+                          {.one_block = true, .copy_in = true, .copy_out = is_root});
 }
 
 // ---- point to point -----------------------------------------------------

@@ -4,6 +4,7 @@
 // the batch's size exchange (CommOptions::check_sizes) checks that each
 // rank's part matches its peer's; and they run on either engine, as
 // send_recv does.
+#include "arg_checks.hpp"
 #include "engine.hpp"
 
 #include <keel/comm.hpp>
@@ -29,6 +30,20 @@ Error invalid(const Communicator::Impl& impl, const char* op, const std::string&
     return Error(KEEL_STATUS_INVALID_ARGUMENT, impl.where(op) + ": " + what);
 }
 
+// The arguments gather (whole = out) and scatter (whole = in) share: a root
+// among the ranks, this rank's part of memory of the device, and on the
+// root the whole, size() parts apart from this rank's part.
+Result<void> check_rooted_parts(const Communicator::Impl& impl, const char* op, int root, const char* part_name,
+                                const DeviceView& part, const char* whole_name, const DeviceView& whole) {
+    KEEL_TRY(comm::check_root(impl, op, root));
+    KEEL_TRY(comm::check_view(impl, op, part_name, part));
+    if (impl.rank != root) return {};
+    KEEL_TRY(comm::check_view(impl, op, whole_name, whole));
+    KEEL_TRY(comm::check_parts(impl, op, whole_name, whole, part_name, part));
+    if (overlap(part, whole)) return invalid(impl, op, std::string(part_name) + " and " + whole_name + " overlap");
+    return {};
+}
+
 // The batch, then this rank's own part copied on the device.
 Result<void> run(const Communicator& comm, const Stream& stream, const std::vector<P2P>& ops, DeviceView self_out,
                  DeviceView self_in) {
@@ -41,21 +56,13 @@ Result<void> run(const Communicator& comm, const Stream& stream, const std::vect
 
 Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceView out, int root) const {
     const Impl& impl = *impl_;
-    constexpr const char* kOp = "gather";
-    if (root < 0 || root >= impl.size)
-        return invalid(impl, kOp, "root " + std::to_string(root) + " is not a rank of 0.." + std::to_string(impl.size - 1));
-    if (in.empty()) return invalid(impl, kOp, "in is an empty view (DeviceView(): no device, no memory)");
+    KEEL_TRY(check_rooted_parts(impl, "gather", root, "in", in, "out", out));
     const std::uint64_t k = in.size();
     std::vector<P2P> ops;
     if (impl.rank != root) {
         ops.push_back(P2P::send(in, root));
         return run(*this, stream, ops, {}, {});
     }
-    if (out.empty()) return invalid(impl, kOp, "out is an empty view (DeviceView(): no device, no memory)");
-    if (out.size() != k * static_cast<std::uint64_t>(impl.size))
-        return invalid(impl, kOp, "out has " + bytes_text(out.size()) + ", expected size " + std::to_string(impl.size) +
-                                      " x in (" + bytes_text(k) + ")");
-    if (overlap(in, out)) return invalid(impl, kOp, "in and out overlap");
     for (int r = 0; r < impl.size; ++r)
         if (r != impl.rank) ops.push_back(P2P::recv(part(out, k * static_cast<std::uint64_t>(r), k), r));
     return run(*this, stream, ops, part(out, k * static_cast<std::uint64_t>(impl.rank), k), in);
@@ -63,21 +70,13 @@ Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceVie
 
 Result<void> Communicator::scatter(const Stream& stream, DeviceView in, DeviceView out, int root) const {
     const Impl& impl = *impl_;
-    constexpr const char* kOp = "scatter";
-    if (root < 0 || root >= impl.size)
-        return invalid(impl, kOp, "root " + std::to_string(root) + " is not a rank of 0.." + std::to_string(impl.size - 1));
-    if (out.empty()) return invalid(impl, kOp, "out is an empty view (DeviceView(): no device, no memory)");
+    KEEL_TRY(check_rooted_parts(impl, "scatter", root, "out", out, "in", in));
     const std::uint64_t k = out.size();
     std::vector<P2P> ops;
     if (impl.rank != root) {
         ops.push_back(P2P::recv(out, root));
         return run(*this, stream, ops, {}, {});
     }
-    if (in.empty()) return invalid(impl, kOp, "in is an empty view (DeviceView(): no device, no memory)");
-    if (in.size() != k * static_cast<std::uint64_t>(impl.size))
-        return invalid(impl, kOp, "in has " + bytes_text(in.size()) + ", expected size " + std::to_string(impl.size) +
-                                      " x out (" + bytes_text(k) + ")");
-    if (overlap(in, out)) return invalid(impl, kOp, "in and out overlap");
     for (int r = 0; r < impl.size; ++r)
         if (r != impl.rank) ops.push_back(P2P::send(part(in, k * static_cast<std::uint64_t>(r), k), r));
     return run(*this, stream, ops, out, part(in, k * static_cast<std::uint64_t>(impl.rank), k));

@@ -29,6 +29,19 @@ constexpr std::uint64_t kP2PSlotBase = 0x40ull << 56;
 // by closing theirs (abort(), a failed stream, a failed operation).
 constexpr const char* kPeerEnded = "a peer that closes its connections failed, aborted or exited: its own error says why";
 
+bool says_timed_out(std::string_view gloo_error) {
+    for (std::string_view timed_out : {"Timed out", "timed out", "Timeout", "timeout"})
+        if (gloo_error.find(timed_out) != std::string_view::npos) return true;
+    return false;
+}
+
+// " (its timeout of 800 ms passed: ...)": a Gloo timeout in words.
+std::string timed_out_text(const comm::Op& op, std::string_view gloo_error) {
+    if (!says_timed_out(gloo_error)) return {};
+    return " (its timeout of " + std::to_string(op.timeout.count()) +
+           " ms passed: a peer did not reach this operation in that time, or is stuck before it)";
+}
+
 bool says_closed(std::string_view gloo_error) {
     for (std::string_view closed : {"closed", "reset", "Broken pipe", "EOF"})
         if (gloo_error.find(closed) != std::string_view::npos) return true;
@@ -43,11 +56,11 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
       rank(rank_in),
       size(size_in),
       name(std::move(name_in)),
-      timeout(timeout_in),
       check_sizes(check_sizes_in),
       host_addressable(device.has(DeviceCapability::host_addressable)),
       checked(checked_in),
-      staging(std::make_shared<comm::StagingCache>(device)) {}
+      staging(std::make_shared<comm::StagingCache>(device)),
+      timeout_ms_(timeout_in.count()) {}
 
 Communicator::Impl::~Impl() {
     // First: a diagnosis in progress still reads this communicator.
@@ -209,14 +222,16 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     assert(order.owns_lock() && order.mutex() == &enqueue_mutex_);
     (void)order;
     KEEL_TRY(error());
+    op->timeout = timeout();
     // From the first enqueued copy on, the staging must outlive what the
     // stream does with it: every path below that enqueued one ends in a
     // hold of the op (the gate owns it until it ran).
-    Result<void> in = comm::enqueue_inputs(stream, inputs, checked);
+    Result<void> in = comm::enqueue_staged_copies(stream, inputs, comm::StagedDirection::to_staging);
     if (!in.ok()) {
-        fail_everywhere(not_enqueued(*op, in.error()));
+        Error refused = not_enqueued(*op, in.error());
+        fail_everywhere(refused);
         if (!inputs.empty()) (void)stream.hold(std::move(op));
-        return in;
+        return refused;
     }
     op->index = ops_enqueued_.fetch_add(1, std::memory_order_relaxed);
     if (op->collective()) {
@@ -245,7 +260,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
     }
     if (!checked && !op->staging.empty()) remember_staging(plugin_handle(stream), op->staging);
     if (outputs.empty()) return {};
-    Result<void> out = comm::enqueue_outputs(stream, outputs, checked);
+    Result<void> out = comm::enqueue_staged_copies(stream, outputs, comm::StagedDirection::from_staging);
     Result<void> held = stream.hold(op);
     if (out.ok() && held.ok()) return {};
     // The gate may already have run and failed (its peers had answered),
@@ -333,10 +348,10 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         // streams' gates; abort() ends the wait. Bounded: a stream that
         // never reaches an earlier operation must not hold this one forever.
         bool waited_out = false;
-        if (!cv_.wait_for(lock, timeout, [&] { return queue_.front() == op || aborted_; })) {
+        if (!cv_.wait_for(lock, op->timeout, [&] { return queue_.front() == op || aborted_; })) {
             const comm::Op& head = *queue_.front();
             failed = Error(KEEL_STATUS_UNAVAILABLE,
-                           where(op->what()) + " (" + op->detail() + "): waited " + std::to_string(timeout.count()) +
+                           where(op->what()) + " (" + op->detail() + "): waited " + std::to_string(op->timeout.count()) +
                                " ms for its turn: the communicator's earlier " + head.what() + " (" + head.detail() +
                                "), enqueued on another stream, did not run in that time (is that stream blocked?)");
             waited_out = true;
@@ -384,7 +399,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                                   " (" + e.what() + ")");
             else
                 failed = Error(KEEL_STATUS_UNAVAILABLE,
-                               where(op->what()) + " (" + op->detail() + "): " + e.what() +
+                               where(op->what()) + " (" + op->detail() + "): " + e.what() + timed_out_text(*op, e.what()) +
                                    (op->collective() ? peers_text() : "") + ended_text(e.what()));
         } catch (...) {
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
@@ -421,10 +436,10 @@ void Communicator::Impl::run_op(comm::Op& op, bool check) {
     if (check) check_signatures(op);
     if (op.preamble) op.preamble->check(*this, op);
     if (op.collective()) {
-        comm::run_collective(op, mesh->context(), timeout);
+        comm::run_collective(op, mesh->context(), op.timeout);
         return;
     }
-    comm::transfer(*this, op.transfers);
+    comm::transfer(*this, op.transfers, op.timeout);
 }
 
 void Communicator::Impl::post_preamble(comm::Op& op) {
@@ -450,7 +465,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
     gloo::AllgatherOptions o(mesh->context());
     o.setInput(mine.data()->data(), mine.size() * 4);
     o.setOutput(all.data()->data(), all.size() * 4);
-    o.setTimeout(timeout);
+    o.setTimeout(op.timeout);
     gloo::allgather(o);
     // The collectives every rank knows of and agrees on, from `op` on.
     std::size_t agreed = 0;

@@ -33,6 +33,7 @@
 #include "op.hpp"
 #include "staged_copy.hpp"
 #include "staging_cache.hpp"
+#include "written_keys.hpp"
 
 #include <keel/comm.hpp>
 #include <keel/diagnose.hpp>
@@ -40,6 +41,7 @@
 #include <gloo/rendezvous/context.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -82,8 +84,10 @@ struct Communicator::Impl {
     // a store that cannot erase keeps it).
     std::optional<Store> claim_store;
     std::string claim_key;
+    // The keys the plugin set before it declined the group; erased when
+    // this goes.
+    std::shared_ptr<comm::WrittenKeys> plugin_keys;
     const std::string name;
-    const std::chrono::milliseconds timeout;
     const bool check_sizes;
     // The host may dereference the device's memory (keel.h's
     // KEEL_DEVICE_CAP_HOST_ADDRESSABLE): Gloo then works on it in place,
@@ -92,8 +96,8 @@ struct Communicator::Impl {
     const bool host_addressable;
     // keel's checks are on (KEEL_CHECK), or a plugin checker that guards
     // the pages of pending copy destinations may be (the CPU plugin's,
-    // KEEL_CPU_CHECK): the staging copies go through Stream::copy's checks,
-    // and no operation shares a block with another in flight (such a
+    // KEEL_CPU_CHECK): no operation shares a staging block with another in
+    // flight (such a
     // checker would see Gloo's access to a block shared with a later
     // operation as a host access to that one's pending destination).
     const bool checked;
@@ -101,7 +105,8 @@ struct Communicator::Impl {
     // it; absent when the plugin's native entries serve this communicator.
     std::unique_ptr<comm::GlooMesh> mesh;
     std::shared_ptr<const comm::NativeComm> native;
-    std::string engine;  // Communicator::engine()
+    CommEngine engine_kind = CommEngine::native;  // Communicator::engine_kind()
+    std::string engine;  // Communicator::engine_description()
     std::shared_ptr<comm::StagingCache> staging;
 
     // The communicator's enqueue order, held from an operation's first
@@ -124,6 +129,16 @@ struct Communicator::Impl {
     Result<void> enqueue(const std::unique_lock<std::mutex>& order, const Stream& stream,
                          std::shared_ptr<comm::Op> op, std::span<const comm::StagedCopy> inputs,
                          std::span<const comm::StagedCopy> outputs);
+
+    // The bound on each wait of an operation enqueued from now on
+    // (Communicator::set_timeout); each operation keeps the one it was
+    // enqueued with.
+    [[nodiscard]] std::chrono::milliseconds timeout() const noexcept {
+        return std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed));
+    }
+    void set_timeout(std::chrono::milliseconds timeout) noexcept {
+        timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+    }
 
     // The sticky error, or abort's.
     Result<void> error() const;
@@ -196,6 +211,7 @@ private:
     std::deque<StreamStaging> recent_staging_;
     void remember_staging(keel_stream stream, const std::vector<std::shared_ptr<comm::StagingLease>>& blocks);
 
+    std::atomic<std::chrono::milliseconds::rep> timeout_ms_;
     std::mutex enqueue_mutex_;
     mutable std::mutex mutex_;
     std::condition_variable cv_;  // the head of queue_ changed, or abort()

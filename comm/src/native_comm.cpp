@@ -5,6 +5,7 @@
 #include <keel/base/dtype.hpp>
 #include <keel/c_error.hpp>
 #include <keel/environment.hpp>
+#include <keel/plugin/comm_entries.hpp>
 #include <keel/plugin_table.hpp>
 
 #include <vector>
@@ -18,15 +19,6 @@ static_assert(static_cast<int>(ReduceOp::sum) == KEEL_REDUCE_SUM && static_cast<
 
 keel_reduce_op c_op(ReduceOp op) noexcept { return static_cast<keel_reduce_op>(op); }
 
-// The comm set is all or nothing (keel.h 1.4), from a plugin declaring 1.4;
-// from 1.5 it includes comm_send_recv_sized.
-bool has_set(const keel_plugin_api& t) noexcept {
-    if (t.abi_minor < 4) return false;
-    if (t.abi_minor >= 5 && !t.comm_send_recv_sized) return false;
-    return t.comm_create && t.comm_destroy && t.comm_abort && t.comm_all_reduce && t.comm_broadcast &&
-           t.comm_all_gather && t.comm_reduce_scatter && t.comm_send_recv;
-}
-
 Result<bool> generic_forced(const CommOptions& options) {
     KEEL_TRY_ASSIGN(const std::optional<bool> forced, env::flag(env::Var::comm_generic));
     return forced.value_or(!options.native);
@@ -34,21 +26,25 @@ Result<bool> generic_forced(const CommOptions& options) {
 
 }  // namespace
 
-bool NativeComm::offered(const Device& device) noexcept { return has_set(plugin_table(device)); }
+bool NativeComm::offered(const Device& device) noexcept { return plugin::has_comm_set(plugin_table(device)); }
 
 Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, const Store& store, int rank,
                                                        int size, const std::string& name,
-                                                       const CommOptions& options, std::string& engine) {
+                                                       const CommOptions& options, EngineChoice& engine) {
     KEEL_TRY_ASSIGN(const bool generic, generic_forced(options));
     if (generic) {
-        engine = "generic (Gloo): forced by CommOptions::native = false or KEEL_COMM_GENERIC";
+        engine = {CommEngine::generic_forced, "generic (Gloo): forced by CommOptions::native = false or KEEL_COMM_GENERIC", {}};
         return std::unique_ptr<NativeComm>();
     }
     if (!offered(device)) {
-        engine = "generic (Gloo): " + device.type() + "'s plugin has no communication entries (keel.h 1.4)";
+        engine = {CommEngine::generic_no_entries,
+                  "generic (Gloo): " + device.type() + "'s plugin has no communication entries (keel.h 1.4)", {}};
         return std::unique_ptr<NativeComm>();
     }
-    const CStore c_store(store);
+    // Every key the plugin sets is recorded: the communicator erases them
+    // when it goes (on either path), or at once when create fails.
+    auto plugin_keys = std::make_shared<WrittenKeys>(store);
+    const CStore c_store(plugin_keys->store());
     // The plugin's keys live apart from the generic path's (which may follow
     // under the same name when the plugin declines).
     const std::string prefix = name + "/native";
@@ -64,18 +60,23 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     if (!created.ok()) {
         // Declined on every rank alike (keel.h): the generic path serves the group.
         if (created.error().code() == KEEL_STATUS_UNIMPLEMENTED) {
-            engine = "generic (Gloo): the plugin declined: " + created.error().message();
+            engine = {CommEngine::generic_declined, "generic (Gloo): the plugin declined: " + created.error().message(),
+                      std::move(plugin_keys)};
             return std::unique_ptr<NativeComm>();
         }
         return created.error();
     }
-    engine = "native (" + device.type() + " plugin)";
+    engine = {CommEngine::native, "native (" + device.type() + " plugin)", {}};
     std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
-    return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where)));
+    return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where), std::move(plugin_keys)));
 }
 
-NativeComm::NativeComm(Device device, keel_comm comm, std::string where)
-    : device_(std::move(device)), api_(plugin_table(device_)), comm_(comm), where_(std::move(where)) {}
+NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::shared_ptr<WrittenKeys> plugin_keys)
+    : device_(std::move(device)),
+      api_(plugin_table(device_)),
+      comm_(comm),
+      where_(std::move(where)),
+      plugin_keys_(std::move(plugin_keys)) {}
 
 NativeComm::~NativeComm() { (void)take_c_error(api_.comm_destroy(comm_)); }
 

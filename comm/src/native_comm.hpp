@@ -4,6 +4,8 @@
 // plugin checks them again, as every entry does.
 #pragma once
 
+#include "written_keys.hpp"
+
 #include <keel/comm.hpp>
 #include <keel/keel.h>
 
@@ -15,6 +17,16 @@
 #include <string>
 
 namespace keel::comm {
+
+// Which engine serves a group, and why, in words (Communicator::engine_kind(),
+// engine_description()).
+struct EngineChoice {
+    CommEngine kind = CommEngine::native;
+    std::string description;
+    // The keys the plugin set in the store while it declined the group,
+    // for the generic communicator to erase when it goes (null: none).
+    std::shared_ptr<WrittenKeys> plugin_keys;
+};
 
 // Threads: Send and Sync (the plugin's entries may be called from any
 // thread; error() and abort() lock).
@@ -30,11 +42,12 @@ public:
     // `engine` says which and, for the generic path, why.
     [[nodiscard]] static Result<std::unique_ptr<NativeComm>> choose(const Device& device, const Store& store,
                                                                     int rank, int size, const std::string& name,
-                                                                    const CommOptions& options, std::string& engine);
+                                                                    const CommOptions& options, EngineChoice& engine);
 
     NativeComm(const NativeComm&) = delete;
     NativeComm& operator=(const NativeComm&) = delete;
-    // comm_destroy: waits for the enqueued operations.
+    // comm_destroy (waits for the enqueued operations), then erases the
+    // plugin's keys.
     ~NativeComm();
 
     [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
@@ -51,7 +64,7 @@ public:
     [[nodiscard]] Result<void> error() const;
 
 private:
-    NativeComm(Device device, keel_comm comm, std::string where);
+    NativeComm(Device device, keel_comm comm, std::string where, std::shared_ptr<WrittenKeys> plugin_keys);
     // The entry's result; a failure of the communicator becomes its error.
     [[nodiscard]] Result<void> checked(keel_error* error) const;
 
@@ -61,6 +74,10 @@ private:
     std::string where_;
     mutable std::mutex mutex_;
     mutable std::optional<Error> error_;
+    // What the plugin set in the store (keel.h's store callbacks have no
+    // erase): erased after comm_destroy, when no rank needs them any more
+    // (every rank's comm_create read what it needed before any returned).
+    std::shared_ptr<WrittenKeys> plugin_keys_;
 };
 
 }  // namespace keel::comm

@@ -8,6 +8,7 @@
 #include <keel/comm.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,9 @@ struct Op {
     std::vector<Transfer> transfers;  // send_recv
     std::uint64_t collective_index = 0;  // among the communicator's collectives
     std::uint64_t index = 0;             // among all the communicator's operations (the hang doctor's #)
+    // The bound on each of its waits (its turn, every Gloo call), taken from
+    // the communicator's timeout when it was enqueued (Communicator::set_timeout).
+    std::chrono::milliseconds timeout{0};
     // The staging blocks, kept until the stream passed the output copies;
     // later operations on the same stream may share them (Impl::stage).
     std::vector<std::shared_ptr<StagingLease>> staging;

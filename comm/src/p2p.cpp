@@ -39,7 +39,7 @@ void PostedTransfers::untrack(Communicator::Impl& engine) noexcept {
     tracked_ = false;
 }
 
-void PostedTransfers::wait(Communicator::Impl& engine) {
+void PostedTransfers::wait(Communicator::Impl& engine, std::chrono::milliseconds timeout) {
     struct Untrack {
         PostedTransfers& posted;
         Communicator::Impl& engine;
@@ -51,7 +51,7 @@ void PostedTransfers::wait(Communicator::Impl& engine) {
         const Transfer& t = batch_[i];
         bool done = false;
         try {
-            done = t.send ? buffers_[i]->waitSend(engine.timeout) : buffers_[i]->waitRecv(engine.timeout);
+            done = t.send ? buffers_[i]->waitSend(timeout) : buffers_[i]->waitRecv(timeout);
         } catch (const std::exception& e) {
             // Gloo's timeout does not say which peer kept it waiting.
             throw std::runtime_error(describe(t) + ": " + e.what());
@@ -60,7 +60,7 @@ void PostedTransfers::wait(Communicator::Impl& engine) {
     }
 }
 
-void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
+void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch, std::chrono::milliseconds timeout) {
     // Unchecked sizes: a send smaller than its receive fills only the
     // receive's first bytes, and Gloo does not say how many. The rest must
     // not be whatever the staging held before (another operation's data):
@@ -70,7 +70,7 @@ void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch) {
             if (!t.send && t.size > 0) std::memset(t.data, 0, t.size);
     auto posted = std::make_shared<PostedTransfers>(engine, batch);
     try {
-        posted->wait(engine);
+        posted->wait(engine, timeout);
     } catch (...) {
         // Failed midway: the batch's other transfers may still be pending in
         // Gloo, which would signal freed buffers.

@@ -6,6 +6,7 @@
 #include "engine.hpp"
 #include "op.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,10 +33,10 @@ public:
     PostedTransfers& operator=(const PostedTransfers&) = delete;
     ~PostedTransfers();
 
-    // Waits for each (the communicator's timeout; abort() wakes the waits).
-    // Throws, naming the transfer and its peer, when one fails. No longer
-    // tracked afterwards.
-    void wait(Communicator::Impl& engine);
+    // Waits for each, up to `timeout` (the operation's; abort() wakes the
+    // waits). Throws, naming the transfer and its peer, when one fails. No
+    // longer tracked afterwards.
+    void wait(Communicator::Impl& engine, std::chrono::milliseconds timeout);
     // No longer tracked for abort(): nobody will wait.
     void untrack(Communicator::Impl& engine) noexcept;
 
@@ -47,7 +48,8 @@ private:
 };
 
 // Posts every transfer with bytes, then waits for each: PostedTransfers at
-// once. A batch that failed is kept until the pairs close.
-void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch);
+// once, each wait up to `timeout`. A batch that failed is kept until the
+// pairs close.
+void transfer(Communicator::Impl& engine, const std::vector<Transfer>& batch, std::chrono::milliseconds timeout);
 
 }  // namespace keel::comm

@@ -38,7 +38,7 @@ void Preamble::untrack(Communicator::Impl& engine) noexcept { posted_->untrack(e
 
 void Preamble::check(Communicator::Impl& engine, const Op& op) {
     try {
-        posted_->wait(engine);
+        posted_->wait(engine, op.timeout);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("telling the peers this batch's sizes: ") + e.what());
     }

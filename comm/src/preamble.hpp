@@ -33,7 +33,7 @@ public:
     // enqueuing thread never sees the network fail: that fails the check.
     static std::shared_ptr<Preamble> post(Communicator::Impl& engine, const Op& op);
 
-    // Waits for the sizes (the communicator's timeout; abort() wakes the
+    // Waits for the sizes (the operation's timeout; abort() wakes the
     // waits) and compares: throws, naming the peer, when a message failed
     // or a peer's side differs. No longer tracked afterwards.
     void check(Communicator::Impl& engine, const Op& op);

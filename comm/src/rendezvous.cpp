@@ -2,6 +2,7 @@
 
 #include "key_owner.hpp"
 #include "sigpipe_guard.hpp"
+#include "written_keys.hpp"
 
 #include <keel/environment.hpp>
 
@@ -104,7 +105,7 @@ std::string where(const std::string& name, int rank, int size) {
 // c10d's Gloo reads a list), else none (127.0.0.1).
 std::string chosen_interface(const CommOptions& options) {
     if (!options.interface.empty() || !options.hostname.empty()) return options.interface;
-    if (const auto v = env::foreign("KEEL_COMM_INTERFACE"); v && !v->empty()) return std::string(*v);
+    if (const auto v = env::text(env::Var::comm_interface)) return std::string(*v);
     if (const auto v = env::foreign("GLOO_SOCKET_IFNAME"); v && !v->empty())
         return std::string(v->substr(0, v->find(',')));
     return {};
@@ -112,7 +113,7 @@ std::string chosen_interface(const CommOptions& options) {
 
 std::string interface_source(const CommOptions& options) {
     if (!options.interface.empty() || !options.hostname.empty()) return " (CommOptions::interface)";
-    if (const auto v = env::foreign("KEEL_COMM_INTERFACE"); v && !v->empty()) return " (KEEL_COMM_INTERFACE)";
+    if (env::text(env::Var::comm_interface)) return " (KEEL_COMM_INTERFACE)";
     return " (GLOO_SOCKET_IFNAME)";
 }
 
@@ -121,52 +122,6 @@ std::string left_by_ended_job(const std::string& key, std::span<const std::byte>
            ", which has ended (a job that stopped while its ranks met): give this job its own id "
            "(KEEL_COMM_JOB_ID or TORCHELASTIC_RUN_ID; keel-launch makes one per run) or clear the store";
 }
-
-// The keys one rank wrote while meeting its peers, through store(); erased
-// when this goes (unless keep()), best effort: a store that cannot erase
-// keeps them, which costs space, never correctness.
-class WrittenKeys {
-public:
-    explicit WrittenKeys(const Store& store)
-        : target_(store), keys_(std::make_shared<Keys>()),
-          recording_(Store::callbacks(
-                         [store, keys = keys_](std::string_view key, std::span<const std::byte> value) -> Result<void> {
-                             KEEL_TRY(store.set(key, value));
-                             std::lock_guard guard(keys->mutex);
-                             keys->names.emplace_back(key);
-                             return {};
-                         },
-                         [store](std::string_view key, std::chrono::milliseconds timeout) {
-                             return store.get(key, timeout);
-                         },
-                         [store](std::string_view key) { return store.erase(key); })
-                         .value()) {}
-    WrittenKeys(const WrittenKeys&) = delete;
-    WrittenKeys& operator=(const WrittenKeys&) = delete;
-    ~WrittenKeys() {
-        if (kept_) return;
-        std::lock_guard guard(keys_->mutex);
-        for (const std::string& key : keys_->names) (void)target_.erase(key);
-    }
-
-    [[nodiscard]] const Store& store() const noexcept { return recording_; }
-    void keep() noexcept { kept_ = true; }
-    // Leaves `key` to the caller, who erases it later.
-    void hold(const std::string& key) {
-        std::lock_guard guard(keys_->mutex);
-        std::erase(keys_->names, key);
-    }
-
-private:
-    struct Keys {
-        std::mutex mutex;
-        std::vector<std::string> names;
-    };
-    Store target_;
-    std::shared_ptr<Keys> keys_;
-    Store recording_;
-    bool kept_ = false;
-};
 
 }  // namespace
 

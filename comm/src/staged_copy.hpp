@@ -1,11 +1,7 @@
-// The staging copies of the generic path. Normally enqueued through the
-// plugin's own copy entries: Stream::copy with a PinnedBuffer would also
-// record a point after each copy so that the buffer is never freed under it,
-// and the communicator's staging needs none (an operation's blocks are held
-// on its stream until the stream passed its last copy: one hold per
-// operation), which saves two event records per operation. With
-// `checked` (keel's checks on: KEEL_CHECK) they go through Stream::copy,
-// whose view checks at the call then apply to them too.
+// The staging copies of the generic path, through the runtime's own
+// Stream::copy in every mode (its checks at the call, its host-function
+// guard, its record of the pinned block's use), so that keel's checks see
+// the same path as production.
 #pragma once
 
 #include <keel/keel.hpp>
@@ -14,16 +10,20 @@
 
 namespace keel::comm {
 
-// A copy between a device view and host memory that stays valid (and, for
-// an input, unchanged) until the stream has run it.
+// A copy between a device view and a pinned staging block of its size that
+// stays valid (and, for an input, unchanged) until the stream has run it.
 struct StagedCopy {
     PinnedBuffer* staging;
     DeviceView view;
 };
 
-// Device -> host copies of `copies`, in order, on `stream`.
-[[nodiscard]] Result<void> enqueue_inputs(const Stream& stream, std::span<const StagedCopy> copies, bool checked);
-// Host -> device copies of `copies`, in order, on `stream`.
-[[nodiscard]] Result<void> enqueue_outputs(const Stream& stream, std::span<const StagedCopy> copies, bool checked);
+enum class StagedDirection {
+    to_staging,    // device -> pinned: an operation's inputs
+    from_staging,  // pinned -> device: its outputs
+};
+
+// The copies of `copies`, in order, on `stream`; the first error stops them.
+[[nodiscard]] Result<void> enqueue_staged_copies(const Stream& stream, std::span<const StagedCopy> copies,
+                                                 StagedDirection direction);
 
 }  // namespace keel::comm

@@ -101,7 +101,7 @@ Result<Store> Store::callbacks(SetFn set, GetFn get, EraseFn erase) {
 Result<Store> Store::from_env() { return comm::store_from_env(std::chrono::seconds(30)); }
 
 std::string Store::job_from_env() {
-    if (const auto id = env::foreign("KEEL_COMM_JOB_ID"); id && !id->empty()) return std::string(*id);
+    if (const auto id = env::text(env::Var::comm_job_id)) return std::string(*id);
     if (const auto id = env::foreign("TORCHELASTIC_RUN_ID"); id && !id->empty() && *id != "none")
         return std::string(*id);
     if (const auto id = env::foreign("SLURM_JOB_ID"); id && !id->empty()) {

@@ -4,6 +4,7 @@
 
 #include <keel/base/required_entries.hpp>
 #include <keel/keel.h>
+#include <keel/plugin/comm_entries.hpp>
 #include <keel/testing/loaded_plugin.hpp>
 
 #include <algorithm>
@@ -162,18 +163,16 @@ void check_table(Checker& c, TableReport& r, const keel_plugin_api& t) {
              "kernel_get and kernel_launch come together", "one of the pair is absent",
              KEEL_CTS_RULE(0, "table.flags-agree"));
     // [1.4] The communication entries are present as a set or absent as a set.
-    const int comm_entries = KEEL_CTS_HAS(t, comm_create) + KEEL_CTS_HAS(t, comm_destroy) +
-                             KEEL_CTS_HAS(t, comm_abort) + KEEL_CTS_HAS(t, comm_all_reduce) +
-                             KEEL_CTS_HAS(t, comm_broadcast) + KEEL_CTS_HAS(t, comm_all_gather) +
-                             KEEL_CTS_HAS(t, comm_reduce_scatter) + KEEL_CTS_HAS(t, comm_send_recv);
-    c.expect(comm_entries == 0 || comm_entries == 8, "the comm_* entries come as a set (1.4)",
-             std::to_string(comm_entries) + " of the 8 are present", KEEL_CTS_RULE(4, "comm.set"));
+    const int comm_entries = plugin::comm_entries_present(t);
+    c.expect(comm_entries == 0 || comm_entries == plugin::kCommEntries, "the comm_* entries come as a set (1.4)",
+             std::to_string(comm_entries) + " of the " + std::to_string(plugin::kCommEntries) + " are present",
+             KEEL_CTS_RULE(4, "comm.set"));
     // [1.5] For a plugin declaring 1.5 or later, comm_send_recv_sized is
     // part of that set; a 1.4 plugin is not asked for it.
     if (t.abi_minor >= 5)
-        c.expect(KEEL_CTS_HAS(t, comm_send_recv_sized) == (comm_entries == 8),
+        c.expect(plugin::has_sized_send_recv(t) == (comm_entries == plugin::kCommEntries),
                  "comm_send_recv_sized comes with the comm_* entries (1.5)",
-                 comm_entries == 8 ? "the 1.4 set is present without comm_send_recv_sized"
+                 comm_entries == plugin::kCommEntries ? "the 1.4 set is present without comm_send_recv_sized"
                                    : "comm_send_recv_sized is present without the 1.4 set",
                  KEEL_CTS_RULE(5, "comm.send-recv-sized-in-set"));
     // Each IPC set comes whole or not at all.

@@ -22,7 +22,7 @@ def cases(tmp, plugin):
     add = lambda tool, args, env, code, pattern: c.append((tool, args, env, code, pattern))
 
     for tool in ["keel-info", "keel-hello", "sync_latency", "lerp_bench", "keel-memory-bench", "keel-soak",
-                 "keel-pipeline", "keel-cts"]:
+                 "keel-pipeline", "keel-cts", "keel-comm-bench"]:
         add(tool, ["--help"], {}, 0, r"(?si)" + re.escape(tool) + r".*usage")
         required = ["--mode", "hold"] if tool == "keel-pipeline" else []  # its one required option first
         add(tool, required + ["--no-such-option"], {}, 1, r"--no-such-option")
@@ -40,6 +40,24 @@ def cases(tmp, plugin):
     add("keel-info", [], {"KEEL_CPU_FAIL_OP_PROB": "2"}, 1, r"KEEL_CPU_FAIL_OP_PROB .*\n\s+INVALID")
     add("keel-info", [], {"KEEL_CPU_LATE_FREE": "later"}, 1, r"KEEL_CPU_LATE_FREE .*\n\s+INVALID")
     add("keel-info", [], {"KEEL_PAGEABLE_BLOCKS": "0"}, 1, r"KEEL_PAGEABLE_BLOCKS .*\n\s+INVALID")
+    add("keel-info", [], {"KEEL_COMM_STORE": "banana"}, 1, r"KEEL_COMM_STORE .*\n\s+INVALID")
+    add("keel-info", [], {"KEEL_COMM_STORE": "tcp:127.0.0.1:99999"}, 1, r"KEEL_COMM_STORE .*\n\s+INVALID")
+
+    # keel-comm-bench (no launcher: one rank of one, the store from its variable)
+    one_rank = {"RANK": "0", "WORLD_SIZE": "1", "KEEL_COMM_STORE": "file:" + tmp}
+    add("keel-comm-bench", ["--op", "banana"], {}, 1, r"--op")
+    add("keel-comm-bench", ["-o", "mean"], {}, 1, r"-o")
+    add("keel-comm-bench", ["-b", "lots"], {}, 1, r"-b")
+    add("keel-comm-bench", ["-b", "1M", "-e", "1K"], {}, 1, r"-e .*below -b")
+    add("keel-comm-bench", ["-f", "1"], {}, 1, r"-f")
+    add("keel-comm-bench", ["-n", "0"], {}, 1, r"-n")
+    add("keel-comm-bench", ["-c", "2"], {}, 1, r"-c")
+    add("keel-comm-bench", ["--device", "nope:0"], one_rank, 1, r"no device named 'nope:0'")
+    add("keel-comm-bench", ["-b", "4", "-e", "4"], {"RANK": "", "WORLD_SIZE": "", "SLURM_PROCID": "",
+                                                     "OMPI_COMM_WORLD_RANK": ""}, 1, r"RANK/WORLD_SIZE")
+    add("keel-comm-bench", ["-b", "4", "-e", "4"], dict(one_rank, KEEL_COMM_STORE="banana"), 1,
+        r"KEEL_COMM_STORE='banana'")
+    add("keel-comm-bench", ["--op", "send_recv", "-b", "4", "-e", "4"], one_rank, 1, r"send_recv needs 2 ranks")
 
     # keel-hello
     add("keel-hello", ["--count", "1e12"], {}, 1, r"--count")

@@ -3,6 +3,7 @@
 // a fresh temporary directory, loopback only, and judges their exit codes.
 // A rank that does not finish within its deadline is killed and the test
 // fails: a hang is a failure, never a stuck CI job.
+#include "comm_fixtures.hpp"
 #include "rank_runner.hpp"
 
 #include <gtest/gtest.h>
@@ -138,6 +139,13 @@ TEST(CommMultiProcess, AnOperationWhoseTurnNeverComesFailsWithinTheTimeout) {
     expect_all_zero(run_ranks("turn_never_comes", 2, ranks_upto(2), std::chrono::seconds(40)));
 }
 
+// The communicators' timeout is a minute; each operation's, set just before
+// it, 800 ms: a stuck peer fails it within seconds, the error naming the
+// operation, the rank, the peer and the timeout.
+TEST(CommMultiProcess, AnOperationsOwnTimeoutBoundsAStuckPeerAndTheErrorNamesIt) {
+    expect_all_zero(run_ranks("per_op_timeout", 2, ranks_upto(2), std::chrono::seconds(40)));
+}
+
 TEST(CommMultiProcess, TheInterfaceIsChosenByNameAndAnUnknownOneIsRefused) {
     expect_all_zero(run_ranks("interface", 2, ranks_upto(2), std::chrono::seconds(30)));
 }
@@ -154,59 +162,20 @@ TEST(CommMultiProcess, ASecondProcessClaimingARankIsRefused) {
 
 // The Redis store: a redis-server of our own on a free port, for this test.
 TEST(CommMultiProcess, RanksMeetThroughARedisServer) {
-    if (std::system("command -v redis-server >/dev/null 2>&1") != 0)
-        GTEST_SKIP() << "redis-server is not installed (Debian: redis-server)";
-    const int port = 20000 + static_cast<int>(::getpid() % 20000);
-    const pid_t server = ::fork();
-    if (server == 0) {
-        if (std::freopen("/dev/null", "w", stdout) == nullptr) ::_exit(126);
-        ::execlp("redis-server", "redis-server", "--port", std::to_string(port).c_str(), "--bind", "127.0.0.1",
-                 "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    struct Stop {
-        pid_t pid;
-        ~Stop() {
-            ::kill(pid, SIGTERM);
-            ::waitpid(pid, nullptr, 0);
-        }
-    } stop{server};
-    // Ready once it answers; the ranks' first store call would fail before.
-    bool up = false;
-    for (int i = 0; i < 200 && !up; ++i) {
-        up = std::system(("redis-cli -p " + std::to_string(port) + " ping >/dev/null 2>&1").c_str()) == 0;
-        if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    ASSERT_TRUE(up) << "redis-server did not start on port " << port;
+    KEEL_START_REDIS(redis);
     expect_all_zero(run_ranks("one_all_reduce", 2, ranks_upto(2), std::chrono::seconds(30),
-                              {{"KEEL_COMM_STORE", "redis:127.0.0.1:" + std::to_string(port)}}));
+                              {{"KEEL_COMM_STORE", redis.store()}}));
 }
 
 // Two "hosts": the ranks in two network namespaces joined by a veth pair,
 // each with its own address, so choosing the interface is what connects
 // them. Needs root and `ip netns`; skips elsewhere with the reason.
 TEST(CommMultiProcess, RanksInTwoNetworkNamespacesMeetOverTheChosenInterface) {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
-    const std::string id = std::to_string(::getpid() % 100000);
-    const std::string ns_a = "keel-a-" + id, ns_b = "keel-b-" + id, if_a = "kva" + id, if_b = "kvb" + id;
-    auto sh = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
-    if (!sh("ip netns add " + ns_a)) GTEST_SKIP() << "`ip netns add` failed (no iproute2, or no namespace support)";
-    struct Cleanup {
-        std::string a, b;
-        ~Cleanup() {
-            (void)std::system(("ip netns del " + a + " >/dev/null 2>&1").c_str());
-            (void)std::system(("ip netns del " + b + " >/dev/null 2>&1").c_str());
-        }
-    } cleanup{ns_a, ns_b};
-    ASSERT_TRUE(sh("ip netns add " + ns_b));
-    ASSERT_TRUE(sh("ip link add " + if_a + " type veth peer name " + if_b));
-    ASSERT_TRUE(sh("ip link set " + if_a + " netns " + ns_a) && sh("ip link set " + if_b + " netns " + ns_b));
-    ASSERT_TRUE(sh("ip -n " + ns_a + " addr add 10.77.0.1/24 dev " + if_a) &&
-                sh("ip -n " + ns_b + " addr add 10.77.0.2/24 dev " + if_b));
-    ASSERT_TRUE(sh("ip -n " + ns_a + " link set " + if_a + " up") && sh("ip -n " + ns_b + " link set " + if_b + " up"));
+    TwoHosts hosts("v", "10.77.0");
+    if (const std::string why = hosts.up(); !why.empty()) GTEST_SKIP() << why;
     expect_all_zero(run_ranks("two_hosts", 2, ranks_upto(2), std::chrono::seconds(60), {},
-                              {{"ip", "netns", "exec", ns_a, "env", "KEEL_TEST_IFACE=" + if_a},
-                               {"ip", "netns", "exec", ns_b, "env", "KEEL_TEST_IFACE=" + if_b}}));
+                              {{"ip", "netns", "exec", hosts.ns[0], "env", "KEEL_TEST_IFACE=" + hosts.iface[0]},
+                               {"ip", "netns", "exec", hosts.ns[1], "env", "KEEL_TEST_IFACE=" + hosts.iface[1]}}));
 }
 
 // The checker with its defaults (KEEL_CHECK=1: host-source fingerprints

@@ -52,7 +52,7 @@ void run_rank(const Runtime& rt, const Store& store, int rank, RankResults& r) {
         return;
     }
     const Communicator& comm = *created;
-    r.engine = comm.engine();
+    r.engine = comm.engine_description();
     const Stream s = Stream::create(dev).value();
     const float base = static_cast<float>(rank * 10);
     auto ok = [&](Result<void> done) {

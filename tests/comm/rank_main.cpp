@@ -327,7 +327,7 @@ int killed_peer() {
         if (r->ok()) continue;
         const std::string& m = r->error().message();
         std::fprintf(stderr, "error: %s\n", m.c_str());
-        CHECK(m.find("all_reduce") != std::string::npos && m.find(comm.name()) != std::string::npos &&
+        CHECK(m.find("all_reduce") != std::string::npos && m.find(comm.store_prefix()) != std::string::npos &&
                   m.find("peer") != std::string::npos,
               "message lacks the op, the communicator or the peer: %s", m.c_str());
     }
@@ -553,6 +553,13 @@ int bad_input() {
     expect_code(comm.send(c.stream, a, c.rank), KEEL_STATUS_INVALID_ARGUMENT, "send to self");
     expect_code(comm.send(c.stream, a, c.size), KEEL_STATUS_INVALID_ARGUMENT, "send to rank >= size");
     expect_code(comm.all_gather(c.stream, a, a), KEEL_STATUS_INVALID_ARGUMENT, "all_gather into too small");
+    expect_code(comm.gather(c.stream, a, b, c.size), KEEL_STATUS_INVALID_ARGUMENT, "gather to root >= size");
+    expect_code(comm.gather(c.stream, a, a, c.rank), KEEL_STATUS_INVALID_ARGUMENT, "gather into too small");
+    expect_code(comm.scatter(c.stream, a, keel::DeviceView(), 0), KEEL_STATUS_INVALID_ARGUMENT,
+                "scatter into an empty view");
+    expect_code(comm.scatter(c.stream, b.view(0, 64).value(), b.view(0, 32).value(), c.rank),
+                KEEL_STATUS_INVALID_ARGUMENT, "scatter with in and out overlapping");
+    expect_code(comm.set_timeout(std::chrono::milliseconds(-1)), KEEL_STATUS_INVALID_ARGUMENT, "a negative timeout");
     keel::Stream emptied = keel::Stream::create(c.device).value();
     keel::Stream taken = std::move(emptied);  // leaves `emptied` empty
     expect_code(comm.all_reduce(emptied, a, KEEL_DTYPE_F32, keel::ReduceOp::sum), KEEL_STATUS_INVALID_ARGUMENT,
@@ -1149,6 +1156,63 @@ int turn_never_comes() {
     return failures;
 }
 
+// A stuck peer under an operation's own timeout: the communicators' is a
+// minute, the operations' 800 ms (set_timeout before them). Rank 1 never
+// enqueues its side (it waits in the store until rank 0 is done): rank 0's
+// all_reduce, and a receive on a second communicator, each fail within a
+// few seconds, UNAVAILABLE, naming the operation, the rank, the peer and
+// the timeout, never waiting for the minute.
+int per_op_timeout() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator reduce_comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(60000)).value();
+    keel::Communicator p2p_comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(60000)).value();
+    keel::Buffer b = upload(c, std::vector<std::byte>(1 << 12));
+    // Both sides connected: create may return on one rank while the other
+    // still connects.
+    reduce_comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    p2p_comm.barrier(c.stream).value();
+    c.stream.synchronize().value();
+    const std::vector<std::byte> done{std::byte{1}};
+    if (c.rank == 1) {
+        // Stuck: the peer's operations get nothing from this rank until it is done.
+        const auto finished = store.get("per-op-timeout/done", std::chrono::seconds(60));
+        CHECK(finished.ok(), "rank 0 never finished: %s", finished.ok() ? "" : finished.error().message().c_str());
+        return failures;
+    }
+    CHECK(reduce_comm.timeout() == std::chrono::milliseconds(60000), "timeout() is not CommOptions::timeout");
+    const keel::Result<void> zero = reduce_comm.set_timeout(std::chrono::milliseconds(0));
+    CHECK(!zero.ok() && zero.error().code() == KEEL_STATUS_INVALID_ARGUMENT, "a timeout of 0 ms was accepted");
+    auto timed = [&](keel::Communicator& comm, const char* op, auto enqueue) {
+        const keel::Stream stream = keel::Stream::create(c.device).value();  // fails with the operation
+        comm.set_timeout(std::chrono::milliseconds(800)).value();
+        CHECK(comm.timeout() == std::chrono::milliseconds(800), "timeout() is not what set_timeout set");
+        const auto start = std::chrono::steady_clock::now();
+        enqueue(comm, stream).value();
+        const keel::Result<void> synced = stream.synchronize();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const keel::Result<void> err = comm.error();
+        CHECK(!err.ok(), "%s with a stuck peer succeeded", op);
+        CHECK(s < 10.0, "%s took %.1f s with an 800 ms timeout", op, s);
+        if (!err.ok()) {
+            const std::string& m = err.error().message();
+            std::fprintf(stderr, "error: %s\n", m.c_str());
+            CHECK(err.error().code() == KEEL_STATUS_UNAVAILABLE, "%s: not UNAVAILABLE: %s", op, m.c_str());
+            CHECK(m.find(op) != std::string::npos && m.find(comm.store_prefix()) != std::string::npos &&
+                      m.find("rank 0/2") != std::string::npos && m.find("800 ms") != std::string::npos &&
+                      (m.find("peer 1") != std::string::npos || m.find("peer ranks of this collective: 1") != std::string::npos),
+                  "the message lacks the op, the communicator, the rank, the peer or the timeout: %s", m.c_str());
+        }
+        if (stream.host_funcs_can_fail()) CHECK(!synced.ok(), "%s: the stream reported success", op);
+    };
+    timed(reduce_comm, "all_reduce", [&](const keel::Communicator& comm, const keel::Stream& s) {
+        return comm.all_reduce(s, b, KEEL_DTYPE_F32, keel::ReduceOp::sum);
+    });
+    timed(p2p_comm, "recv", [&](const keel::Communicator& comm, const keel::Stream& s) { return comm.recv(s, b, 1); });
+    store.set("per-op-timeout/done", done).value();
+    return failures;
+}
+
 // barrier, reduce, gather, scatter and all_to_all (equal and uneven parts)
 // on the generic path: exact results on every rank.
 int more_collectives() {
@@ -1291,6 +1355,7 @@ int main(int argc, char** argv) {
     else if (scenario == "dead_peer_named") rc = dead_peer_named();
     else if (scenario == "turn_never_comes") rc = turn_never_comes();
     else if (scenario == "more_collectives") rc = more_collectives();
+    else if (scenario == "per_op_timeout") rc = per_op_timeout();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

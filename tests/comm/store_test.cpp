@@ -2,15 +2,12 @@
 // store: each test starts rank processes (keel_comm_rank) against a store
 // it keeps between runs (a directory, a redis-server of its own, the TCP
 // store rank 0 hosts), and judges exit codes and what the store holds after.
+#include "comm_fixtures.hpp"
 #include "rank_runner.hpp"
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <cstdio>
-#include <netinet/in.h>
 #include <optional>
-#include <sys/socket.h>
 
 namespace {
 
@@ -34,65 +31,6 @@ std::size_t files_in(const std::string& dir) {
     return n;
 }
 
-// A TCP port nothing listens on now.
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        ::close(fd);
-        return 0;
-    }
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
-// A redis-server of this test's own on a free port; stopped with the object.
-struct RedisServer {
-    int port = 0;
-    pid_t pid = -1;
-    ~RedisServer() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            ::waitpid(pid, nullptr, 0);
-        }
-    }
-    std::string cli(const std::string& command) const {
-        std::string out;
-        FILE* p = ::popen(("redis-cli -p " + std::to_string(port) + " " + command + " 2>/dev/null").c_str(), "r");
-        if (p == nullptr) return out;
-        char buf[256];
-        while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-        ::pclose(p);
-        while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-        return out;
-    }
-    bool start() {
-        port = free_port();
-        pid = ::fork();
-        if (pid == 0) {
-            if (std::freopen("/dev/null", "w", stdout) == nullptr) ::_exit(126);
-            ::execlp("redis-server", "redis-server", "--port", std::to_string(port).c_str(), "--bind", "127.0.0.1",
-                     "--save", "", "--appendonly", "no", static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        for (int i = 0; i < 200; ++i) {
-            if (cli("ping") == "PONG") return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(25));
-        }
-        return false;
-    }
-};
-
-#define START_REDIS(server)                                                                      \
-    if (std::system("command -v redis-server >/dev/null 2>&1") != 0)                             \
-        GTEST_SKIP() << "redis-server is not installed (Debian: redis-server)";                  \
-    RedisServer server;                                                                          \
-    ASSERT_TRUE(server.start()) << "redis-server did not start on port " << server.port
-
 TEST(CommStores, AJobRunsAgainOnTheSameFileStoreDirectoryAndLeavesNoKeys) {
     TempDir dir;
     const Env env = {{"KEEL_COMM_STORE", "file:" + dir.path}};
@@ -103,8 +41,8 @@ TEST(CommStores, AJobRunsAgainOnTheSameFileStoreDirectoryAndLeavesNoKeys) {
 }
 
 TEST(CommStores, AJobRunsAgainOnTheSameRedisServerAndLeavesNoKeys) {
-    START_REDIS(redis);
-    const Env env = {{"KEEL_COMM_STORE", "redis:127.0.0.1:" + std::to_string(redis.port)}};
+    KEEL_START_REDIS(redis);
+    const Env env = {{"KEEL_COMM_STORE", redis.store()}};
     expect_all_zero(run_ranks("one_all_reduce", 2, ranks_upto(2), std::chrono::seconds(30), env));
     EXPECT_EQ(redis.cli("dbsize"), "0");
     expect_all_zero(run_ranks("one_all_reduce", 2, ranks_upto(2), std::chrono::seconds(30), env));
@@ -132,9 +70,9 @@ TEST(CommStores, AKeyLeftByADeadJobIsReportedAsSuchAndAnotherJobIdRunsBesideIt) 
 }
 
 TEST(CommStores, ARankClaimedTwiceOnRedisIsAFailedPrecondition) {
-    START_REDIS(redis);
+    KEEL_START_REDIS(redis);
     const RankRun run = run_ranks("duplicate_rank", 2, {0, 1, 0}, std::chrono::seconds(30),
-                                  {{"KEEL_COMM_STORE", "redis:127.0.0.1:" + std::to_string(redis.port)}});
+                                  {{"KEEL_COMM_STORE", redis.store()}});
     int refused = 0;
     for (int code : run.codes) {
         EXPECT_NE(code, -1) << "a process hung";
@@ -160,26 +98,9 @@ TEST(CommStores, AnUnreachableMasterIsAClearErrorWithinTheTimeout) {
 // namespaces joined by a veth pair, two ranks each, torchrun's names, the
 // TCP store at node 0's address and the interface given to keel-launch.
 TEST(CommStores, KeelLaunchStartsOneJobOnTwoHostsThroughTheMaster) {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create network namespaces";
-    const std::string id = std::to_string(::getpid() % 100000);
-    const std::string ns_a = "keel-la-" + id, ns_b = "keel-lb-" + id, if_a = "kla" + id, if_b = "klb" + id;
-    auto sh = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
-    if (!sh("ip netns add " + ns_a)) GTEST_SKIP() << "`ip netns add` failed (no iproute2, or no namespace support)";
-    struct Cleanup {
-        std::string a, b;
-        ~Cleanup() {
-            (void)std::system(("ip netns del " + a + " >/dev/null 2>&1").c_str());
-            (void)std::system(("ip netns del " + b + " >/dev/null 2>&1").c_str());
-        }
-    } cleanup{ns_a, ns_b};
-    ASSERT_TRUE(sh("ip netns add " + ns_b));
-    ASSERT_TRUE(sh("ip link add " + if_a + " type veth peer name " + if_b));
-    ASSERT_TRUE(sh("ip link set " + if_a + " netns " + ns_a) && sh("ip link set " + if_b + " netns " + ns_b));
-    ASSERT_TRUE(sh("ip -n " + ns_a + " addr add 10.78.0.1/24 dev " + if_a) &&
-                sh("ip -n " + ns_b + " addr add 10.78.0.2/24 dev " + if_b));
-    for (const std::string& ns : {ns_a, ns_b}) ASSERT_TRUE(sh("ip -n " + ns + " link set lo up"));
-    ASSERT_TRUE(sh("ip -n " + ns_a + " link set " + if_a + " up") && sh("ip -n " + ns_b + " link set " + if_b + " up"));
-    const std::string master = "10.78.0.1:29500";
+    TwoHosts hosts("l", "10.78.0");
+    if (const std::string why = hosts.up(); !why.empty()) GTEST_SKIP() << why;
+    const std::string master = hosts.address(0) + ":29500";
     auto node = [&](const std::string& ns, const std::string& iface, int node_rank) {
         return std::vector<std::string>{"ip", "netns", "exec", ns, KEEL_LAUNCH_BIN, "--nnodes", "2", "--node-rank",
                                         std::to_string(node_rank), "--master", master, "-n", "2", "--interface",
@@ -187,7 +108,7 @@ TEST(CommStores, KeelLaunchStartsOneJobOnTwoHostsThroughTheMaster) {
     };
     // Each entry is one keel-launch (its ranks' exit codes become its own).
     expect_all_zero(run_ranks("one_all_reduce", 4, {0, 1}, std::chrono::seconds(60), {},
-                              {node(ns_a, if_a, 0), node(ns_b, if_b, 1)}));
+                              {node(hosts.ns[0], hosts.iface[0], 0), node(hosts.ns[1], hosts.iface[1], 1)}));
 }
 
 }  // namespace

@@ -90,6 +90,8 @@ enum class Var : unsigned {
     memory_history,
     hang_timeout,
     hang_report,
+    comm_job_id,
+    comm_interface,
 };
 
 struct Variable {
@@ -175,7 +177,8 @@ inline constexpr Variable kVariables[] = {
      "where the fake plugin appends a line per init and shutdown", true},
     {Var::test_fake_inline, "KEEL_FAKE_INLINE", "1|0|on|off|true|false|yes|no", "0",
      "the fake plugin runs all work inline at enqueue", true},
-    {Var::comm_store, "KEEL_COMM_STORE", "file:<directory> or redis:<host>:<port>", "(none)",
+    {Var::comm_store, "KEEL_COMM_STORE", "file:<directory>, redis:<host>:<port> or tcp:<host>:<port>",
+     "tcp:$MASTER_ADDR:$MASTER_PORT when both are set, else none",
      "the store of Communicator::create_from_env (keel-launch sets it)"},
     {Var::torch_devices, "KEEL_TORCH_DEVICES", "comma-separated keel device names", "cpu:0",
      "the keel devices behind privateuseone:0, 1, ... (keel_torch)"},
@@ -191,6 +194,10 @@ inline constexpr Variable kVariables[] = {
      "a keel host wait that lasts this long logs the hang doctor's diagnosis (keel::diagnose)"},
     {Var::hang_report, "KEEL_HANG_REPORT", "a file path", "(none)",
      "where the hang doctor also writes its report as JSON, at the hang timeout and on SIGUSR1"},
+    {Var::comm_job_id, "KEEL_COMM_JOB_ID", "an id (any text)", "TORCHELASTIC_RUN_ID, else SLURM_JOB_ID, else none",
+     "the job whose keys a shared comm store holds under job/<id>/ (keel-launch sets one per run)"},
+    {Var::comm_interface, "KEEL_COMM_INTERFACE", "a network interface name", "GLOO_SOCKET_IFNAME, else 127.0.0.1",
+     "where Communicator's ranks listen (keel-launch --interface sets it)"},
 };
 
 // kVariables is indexed by Var.
@@ -368,6 +375,17 @@ static_assert(variables_in_order(), "kVariables lists the variables in the order
             valid = parse_number(*s, 0.0, 1.0).has_value();
             break;
         case Var::hang_timeout: valid = parse_number(*s, 0.0, 1e9).has_value(); break;
+        case Var::comm_store: {
+            // Store::from_env's forms: a port 1..65535 after the last ':'.
+            const auto host_port = [&](std::string_view t) {
+                const std::size_t colon = t.rfind(':');
+                return colon != std::string_view::npos && colon > 0 && integer_in(t.substr(colon + 1), 1, 65535);
+            };
+            valid = (s->starts_with("file:") && s->size() > 5) ||
+                    (s->starts_with("redis:") && host_port(s->substr(6))) ||
+                    (s->starts_with("tcp:") && host_port(s->substr(4)));
+            break;
+        }
         case Var::bench_chunk_kib: case Var::bench_ring: case Var::bench_ahead: case Var::bench_threads:
             valid = integer_in(*s, 1, std::int64_t{1} << 40);
             break;

@@ -130,13 +130,24 @@ struct CommOptions {
     // process inside Gloo (a receive smaller than its send). Costs one
     // round trip per operation; off, such a mismatch stops the process, and
     // a receive larger than its send gets the message in its first bytes
-    // and zeros after it.
+    // and zeros after it. The generic path only: the native path checks
+    // what its plugin checks (NCCL compares nothing: a mismatch there runs
+    // until the timeout, or gives wrong data).
     bool check_sizes = true;
     // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
     // plugin over NCCL) where it has them and accepts the group; false, or
     // KEEL_COMM_GENERIC=1 (which overrides), forces the generic path. Must
     // be the same on every rank.
     bool native = true;
+};
+
+// Which engine runs a communicator's operations, and why
+// (Communicator::engine_kind()).
+enum class CommEngine : std::uint32_t {
+    native = 0,              // the plugin's communication entries (keel.h 1.4)
+    generic_forced = 1,      // Gloo: CommOptions::native is false, or KEEL_COMM_GENERIC=1
+    generic_no_entries = 2,  // Gloo: the device's plugin has no communication entries
+    generic_declined = 3,    // Gloo: the plugin declined the group (engine_description() says why)
 };
 
 // One entry of a batched point-to-point call.
@@ -152,8 +163,11 @@ struct P2P {
 // A group of `size` processes (ranks) that communicate through memory of
 // one device per rank. Operations are enqueued on a keel stream of that
 // device: they run when the stream reaches them, in stream order with the
-// stream's other work, and the enqueueing thread never waits for a peer.
-// Order with compute streams through fences or events, as for any work.
+// stream's other work. On the generic path the enqueueing thread never
+// waits for a peer; on the native path it may, as the plugin's engine does
+// (NCCL connects to a peer at their first operation together, up to the
+// timeout). Order with compute streams through fences or events, as for
+// any work.
 //
 // Every rank must enqueue the same operations in the same order (as with
 // NCCL): a communicator runs its operations one after another, in the order
@@ -175,9 +189,18 @@ struct P2P {
 // does an operation whose stream failed before it (its input never arrived:
 // it never sends or reduces stale data) or refused it. Counts, dtypes,
 // reductions or roots that differ between ranks, and a send and its receive
-// of different sizes, are FAILED_PRECONDITION; a dead peer or a timeout is
-// UNAVAILABLE. No signal (SIGPIPE) from a dead peer reaches the process. On a plugin without that entry the stream goes on (the
-// operation's output is unspecified): check error() after synchronising.
+// of different sizes, are FAILED_PRECONDITION (CommOptions::check_sizes);
+// a dead peer or a timeout is UNAVAILABLE. No signal (SIGPIPE) from a dead
+// peer reaches the process. On a plugin without that entry the stream goes
+// on (the operation's output is unspecified): check error() after
+// synchronising.
+//
+// The native path (keel.h 1.4 entries, e.g. NCCL) keeps the stream rules
+// above (the plugin fails the stream of a failed operation), but error()
+// and later enqueues learn of a failure the plugin found while running
+// (its watchdog's timeout) only once one of its entries reports it: until
+// the next enqueue after it, error() may still be OK. Synchronize the
+// stream to see such a failure.
 //
 // Move-only. Threads: send; enqueue members are const and may be called
 // from several threads (their order is the order the calls return);
@@ -206,17 +229,23 @@ public:
     [[nodiscard]] int rank() const noexcept;
     [[nodiscard]] int size() const noexcept;
     [[nodiscard]] const Device& device() const noexcept;
-    // The key prefix: how messages name this communicator.
-    [[nodiscard]] const std::string& name() const noexcept;
-    // True when the plugin's native entries run the operations (errors then
-    // fail the operation's stream, as keel.h 1.4 says); false on the
-    // generic path.
+    // The prefix of this communicator's keys in its store
+    // (CommOptions::key_prefix, or "keel/comm/<n>"); error messages name the
+    // communicator by it.
+    [[nodiscard]] const std::string& store_prefix() const noexcept;
+    [[deprecated("name() is the store prefix: use store_prefix()")]] [[nodiscard]] const std::string& name()
+        const noexcept;
+    // Which engine runs the operations, and why.
+    [[nodiscard]] CommEngine engine_kind() const noexcept;
+    // engine_kind() == CommEngine::native.
     [[nodiscard]] bool uses_native_engine() const noexcept;
-    // Which engine runs the operations and, for the generic path, why and
-    // how it reaches device memory: "native (cuda plugin)", "generic (Gloo):
-    // the plugin declined: ...; staged through pinned host memory" (or, on a
+    // The same in words, for people and logs (its wording may change: test
+    // engine_kind()): "native (cuda plugin)", "generic (Gloo): the plugin
+    // declined: <its reason>; staged through pinned host memory" (or, on a
     // host-addressable device, "...; Gloo works on device memory in place").
-    [[nodiscard]] const std::string& engine() const noexcept;
+    [[nodiscard]] const std::string& engine_description() const noexcept;
+    [[deprecated("use engine_kind(), or engine_description() for the words")]] [[nodiscard]] const std::string&
+    engine() const noexcept;
 
     // ---- collectives (sizes in bytes must be a multiple of the dtype's) ----
 
@@ -279,6 +308,21 @@ public:
     // Takes the buffers of the batch's entries and keeps them until it ran.
     [[nodiscard]] Result<void> send_recv(const Stream& stream, std::span<const P2P> ops,
                                          std::vector<Buffer>&& keep) const;
+
+    // ---- timeout ---------------------------------------------------------
+
+    // The bound on each wait of an operation enqueued after this returns
+    // (its turn behind the communicator's earlier operations, each exchange
+    // with its peers), counted from when its stream reaches it;
+    // CommOptions::timeout until changed. Operations already enqueued keep
+    // theirs. For one call's own bound, set it before that call (from the
+    // thread that enqueues it). A peer that does not reach the operation in
+    // time fails it (UNAVAILABLE, naming the operation, this rank, the peer
+    // and the timeout) and the communicator on every rank. Any thread.
+    // INVALID_ARGUMENT for a timeout <= 0; UNIMPLEMENTED on the native path
+    // (keel.h 1.4's engines take their timeout once, at create).
+    [[nodiscard]] Result<void> set_timeout(std::chrono::milliseconds timeout);
+    [[nodiscard]] std::chrono::milliseconds timeout() const noexcept;
 
     // ---- failure ---------------------------------------------------------
 

@@ -385,11 +385,11 @@ typedef enum keel_device_capability {
      * Without it such a wait is INVALID_ARGUMENT and the runtime bridges it.
      * Ignored in a plugin that declares an older minor. */
     KEEL_DEVICE_CAP_PEER_EVENT_WAIT = 1u << 6,
-    /* [1.6] ipc_memory_* share device memory with other processes
-     * ([ipc.memory-set]). */
+    /* Since 1.6: ipc_memory_* share device memory with other processes
+     * (see ipc.memory-set). */
     KEEL_DEVICE_CAP_IPC_MEMORY = 1u << 7,
-    /* [1.6] ipc_event_* and KEEL_EVENT_INTERPROCESS share events with other
-     * processes ([ipc.event-set]). */
+    /* Since 1.6: ipc_event_* and KEEL_EVENT_INTERPROCESS share events with
+     * other processes (see ipc.event-set). */
     KEEL_DEVICE_CAP_IPC_EVENTS = 1u << 8,
     KEEL_DEVICE_CAP_FORCE_UINT32 = 0x7fffffff
 } keel_device_capability;
@@ -491,7 +491,7 @@ static inline const keel_kernel_arg* keel_kernel_arg_at(const keel_launch_args* 
 typedef enum keel_event_flags {
     KEEL_EVENT_DEFAULT = 0,         /* no timing: cheapest */
     KEEL_EVENT_TIMING = 1u << 0,    /* event_elapsed_time may be used */
-    /* [1.6] ipc_event_export may export it; only on a device with
+    /* Since 1.6: ipc_event_export may export it; only on a device with
      * KEEL_DEVICE_CAP_IPC_EVENTS, never with KEEL_EVENT_TIMING (else
      * INVALID_ARGUMENT). */
     KEEL_EVENT_INTERPROCESS = 1u << 1,
@@ -1283,12 +1283,14 @@ typedef struct keel_plugin_api {
      *
      * [ipc.memory-set] since 1.6: ipc_memory_alloc, ipc_memory_export,
      * ipc_memory_import and ipc_memory_close are present as a set, exactly
-     * when a device sets KEEL_DEVICE_CAP_IPC_MEMORY; [ipc.event-set] since
-     * 1.6: ipc_event_export and ipc_event_import are present as a set,
-     * exactly when a device sets KEEL_DEVICE_CAP_IPC_EVENTS, which also
-     * makes event_create accept KEEL_EVENT_INTERPROCESS (keel-cts checks
-     * both). A plugin of an older minor has none of them: the runtime
-     * answers UNIMPLEMENTED.
+     * when a device sets KEEL_DEVICE_CAP_IPC_MEMORY (keel-cts checks it). A
+     * plugin of an older minor has none of them: the runtime answers
+     * UNIMPLEMENTED.
+     *
+     * [ipc.event-set] since 1.6: ipc_event_export and ipc_event_import are
+     * present as a set, exactly when a device sets KEEL_DEVICE_CAP_IPC_EVENTS,
+     * which also makes event_create accept KEEL_EVENT_INTERPROCESS (keel-cts
+     * checks it). A plugin of an older minor has neither.
      *
      * [ipc.memory-lifetime] since 1.6: an importer's address stays valid,
      * with the allocation's bytes, until that importer closes it
@@ -1308,7 +1310,8 @@ typedef struct keel_plugin_api {
      * before it exported) is a race, which a checking plugin reports where
      * it can tell.
      *
-     * Errors at the call: INVALID_ARGUMENT for a null handle or output, an
+     * [ipc.errors] since 1.6: errors at the call: INVALID_ARGUMENT for a
+     * null handle or output, an
      * address that is not the base of a live allocation of ipc_memory_alloc
      * (export), a handle of the wrong kind, of another plugin or malformed
      * (import), an imported address given to device_free or a local one to

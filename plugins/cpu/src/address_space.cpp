@@ -143,7 +143,7 @@ Result<AllocationInfo> AddressSpace::adopt_shared(HostBlock storage, std::uint64
     write(slot, SlotState::live, host, size, id);
     used_.fetch_add(rounded, std::memory_order_relaxed);
     live_.fetch_add(1, std::memory_order_relaxed);
-    return AllocationInfo{id, make_addr(slot), size};
+    return AllocationInfo{id, make_addr(tag_, slot), size};
 }
 
 Result<AllocationInfo> AddressSpace::free(keel_device_addr addr) {

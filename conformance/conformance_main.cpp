@@ -31,7 +31,7 @@ Runtime create_runtime() {
     auto rt = Runtime::create(chosen_options() ? *chosen_options() : build_options());
     if (!rt.ok()) {
         ADD_FAILURE() << "Runtime::create failed: " << rt.error().message();
-        return std::move(Runtime::create(RuntimeOptions{{}, false, false})).value();
+        return std::move(Runtime::create(RuntimeOptions{{}, false, false, {}})).value();
     }
     return std::move(rt).value();
 }

@@ -113,9 +113,10 @@ int main(int argc, char** argv) {
         }
         char staged_text[32] = "-";
         char staged_ratio[32] = "-";
-        if (staged) {
-            std::snprintf(staged_text, sizeof staged_text, "%.2f", *staged);
-            std::snprintf(staged_ratio, sizeof staged_ratio, "%.2f", *staged / *same);
+        if (staged.has_value()) {
+            const double staged_gbps = staged.value_or(0.0);
+            std::snprintf(staged_text, sizeof staged_text, "%.2f", staged_gbps);
+            std::snprintf(staged_ratio, sizeof staged_ratio, "%.2f", staged_gbps / *same);
         }
         std::printf("%-10llu %12.2f %12.2f %12s %18.2f %18s\n", static_cast<unsigned long long>(bytes), *same, *peer,
                     staged_text, *peer / *same, staged_ratio);

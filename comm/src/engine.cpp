@@ -91,7 +91,7 @@ void Communicator::Impl::add_to_diagnoses() {
             const char* what = running_what_.load(std::memory_order_relaxed);
             mine.op = what != nullptr ? what : "operation";
         }
-        const auto patience = std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2));
+        const auto patience = std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(2));
         const std::vector<comm::RankProgress> others = comm::exchange_progress(*claim_store, name, size, mine, patience);
         return comm::diagnosis_text(name, rank, size, mine, others, patience);
     });

@@ -29,7 +29,7 @@ TEST(CommRuntimePath, AStagedInputFromAFreedBufferIsRefusedByCheckedMemoryWithou
     ASSERT_FALSE(dev.has(DeviceCapability::host_addressable)) << "cpu:0 no longer stages: pick a staged device";
     MemoryConfig config;
     config.allocator.checked = true;
-    const DeviceMemory memory = DeviceMemory::create(dev, config).value();
+    const MemoryPool memory = MemoryPool::create(dev, config).value();
     const Stream s = Stream::create(memory).value();
     const std::string dir = fresh_store_directory();
     KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm, Communicator::create(dev, Store::file(dir).value(), 0, 1));

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     comm.all_reduce(stream, buf.view(), KEEL_DTYPE_F32, keel::ReduceOp::sum).expect("all_reduce #0");
     stream.synchronize().expect("all_reduce #0 ran");
 
-    const std::string op = "ranks not arrived at all_reduce #1 of communicator '" + comm.name() + "': rank 2 (";
+    const std::string op = "ranks not arrived at all_reduce #1 of communicator '" + comm.store_prefix() + "': rank 2 (";
     if (info.rank != 2) {
         comm.all_reduce(stream, buf.view(), KEEL_DTYPE_F32, keel::ReduceOp::sum).expect("all_reduce #1 enqueued");
         const keel::Result<void> r = stream.synchronize();  // the hang; ended by rank 2's abort

@@ -50,7 +50,7 @@ TEST(PluginOptions, ConfigureTheCpuDeviceWithoutAnyEnvironmentVariable) {
 }
 
 TEST(PluginOptions, AnOptionOverridesTheEnvironmentVariableWhichOverridesTheDefault) {
-    ScopedEnv env({{"KEEL_CPU_MEMORY_BYTES", "32M"}});
+    ScopedEnv env("KEEL_CPU_MEMORY_BYTES", "32M");
     {
         KEEL_ASSERT_OK_AND_ASSIGN(Runtime rt, Runtime::create(cpu_with({{"memory_bytes", "64M"}})));
         ASSERT_EQ(rt.devices().size(), 1u) << rejections(rt);
@@ -158,7 +158,7 @@ TEST(PluginOptions, AMalformedTypeOrKeyIsAnErrorOfCreate) {
 // A runtime of 1.5 passes a shorter keel_host_services: a 1.6 plugin reads
 // no options past it and still logs through it.
 TEST(PluginOptions, APluginOf1_6UnderARuntimeOf1_5ReadsNoOptionsAndStillLogs) {
-    ScopedEnv env({{"KEEL_CPU_CHECK", "1"}});
+    ScopedEnv env("KEEL_CPU_CHECK", "1");
     auto library = keel::testing::PluginLibrary::open(cpu_plugin().string());
     ASSERT_TRUE(library.ok()) << library.error().message();
     keel::testing::CapturedLog log;

@@ -64,6 +64,16 @@ constexpr keel_plugin_api kApi = {
     .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
     .comm_send_recv_sized = nullptr,
     .plugin_option_info = &Plugin::plugin_option_info,
+    // Not yet: memory and events shared between processes, peer copies
+    // (the runtime stages copies between devices and bridges waits).
+    .ipc_memory_alloc = nullptr,
+    .ipc_memory_export = nullptr,
+    .ipc_memory_import = nullptr,
+    .ipc_memory_close = nullptr,
+    .ipc_event_export = nullptr,
+    .ipc_event_import = nullptr,
+    .device_can_copy_peer = nullptr,
+    .memcpy_peer = nullptr,
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "parallel_for.hpp"
 #include "plugin.hpp"
 
+#include <keel/base/no_destructor.hpp>
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
 #include <keel/plugin/host_log.hpp>
@@ -21,7 +22,9 @@ namespace {
 plugin::PluginGlobal<Plugin> g_plugin;
 // The settings and where each came from, for plugin_option_info; set at
 // init, before the table is handed out, and read-only until shutdown.
-plugin::Options g_options;
+// Never destroyed: plugin_shutdown may run at exit, after this file's
+// globals are gone (a Runtime held in a global).
+base::NoDestructor<plugin::Options> g_options;
 
 constexpr const char* kVersion = "0.1.0";
 
@@ -38,13 +41,13 @@ void plugin_shutdown() {
     else
         plugin::HostLog::write(KEEL_LOG_DEBUG, "[cpu plugin_shutdown] clean: no live allocations, streams or events");
     g_plugin.reset();
-    g_options = plugin::Options();
+    *g_options = plugin::Options();
     stop_thread_pool();
     plugin::HostLog::uninstall();
 }
 
 keel_error* plugin_option_info(std::uint32_t index, keel_option_info* out) {
-    return plugin::entry("cpu plugin_option_info", [&]() -> Result<void> { return g_options.describe(index, out); });
+    return plugin::entry("cpu plugin_option_info", [&]() -> Result<void> { return g_options->describe(index, out); });
 }
 
 constexpr keel_plugin_api kApi = [] {
@@ -116,7 +119,7 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
         if (cpu::g_plugin) return Error(KEEL_STATUS_FAILED_PRECONDITION, "already initialised (no plugin_shutdown yet)");
         KEEL_TRY_ASSIGN(plugin::Options options, plugin::Options::read(host, cpu::option_specs()));
         KEEL_TRY_ASSIGN(cpu::Config config, cpu::read_config(options));
-        cpu::g_options = std::move(options);
+        *cpu::g_options = std::move(options);
         plugin::HostLog::install(host);
         cpu::start_thread_pool(config.pool_threads);
         cpu::g_plugin.emplace(config);

@@ -19,33 +19,19 @@
 namespace keel {
 namespace {
 
+using testing::expect_both_ok;
+using testing::receive_byte;
 using testing::run_two_processes;
+using testing::send_byte;
 using testing::ScopedEnv;
 
-constexpr std::uint64_t kBytes = 64 * 1024;
+constexpr std::uint64_t kCheckedBytes = 64 * 1024;
 
-std::string send_byte(int socket) {
-    const char b = 'k';
-    return ::write(socket, &b, 1) == 1 ? "" : "write to the socket failed";
-}
-std::string receive_byte(int socket) {
-    char b = 0;
-    return ::read(socket, &b, 1) == 1 ? "" : "the other side closed the socket";
-}
-#define IPC_SIDE_STEP(expr)                          \
-    do {                                             \
-        std::string ipc_step = (expr);               \
-        if (!ipc_step.empty()) return ipc_step;      \
-    } while (0)
 
 std::string contains(const Error& e, const std::string& what) {
     return e.message().find(what) != std::string::npos ? "" : "the error does not say '" + what + "': " + e.message();
 }
 
-void expect_both_ok(const std::pair<testing::SideResult, testing::SideResult>& r) {
-    EXPECT_EQ(r.first.code, 0) << "exporter: " << r.first.message;
-    EXPECT_EQ(r.second.code, 0) << "importer: " << r.second.message;
-}
 
 class IpcChecker : public ::testing::Test {
 protected:
@@ -57,7 +43,7 @@ TEST_F(IpcChecker, TheExporterFreeingMemoryAnImporterStillHasOpenIsRefused) {
         [](int socket) -> std::string {
             IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
             IPC_SIDE_ASSIGN(Device dev, rt.device("cpu:0"));
-            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kBytes));
+            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kCheckedBytes));
             const keel_device_addr address = mem.address();
             IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::export_memory(mem));
             IPC_SIDE_OK(ipc::send_handle(socket, mh));
@@ -69,7 +55,7 @@ TEST_F(IpcChecker, TheExporterFreeingMemoryAnImporterStillHasOpenIsRefused) {
             IPC_SIDE_STEP(send_byte(socket));
             IPC_SIDE_STEP(receive_byte(socket));  // closed
             // The refused free left it allocated: freeing it now is fine.
-            RawBuffer again = RawBuffer::adopt(dev, address, kBytes);
+            RawBuffer again = RawBuffer::adopt(dev, address, kCheckedBytes);
             IPC_SIDE_OK(again.free());
             return "";
         },
@@ -91,7 +77,7 @@ TEST_F(IpcChecker, AnImporterUsingMemoryAfterClosingItIsRefused) {
         [](int socket) -> std::string {
             IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
             IPC_SIDE_ASSIGN(Device dev, rt.device("cpu:0"));
-            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kBytes));
+            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kCheckedBytes));
             IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::export_memory(mem));
             IPC_SIDE_OK(ipc::send_handle(socket, mh));
             return receive_byte(socket);
@@ -118,7 +104,7 @@ TEST_F(IpcChecker, AnImporterReadingBeforeTheSharedEventOrdersTheExportersWrites
             IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
             IPC_SIDE_ASSIGN(Device dev, rt.device("cpu:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kBytes));
+            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kCheckedBytes));
             IPC_SIDE_ASSIGN(Event written, ipc::create_event(dev));
             IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::export_memory(mem));
             IPC_SIDE_OK(s.memset(mem.view(), 0x5A));
@@ -147,7 +133,7 @@ TEST_F(IpcChecker, AnImporterReadingBeforeTheSharedEventOrdersTheExportersWrites
             IPC_SIDE_OK(s.wait(written));
             IPC_SIDE_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(mem.view()));
             IPC_SIDE_ASSIGN(std::vector<std::uint8_t> got, std::move(future).get());
-            IPC_SIDE_EXPECT(got == std::vector<std::uint8_t>(kBytes, 0x5A), "the ordered read saw other bytes");
+            IPC_SIDE_EXPECT(got == std::vector<std::uint8_t>(kCheckedBytes, 0x5A), "the ordered read saw other bytes");
             IPC_SIDE_OK(mem.close());
             return send_byte(socket);
         });
@@ -160,7 +146,7 @@ TEST_F(IpcChecker, WritesTheExporterSynchronizedBeforeExportingNeedNoEvent) {
             IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
             IPC_SIDE_ASSIGN(Device dev, rt.device("cpu:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kBytes));
+            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kCheckedBytes));
             IPC_SIDE_OK(s.memset(mem.view(), 0x33));
             IPC_SIDE_OK(s.synchronize());
             IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::export_memory(mem));
@@ -175,7 +161,7 @@ TEST_F(IpcChecker, WritesTheExporterSynchronizedBeforeExportingNeedNoEvent) {
             IPC_SIDE_ASSIGN(ipc::ImportedBuffer mem, ipc::import_memory(dev, mh));
             IPC_SIDE_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(mem.view()));
             IPC_SIDE_ASSIGN(std::vector<std::uint8_t> got, std::move(future).get());
-            IPC_SIDE_EXPECT(got == std::vector<std::uint8_t>(kBytes, 0x33), "the read saw other bytes");
+            IPC_SIDE_EXPECT(got == std::vector<std::uint8_t>(kCheckedBytes, 0x33), "the read saw other bytes");
             IPC_SIDE_OK(mem.close());
             return send_byte(socket);
         });

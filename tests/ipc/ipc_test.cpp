@@ -20,7 +20,10 @@
 namespace keel {
 namespace {
 
+using testing::expect_both_ok;
+using testing::receive_byte;
 using testing::run_two_processes;
+using testing::send_byte;
 using testing::ScopedEnv;
 
 constexpr std::uint64_t kBytes = 1 << 20;
@@ -31,24 +34,6 @@ std::vector<std::uint8_t> pattern(std::uint8_t seed) {
     return v;
 }
 
-// One byte each way, to order the two sides' steps.
-std::string send_byte(int socket, char b = 'k') {
-    return ::write(socket, &b, 1) == 1 ? "" : "write to the socket failed";
-}
-std::string receive_byte(int socket) {
-    char b = 0;
-    return ::read(socket, &b, 1) == 1 ? "" : "the other side closed the socket";
-}
-#define IPC_SIDE_STEP(expr)                          \
-    do {                                             \
-        std::string ipc_step = (expr);               \
-        if (!ipc_step.empty()) return ipc_step;      \
-    } while (0)
-
-void expect_both_ok(const std::pair<testing::SideResult, testing::SideResult>& r) {
-    EXPECT_EQ(r.first.code, 0) << "exporter: " << r.first.message;
-    EXPECT_EQ(r.second.code, 0) << "importer: " << r.second.message;
-}
 
 std::string check_pattern(const std::vector<std::uint8_t>& got, std::uint8_t seed) {
     const auto want = pattern(seed);

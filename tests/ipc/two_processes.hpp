@@ -87,7 +87,28 @@ inline std::pair<SideResult, SideResult> run_two_processes(const Side& exporter,
     return {results[0], results[1]};
 }
 
+// One byte each way, to order the two sides' steps ("" or what failed).
+inline std::string send_byte(int socket, char b = 'k') {
+    return ::write(socket, &b, 1) == 1 ? "" : "write to the socket failed";
+}
+inline std::string receive_byte(int socket) {
+    char b = 0;
+    return ::read(socket, &b, 1) == 1 ? "" : "the other side closed the socket";
+}
+
+inline void expect_both_ok(const std::pair<SideResult, SideResult>& r) {
+    EXPECT_EQ(r.first.code, 0) << "exporter: " << r.first.message;
+    EXPECT_EQ(r.second.code, 0) << "importer: " << r.second.message;
+}
+
 }  // namespace keel::testing
+
+// In a side: returns the step's failure, if any.
+#define IPC_SIDE_STEP(expr)                          \
+    do {                                             \
+        std::string ipc_step = (expr);               \
+        if (!ipc_step.empty()) return ipc_step;      \
+    } while (0)
 
 // In a side: `decl` = the value of a Result expression, or return its error.
 #define IPC_SIDE_ASSIGN(decl, expr) IPC_SIDE_ASSIGN_IMPL(KEEL_CONCAT(ipc_side_tmp_, __LINE__), decl, expr)

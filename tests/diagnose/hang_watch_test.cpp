@@ -9,11 +9,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +33,9 @@ const bool kReportNamed = [] {
 }();
 const std::filesystem::path kReport =
     std::string(keel::env::text(keel::env::Var::hang_report).value_or(KEEL_HANG_WATCH_REPORT));
+
+// KEEL_HANG_TIMEOUT as CMakeLists.txt sets it for this executable.
+constexpr auto kHangTimeout = 500ms;
 
 std::string read_report() {
     std::ifstream in(kReport);
@@ -87,16 +92,28 @@ TEST_F(HangWatch, ShortWaitsOfACorrectProgramReportNothing) {
     keel::Stream a = keel::Stream::create(*device_).expect("Stream::create");
     keel::Stream b = keel::Stream::create(*device_).expect("Stream::create");
     keel::Buffer buf = keel::Buffer::allocate(a, 1 << 16).expect("Buffer::allocate");
+    // Every wait of the program lies inside one round, so a round's length
+    // bounds its waits. On a loaded machine a round can itself pass the
+    // timeout; a report is then right, and only a report of short waits is
+    // wrong.
+    auto longest_round = std::chrono::steady_clock::duration::zero();
     const auto end = std::chrono::steady_clock::now() + 1500ms;  // three timeouts
     while (std::chrono::steady_clock::now() < end) {
+        const auto round_began = std::chrono::steady_clock::now();
         ASSERT_TRUE(a.memset(buf.view(), 1).ok());
         ASSERT_TRUE(b.order_after(a).ok());
         ASSERT_TRUE(b.enqueue_host_func([] { std::this_thread::sleep_for(1ms); }).ok());
         ASSERT_TRUE(b.synchronize().ok());
         ASSERT_TRUE(a.synchronize().ok());
+        longest_round = std::max(longest_round, std::chrono::steady_clock::now() - round_began);
     }
     std::this_thread::sleep_for(700ms);  // a tick of the watch after the last wait
-    EXPECT_FALSE(std::filesystem::exists(kReport)) << read_report();
+    if (longest_round < kHangTimeout) {
+        EXPECT_FALSE(std::filesystem::exists(kReport)) << read_report();
+    } else if (!std::filesystem::exists(kReport)) {
+        GTEST_SKIP() << "a round took " << std::chrono::duration<double>(longest_round).count()
+                     << " s on this loaded machine, past the timeout: nothing to check";
+    }
 }
 
 }  // namespace

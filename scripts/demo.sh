@@ -20,10 +20,9 @@ fi
 mkdir -p build
 log=build/demo-build.log
 echo "keel: configuring and building keel-info, keel-hello and the CPU plugin into build/ (log: $log)"
-# The build type scripts/test.sh uses, in batches (a unity build): from an
+# The configuration scripts/test.sh uses, in batches (a unity build): from an
 # empty cache that halves the compile time, since the runtime's sources share
-# their headers (spdlog, fmt, Boost.DLL). scripts/test.sh turns batches off
-# again for its build, which compiles every file on its own.
+# their headers.
 if ! cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
      "${launchers[@]}" >"$log" 2>&1; then
   tail -n 30 "$log"; echo "keel: configuring failed; the whole output is in $log"; exit 1

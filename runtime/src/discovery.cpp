@@ -1,6 +1,6 @@
 #include "discovery.hpp"
 
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <keel/environment.hpp>
 

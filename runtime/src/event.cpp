@@ -46,7 +46,7 @@ Event::~Event() { reset(); }
 void Event::reset() noexcept {
     if (handle_ == nullptr) return;
     if (auto r = device_->api().event_destroy(std::exchange(handle_, nullptr)); !r)
-        detail::logger()->warn("[Event] {}", r.error().message());
+        detail::log_warn("[Event] " + r.error().message());
     device_->plugin->shares().let_go(share_);  // last: the plugin may go with it
 }
 

@@ -1,7 +1,7 @@
 #include "host_func_guard.hpp"
 
 #include <keel/c_error.hpp>
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <keel/host_func.hpp>
 

@@ -1,6 +1,6 @@
 #include "host_services.hpp"
 
-#include "logging.hpp"
+#include "logger.hpp"
 
 namespace keel::detail {
 
@@ -41,6 +41,8 @@ HostServices::HostServices() : logger_(logger()) {
     services_.log_enabled = &host_log_enabled;
     services_.option_stride = sizeof(keel_option);
 }
+
+HostServices::~HostServices() = default;
 
 void HostServices::offer_options(const std::map<std::string, std::string>& options) {
     withdraw_options();

@@ -3,12 +3,14 @@
 
 #include <keel/keel.h>
 
-#include <spdlog/spdlog.h>
-
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace spdlog {
+class logger;
+}
 
 namespace keel::detail {
 
@@ -22,7 +24,7 @@ public:
     HostServices& operator=(const HostServices&) = delete;
     HostServices(HostServices&&) = delete;
     HostServices& operator=(HostServices&&) = delete;
-    ~HostServices() = default;
+    ~HostServices();
 
     [[nodiscard]] const keel_host_services* c() const noexcept { return &services_; }
 

@@ -1,7 +1,7 @@
 #include "loader.hpp"
 
 #include <keel/c_error.hpp>
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <keel/base/elf_check.hpp>
 #include <keel/base/no_destructor.hpp>

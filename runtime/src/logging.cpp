@@ -1,4 +1,4 @@
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <keel/base/no_destructor.hpp>
 #include <keel/environment.hpp>

@@ -61,8 +61,7 @@ Result<PinnedBuffer> PinnedBuffer::allocate(const Device& device, std::uint64_t 
     if (p == nullptr)
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[PinnedBuffer::allocate] host allocation of " +
                                                     format_bytes(size) + " failed");
-    detail::logger()->debug("[PinnedBuffer::allocate] {} has no host_alloc; using pageable memory",
-                            device.name());
+    detail::log_debug("[PinnedBuffer::allocate] " + device.name() + " has no host_alloc; using pageable memory");
     return PinnedBuffer(device, p, size, false, std::move(uses));
 }
 
@@ -98,7 +97,7 @@ void PinnedBuffer::reset() noexcept {
         return;
     }
     if (auto r = detail::Access::slot(device_).api().host_free(detail::Access::handle(device_), p); !r)
-        detail::logger()->error("[PinnedBuffer::~PinnedBuffer] {}", r.error().message());
+        detail::log_error("[PinnedBuffer::~PinnedBuffer] " + r.error().message());
 }
 
 }  // namespace keel

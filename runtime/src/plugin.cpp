@@ -3,9 +3,11 @@
 #include "access.hpp"
 #include "discovery.hpp"
 #include "host_func_guard.hpp"
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <keel/base/no_destructor.hpp>
+
+#include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
 
@@ -16,7 +18,7 @@ namespace keel::detail {
 
 Plugin::Plugin(std::filesystem::path path, std::string type, boost::dll::shared_library library,
                std::unique_ptr<HostServices> services, const keel_plugin_api& table)
-    : library_(std::move(library)),
+    : library_(std::make_unique<boost::dll::shared_library>(std::move(library))),
       services_(std::move(services)),
       path_(std::move(path)),
       type_(std::move(type)),

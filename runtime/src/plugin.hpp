@@ -12,13 +12,15 @@
 #include <keel/runtime.hpp>
 #include <keel/keel.h>
 
-#include <boost/dll/shared_library.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace boost::dll {
+class shared_library;
+}
 
 namespace keel::detail {
 
@@ -76,8 +78,9 @@ private:
     [[nodiscard]] Result<void> read_devices();
     [[nodiscard]] Result<void> read_settings();
 
-    // Declared first, destroyed last.
-    boost::dll::shared_library library_;
+    // Declared first, destroyed last. Held through a pointer so that the
+    // files including this header do not compile Boost.DLL.
+    std::unique_ptr<boost::dll::shared_library> library_;
     std::unique_ptr<HostServices> services_;
     std::filesystem::path path_;
     std::string type_;

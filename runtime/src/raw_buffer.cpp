@@ -43,7 +43,7 @@ RawBuffer::RawBuffer(RawBuffer&& other) noexcept
 
 RawBuffer& RawBuffer::operator=(RawBuffer&& other) noexcept {
     if (this != &other) {
-        if (auto r = free(); !r) detail::logger()->warn("{}", r.error().message());
+        if (auto r = free(); !r) detail::log_warn(r.error().message());
         device_ = other.device_;
         address_ = std::exchange(other.address_, 0);
         size_ = std::exchange(other.size_, 0);
@@ -53,7 +53,7 @@ RawBuffer& RawBuffer::operator=(RawBuffer&& other) noexcept {
 
 RawBuffer::~RawBuffer() {
     if (auto r = free(); !r)
-        detail::logger()->error("[RawBuffer::~RawBuffer] {}", r.error().message());
+        detail::log_error("[RawBuffer::~RawBuffer] " + r.error().message());
 }
 
 DeviceView RawBuffer::view() const noexcept {

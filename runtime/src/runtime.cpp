@@ -3,7 +3,7 @@
 #include "access.hpp"
 #include "discovery.hpp"
 #include "loader.hpp"
-#include "logging.hpp"
+#include "logger.hpp"
 #include "trace/environment.hpp"
 
 #include <keel/environment.hpp>

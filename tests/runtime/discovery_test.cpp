@@ -1,6 +1,6 @@
 // Discovery helpers and log levels.
 #include "discovery.hpp"
-#include "logging.hpp"
+#include "logger.hpp"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@ namespace keel {
 Diagnosis diagnose() {
     std::string json;
     Diagnosis d = doctor::build_diagnosis("keel::diagnose() was called", &json);
-    detail::logger()->warn("{}", d.text);
+    detail::log_warn(d.text);
     doctor::write_report_file(json);
     return d;
 }

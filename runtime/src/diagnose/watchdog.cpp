@@ -102,7 +102,7 @@ private:
         if (why.empty()) return;
         std::string json;
         const Diagnosis d = build_diagnosis(why, s.report_path.empty() ? nullptr : &json);
-        detail::logger()->error("{}", d.text);
+        detail::log_error(d.text);
         write_report_file(json);
     }
 

@@ -62,7 +62,7 @@ ImportedBuffer::ImportedBuffer(ImportedBuffer&& other) noexcept
 
 ImportedBuffer& ImportedBuffer::operator=(ImportedBuffer&& other) noexcept {
     if (this != &other) {
-        if (auto r = close(); !r) keel::detail::logger()->warn("{}", r.error().message());
+        if (auto r = close(); !r) keel::detail::log_warn(r.error().message());
         device_ = other.device_;
         address_ = std::exchange(other.address_, 0);
         size_ = std::exchange(other.size_, 0);
@@ -71,7 +71,7 @@ ImportedBuffer& ImportedBuffer::operator=(ImportedBuffer&& other) noexcept {
 }
 
 ImportedBuffer::~ImportedBuffer() {
-    if (auto r = close(); !r) keel::detail::logger()->error("[ipc::ImportedBuffer] {}", r.error().message());
+    if (auto r = close(); !r) keel::detail::log_error("[ipc::ImportedBuffer] " + r.error().message());
 }
 
 DeviceView ImportedBuffer::view() const noexcept {

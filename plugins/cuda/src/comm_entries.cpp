@@ -3,6 +3,7 @@
 // would otherwise report them asynchronously or not at all).
 #include "comm_entries.hpp"
 
+#include "handles.hpp"
 #include "nccl_comm.hpp"
 
 #include <keel/base/dtype.hpp>
@@ -19,8 +20,6 @@ Result<NcclCommunicator*> comm_from(keel_comm h) {
     if (h == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "comm is null");
     return reinterpret_cast<NcclCommunicator*>(h);
 }
-
-void* device_ptr(keel_device_addr a) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(a)); }
 
 Result<void> check_rank(const NcclCommunicator& c, int rank, const char* role, const std::string& what) {
     if (rank < 0 || rank >= c.config().size)

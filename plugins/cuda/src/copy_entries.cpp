@@ -14,14 +14,6 @@
 
 namespace keel::cuda::api {
 
-namespace {
-
-void* device_ptr(keel_device_addr addr) noexcept {
-    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));
-}
-
-}  // namespace
-
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept {
     return plugin::entry("cuda memcpy_h2d", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, enqueue_stream_from(stream));

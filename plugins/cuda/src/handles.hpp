@@ -15,12 +15,18 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <utility>
 #include <string>
 
 namespace keel::cuda {
+
+// A keel_device_addr of this plugin is the CUDA device pointer itself.
+inline void* device_ptr(keel_device_addr addr) noexcept {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(addr));
+}
 
 // A keel stream: a non-blocking CUDA stream (it never synchronises with the
 // legacy default stream) on one device. Owned by the caller through its

@@ -32,9 +32,10 @@ using namespace std::chrono_literals;
 // build's file with this process's id (ctest runs the tests of this file in
 // parallel processes), unless the environment names one (the keel-trace
 // test does).
-const bool kReportNamed = [] {
-    if (!keel::env::text(keel::env::Var::hang_report))
-        ::setenv("KEEL_HANG_REPORT", (std::string(KEEL_HANG_WATCH_REPORT) + "." + std::to_string(::getpid())).c_str(), 1);
+// True when the file is this process's own (removed at the end of a test).
+const bool kOwnReport = [] {
+    if (keel::env::text(keel::env::Var::hang_report)) return false;
+    ::setenv("KEEL_HANG_REPORT", (std::string(KEEL_HANG_WATCH_REPORT) + "." + std::to_string(::getpid())).c_str(), 1);
     return true;
 }();
 const std::filesystem::path kReport = std::string(keel::env::text(keel::env::Var::hang_report).value());
@@ -60,7 +61,7 @@ protected:
     }
     void TearDown() override {
         std::error_code ec;
-        std::filesystem::remove(kReport, ec);
+        if (kOwnReport) std::filesystem::remove(kReport, ec);
     }
     keel::Runtime runtime_ = keel::Runtime::create().expect("loading the plugins");
     std::optional<keel::Device> device_;

@@ -31,9 +31,15 @@ def stream_tracks(events):
     return {k: v for k, v in names.items() if " stream " in v}, names
 
 
+KINDS = sorted(["copy h2d", "copy d2h", "copy d2d", "memset", "kernel", "host function", "hold", "wait event",
+                "wait fence", "record event", "fence"], key=len, reverse=True)
+
+
 def kind_of(e):
-    """An operation's kind: its category, except a named range's."""
-    return e["args"].get("kind") or e.get("cat")
+    """An operation's kind: a named range says it, other names start with it."""
+    if "kind" in e["args"]:
+        return e["args"]["kind"]
+    return next((k for k in KINDS if e["name"] == k or e["name"].startswith(k + " ")), "?")
 
 
 def check_run(workload, work, device_times):

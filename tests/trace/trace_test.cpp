@@ -63,7 +63,7 @@ TEST_F(TraceTest, ASessionWritesEveryStreamAsANamedTrackWithItsOperations) {
     EXPECT_EQ(report.path, path);
     const std::string text = read_file(path);
     EXPECT_EQ(report.bytes, text.size());
-    EXPECT_EQ(count(text, "\"cat\":\"memset\""), 6u);
+    EXPECT_EQ(count(text, "\"name\":\"memset\""), 6u);
     EXPECT_EQ(count(text, "\"name\":\"thread_name\",\"args\":{\"name\":\"cpu:0 stream "), 2u);
     EXPECT_EQ(count(text, "\"name\":\"alloc\""), 1u);
     EXPECT_EQ(count(text, "\"hit\":0"), 1u);
@@ -90,8 +90,8 @@ TEST_F(TraceTest, WorkOutsideASessionIsNotInItsFile) {
         ASSERT_TRUE(s.synchronize().ok());
         ASSERT_TRUE(trace.stop().ok());
     }
-    EXPECT_EQ(count(read_file(first), "\"cat\":\"memset\""), 1u);
-    EXPECT_EQ(count(read_file(second), "\"cat\":\"memset\""), 1u);
+    EXPECT_EQ(count(read_file(first), "\"name\":\"memset\""), 1u);
+    EXPECT_EQ(count(read_file(second), "\"name\":\"memset\""), 1u);
     std::filesystem::remove(first);
     std::filesystem::remove(second);
 }

@@ -70,13 +70,26 @@ def read_json(path):
     return data
 
 
+# Operation kinds; an operation's name starts with its kind.
+KINDS = sorted(["copy h2d", "copy d2h", "copy d2d", "memset", "kernel", "host function", "hold", "wait event",
+                "wait fence", "record event", "fence"], key=len, reverse=True)
+
+
+def kind_of(name):
+    for k in KINDS:
+        if name == k or name.startswith(k + " "):
+            return k
+    return "range"
+
+
 def slice_args(e, names):
-    """A complete event's args with its kind (the category of an operation:
+    """A complete event's args with its kind (from the name of an operation:
     "memset", "kernel"; "range" for a named range; "wait" for a host wait)
     and, for a wait, what it waited for and the waited stream's name."""
     args = dict(e.get("args", {}))
     cat = e.get("cat", "")
-    args.setdefault("kind", cat or "range")
+    if "kind" not in args:
+        args["kind"] = "wait" if cat == "wait" else kind_of(e.get("name", ""))
     if cat == "wait":
         args.setdefault("what", e.get("name", "?"))
         stream = args.get("stream")

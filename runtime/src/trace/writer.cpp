@@ -97,6 +97,14 @@ struct EventWriter {
         j.raw("{\"ph\":\"").raw(ph).raw("\",\"pid\":").number(pid).raw(",\"tid\":").number(tid);
         return j;
     }
+    // A process-wide event (a counter): no track.
+    JsonOut begin_process(const char* ph) {
+        out += events == 0 ? "\n" : ",\n";
+        ++events;
+        JsonOut j(out);
+        j.raw("{\"ph\":\"").raw(ph).raw("\",\"pid\":").number(pid);
+        return j;
+    }
     // A steady time as microseconds since the origin.
     JsonOut& at(JsonOut& j, std::int64_t steady_ns) { return j.micros(steady_ns - origin_ns); }
 };
@@ -110,8 +118,9 @@ std::string op_name(const Record& r) {
     return name;
 }
 
-// The category is the operation's kind ("memset", "kernel"), or a named
-// range's own category: readers take the kind from it.
+// The name starts with the operation's kind ("memset", "copy h2d (staged)",
+// "kernel fill"): readers take the kind from it. A named range has its own
+// category and "kind":"range".
 void write_op(EventWriter& w, const Record& r, bool session_device_times) {
     const std::int64_t start = r.start_ns.load(std::memory_order_acquire);
     const std::int64_t end = r.end_ns.load(std::memory_order_acquire);
@@ -121,7 +130,7 @@ void write_op(EventWriter& w, const Record& r, bool session_device_times) {
     j.raw(",\"ts\":");
     w.at(j, timed ? start : r.host_ns);
     j.raw(",\"dur\":").micros(timed ? end - start : 0);
-    j.raw(",\"cat\":").string(r.kind == Kind::range ? (r.detail != nullptr ? r.detail : "range") : kind_name(r.kind));
+    if (r.kind == Kind::range) j.raw(",\"cat\":").string(r.detail != nullptr ? r.detail : "range");
     j.raw(",\"name\":").string(op_name(r));
     j.raw(",\"args\":{");
     const char* sep = "";
@@ -198,7 +207,7 @@ void write_counters(EventWriter& w, std::map<std::string_view, std::vector<Count
             const bool a = first || s.allocated != last.allocated;
             const bool r = first || s.reserved != last.reserved;
             if (!a && !r) continue;
-            JsonOut j = w.begin("C", 0);
+            JsonOut j = w.begin_process("C");
             j.raw(",\"ts\":");
             w.at(j, s.ns);
             j.raw(",\"name\":").string(name).raw(",\"args\":{");

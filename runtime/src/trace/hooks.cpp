@@ -145,8 +145,13 @@ void record_stream(keel_stream stream, std::uint64_t bytes, keel_device_addr add
     memory_instant(Kind::record_stream, stream, bytes, addr, 0);
 }
 
-void free_settled(keel_stream stream, std::uint64_t bytes, keel_device_addr addr) noexcept {
-    memory_instant(Kind::free_settled, stream, bytes, addr, 0);
+void free_settled(std::uint64_t stream_id, std::uint64_t bytes, keel_device_addr addr) noexcept {
+    Record* r = append(Kind::free_settled);
+    if (r == nullptr) return;
+    r->stream = stream_id;
+    r->bytes = bytes;
+    r->a = addr;
+    publish(r);
 }
 
 void hold_released(keel_stream stream, std::int64_t held_ns) noexcept {

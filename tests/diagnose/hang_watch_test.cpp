@@ -20,19 +20,25 @@
 #include <string>
 #include <thread>
 
+#include <csignal>
+#include <unistd.h>
+
 namespace {
 
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 // KEEL_HANG_REPORT as the watch reads it (once, at the first wait): the
-// build's file unless the environment names one (the keel-trace test does).
-const bool kReportNamed = [] {
-    if (!keel::env::text(keel::env::Var::hang_report)) ::setenv("KEEL_HANG_REPORT", KEEL_HANG_WATCH_REPORT, 1);
+// build's file with this process's id (ctest runs the tests of this file in
+// parallel processes), unless the environment names one (the keel-trace
+// test does).
+// True when the file is this process's own (removed at the end of a test).
+const bool kOwnReport = [] {
+    if (keel::env::text(keel::env::Var::hang_report)) return false;
+    ::setenv("KEEL_HANG_REPORT", (std::string(KEEL_HANG_WATCH_REPORT) + "." + std::to_string(::getpid())).c_str(), 1);
     return true;
 }();
-const std::filesystem::path kReport =
-    std::string(keel::env::text(keel::env::Var::hang_report).value_or(KEEL_HANG_WATCH_REPORT));
+const std::filesystem::path kReport = std::string(keel::env::text(keel::env::Var::hang_report).value());
 
 // KEEL_HANG_TIMEOUT as CMakeLists.txt sets it for this executable.
 constexpr auto kHangTimeout = 500ms;
@@ -52,6 +58,10 @@ protected:
         device_.emplace(std::move(*device));
         std::error_code ec;
         std::filesystem::remove(kReport, ec);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        if (kOwnReport) std::filesystem::remove(kReport, ec);
     }
     keel::Runtime runtime_ = keel::Runtime::create().expect("loading the plugins");
     std::optional<keel::Device> device_;
@@ -86,6 +96,18 @@ TEST_F(HangWatch, AHostWaitPastTheTimeoutLogsTheDiagnosisAndWritesTheReport) {
     EXPECT_THAT(report, HasSubstr("in Stream::synchronize for op 1 of " + keel::diagnosis_name(b)));
     EXPECT_THAT(report, HasSubstr("\"cycle\":true"));
     EXPECT_THAT(report, HasSubstr("cycle: " + keel::diagnosis_name(a) + " op 0 (host function)"));
+}
+
+// The signal arrives on this thread; the watch's thread writes the report.
+TEST_F(HangWatch, SigusrOneWritesTheReportOfARunningProcess) {
+    keel::Stream a = keel::Stream::create(*device_).expect("Stream::create");
+    ASSERT_TRUE(a.synchronize().ok());  // the first wait starts the watch
+    ASSERT_EQ(std::raise(SIGUSR1), 0);
+    for (int i = 0; i < 3000 && !std::filesystem::exists(kReport); ++i) std::this_thread::sleep_for(10ms);
+    const std::string report = read_report();
+    EXPECT_THAT(report, HasSubstr("\"format\":\"keel-hang-report\""));
+    EXPECT_THAT(report, HasSubstr("SIGUSR1"));
+    EXPECT_THAT(report, HasSubstr("\"cycle\":false"));
 }
 
 TEST_F(HangWatch, ShortWaitsOfACorrectProgramReportNothing) {

@@ -63,11 +63,11 @@ TEST_F(TraceTest, ASessionWritesEveryStreamAsANamedTrackWithItsOperations) {
     EXPECT_EQ(report.path, path);
     const std::string text = read_file(path);
     EXPECT_EQ(report.bytes, text.size());
-    EXPECT_EQ(count(text, "\"kind\":\"memset\""), 6u);
+    EXPECT_EQ(count(text, "\"name\":\"memset\""), 6u);
     EXPECT_EQ(count(text, "\"name\":\"thread_name\",\"args\":{\"name\":\"cpu:0 stream "), 2u);
     EXPECT_EQ(count(text, "\"name\":\"alloc\""), 1u);
-    EXPECT_EQ(count(text, "\"cache\":\"miss\""), 1u);
-    EXPECT_NE(text.find("\"wait Stream::synchronize\""), std::string::npos);
+    EXPECT_EQ(count(text, "\"hit\":0"), 1u);
+    EXPECT_NE(text.find("\"cat\":\"wait\",\"name\":\"Stream::synchronize\""), std::string::npos);
     EXPECT_EQ(text.find("\"device_times\":false"), std::string::npos) << "cpu:0 tells start and end";
     std::filesystem::remove(path);
 }
@@ -90,8 +90,8 @@ TEST_F(TraceTest, WorkOutsideASessionIsNotInItsFile) {
         ASSERT_TRUE(s.synchronize().ok());
         ASSERT_TRUE(trace.stop().ok());
     }
-    EXPECT_EQ(count(read_file(first), "\"kind\":\"memset\""), 1u);
-    EXPECT_EQ(count(read_file(second), "\"kind\":\"memset\""), 1u);
+    EXPECT_EQ(count(read_file(first), "\"name\":\"memset\""), 1u);
+    EXPECT_EQ(count(read_file(second), "\"name\":\"memset\""), 1u);
     std::filesystem::remove(first);
     std::filesystem::remove(second);
 }

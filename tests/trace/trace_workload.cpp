@@ -99,6 +99,12 @@ int main(int argc, char** argv) {
     check(a.synchronize(), "synchronize a");
     x = keel::Buffer();
     ea["free"] += 1;
+    // x was used on b (record_stream): its free was pending until b's use
+    // completed. Waiting for every tracked operation settles it and
+    // releases the hold of z.
+    check(keel::MemoryPool::shared(device), "MemoryPool::shared").synchronize();
+    ea["free settled"] += 1;
+    eb["hold released"] += 1;
     keel::TraceReport report = check(trace.stop(), "Trace::stop");
 
     const std::string name_a = "cpu:0 stream ";

@@ -22,15 +22,20 @@ def merge(datas):
         other = data.get("otherData", {})
         host = other.get("host")
         offset_ns = other.get("unix_minus_steady_ns")
-        shift_us = 0.0
+        # Times in a file count from its steady_origin_ns (0: the steady clock's own origin).
+        origin_ns = other.get("steady_origin_ns", 0)
         if base is None:
-            base = (host, offset_ns)
-        elif host != base[0] and offset_ns is not None and base[1] is not None:
-            shift_us = (offset_ns - base[1]) / 1000.0
+            base = (host, offset_ns, origin_ns)
+        shift_ns = origin_ns - base[2]
+        if host != base[0] and offset_ns is not None and base[1] is not None:
+            shift_ns += offset_ns - base[1]
+        shift_us = shift_ns / 1000.0
         for e in data["traceEvents"]:
             if shift_us and "ts" in e:
                 e = dict(e)
                 e["ts"] = e["ts"] + shift_us
+                if isinstance(e.get("args"), dict) and "enq" in e["args"]:
+                    e["args"] = dict(e["args"], enq=e["args"]["enq"] + shift_us)
             out.append(e)
         others.append(other)
     return {"displayTimeUnit": "ns", "traceEvents": out, "otherData": {"merged": others}}

@@ -70,6 +70,34 @@ def read_json(path):
     return data
 
 
+# Operation kinds; an operation's name starts with its kind.
+KINDS = sorted(["copy h2d", "copy d2h", "copy d2d", "memset", "kernel", "host function", "hold", "wait event",
+                "wait fence", "record event", "fence"], key=len, reverse=True)
+
+
+def kind_of(name):
+    for k in KINDS:
+        if name == k or name.startswith(k + " "):
+            return k
+    return "range"
+
+
+def slice_args(e, names):
+    """A complete event's args with its kind (from the name of an operation:
+    "memset", "kernel"; "range" for a named range; "wait" for a host wait)
+    and, for a wait, what it waited for and the waited stream's name."""
+    args = dict(e.get("args", {}))
+    cat = e.get("cat", "")
+    if "kind" not in args:
+        args["kind"] = "wait" if cat == "wait" else kind_of(e.get("name", ""))
+    if cat == "wait":
+        args.setdefault("what", e.get("name", "?"))
+        stream = args.get("stream")
+        if isinstance(stream, int):
+            args["stream"] = names.get((e["pid"], stream), f"stream {stream}")
+    return args
+
+
 def build(data):
     events = data["traceEvents"]
     names = {}
@@ -96,7 +124,7 @@ def build(data):
         ph = e.get("ph")
         if ph == "X":
             track(e["pid"], e["tid"]).slices.append(
-                Slice(e.get("name", "?"), float(e["ts"]), float(e.get("dur", 0)), e.get("args", {})))
+                Slice(e.get("name", "?"), float(e["ts"]), float(e.get("dur", 0)), slice_args(e, names)))
         elif ph == "i" or ph == "I":
             track(e["pid"], e["tid"]).instants.append(
                 Slice(e.get("name", "?"), float(e["ts"]), 0.0, e.get("args", {})))
@@ -105,8 +133,16 @@ def build(data):
     for t in tracks.values():
         t.slices.sort(key=lambda s: s.start_us)
         t.instants.sort(key=lambda s: s.start_us)
-    for series in counters.values():
+    for key, series in counters.items():
         series.sort(key=lambda p: p[0])
+        # A counter event carries only the series that changed: each sample
+        # gets every series' value at its time.
+        last = {}
+        full = []
+        for ts, values in series:
+            last = dict(last, **values)
+            full.append((ts, last))
+        counters[key] = full
     other = data.get("otherData", {})
     return Trace(tracks, counters, other if isinstance(other, list) else [other], events)
 

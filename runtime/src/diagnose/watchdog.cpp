@@ -41,9 +41,13 @@ const Settings& settings() {
     return s;
 }
 
-volatile std::sig_atomic_t g_report_requested = 0;
+// Set by the handler on whichever thread takes the signal, read by the
+// watch's thread: a lock-free atomic (async-signal-safe), since a volatile
+// sig_atomic_t is only safe within one thread.
+std::atomic<int> g_report_requested{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-void on_sigusr1(int) { g_report_requested = 1; }
+void on_sigusr1(int) { g_report_requested.store(1, std::memory_order_relaxed); }
 
 class Watchdog {
 public:
@@ -79,8 +83,7 @@ private:
 
     static void check(const Settings& s, std::set<std::uint64_t>& reported) {
         std::string why;
-        if (g_report_requested != 0) {
-            g_report_requested = 0;
+        if (g_report_requested.exchange(0, std::memory_order_relaxed) != 0) {
             why = "SIGUSR1";
         }
         if (s.timeout_s > 0) {

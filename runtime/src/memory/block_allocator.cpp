@@ -740,6 +740,9 @@ void BlockAllocator::settle_locked(StreamPool& pool, PendingFree& pending) {
                            [&](const auto& p) { return p.get() == &pending; });
     if (it != pool.pending.end()) pool.pending.erase(it);
     const std::uint64_t bytes = pending.block->size;
+    // The pool's generation names the track: no lookup under the pool's lock.
+    if (trace::on()) [[unlikely]]
+        trace::free_settled(pool.opened_as, bytes, address(pending.block));
     return_block(pool, pending.block);  // may merge: the block pointer is dead after this
     pending_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     pending_count_.fetch_sub(1, std::memory_order_relaxed);

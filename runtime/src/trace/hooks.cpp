@@ -145,6 +145,24 @@ void record_stream(keel_stream stream, std::uint64_t bytes, keel_device_addr add
     memory_instant(Kind::record_stream, stream, bytes, addr, 0);
 }
 
+void free_settled(std::uint64_t stream_id, std::uint64_t bytes, keel_device_addr addr) noexcept {
+    Record* r = append(Kind::free_settled);
+    if (r == nullptr) return;
+    r->stream = stream_id;
+    r->bytes = bytes;
+    r->a = addr;
+    publish(r);
+}
+
+void hold_released(keel_stream stream, std::int64_t held_ns) noexcept {
+    if (!on()) return;
+    Record* r = append(Kind::hold_release);
+    if (r == nullptr) return;
+    r->stream = memory::stream_generation(stream);
+    r->b = static_cast<std::uint64_t>(held_ns);
+    publish(r);
+}
+
 void note_cache_hit(bool hit) noexcept { t_last_cache_hit = hit; }
 bool last_cache_hit() noexcept { return t_last_cache_hit; }
 

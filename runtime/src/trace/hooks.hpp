@@ -101,6 +101,11 @@ void allocation(memory::MemoryCore& core, keel_stream stream, std::uint64_t byte
 void deallocation(memory::MemoryCore& core, keel_stream stream, std::uint64_t bytes, keel_device_addr addr,
                   bool pending) noexcept;
 void record_stream(keel_stream stream, std::uint64_t bytes, keel_device_addr addr) noexcept;
+// A pending free's block became reusable: its uses on other streams are done.
+// `stream_id`: the stream's generation.
+void free_settled(std::uint64_t stream_id, std::uint64_t bytes, keel_device_addr addr) noexcept;
+// What a hold kept (held since `held_ns`) is released now.
+void hold_released(keel_stream stream, std::int64_t held_ns) noexcept;
 // A thread-local note from the allocator to the allocation hook.
 void note_cache_hit(bool hit) noexcept;
 [[nodiscard]] bool last_cache_hit() noexcept;

@@ -60,6 +60,8 @@ const char* kind_name(Kind kind) noexcept {
         case Kind::alloc: return "alloc";
         case Kind::free: return "free";
         case Kind::record_stream: return "record_stream";
+        case Kind::hold_release: return "hold released";
+        case Kind::free_settled: return "free settled";
         case Kind::host_wait: return "wait";
         case Kind::memory_counter: return "memory";
     }

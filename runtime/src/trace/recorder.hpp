@@ -29,7 +29,14 @@ namespace keel::trace {
 // Set while a session records; a line of its own, read by every hook.
 alignas(64) extern std::atomic<bool> g_on;
 
+#ifdef KEEL_TRACE_HOOKS_COMPILED_OUT
+// A build without the hooks (KEEL_TRACE_HOOKS=OFF), to measure what they cost.
+[[nodiscard]] constexpr bool on() noexcept { return false; }
+inline constexpr bool kHooksCompiledIn = false;
+#else
 [[nodiscard]] inline bool on() noexcept { return g_on.load(std::memory_order_relaxed); }
+inline constexpr bool kHooksCompiledIn = true;
+#endif
 
 [[nodiscard]] inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -53,6 +60,8 @@ enum class Kind : std::uint8_t {
     alloc,          // instant on the stream's track
     free,           // instant on the stream's track
     record_stream,  // instant on the using stream's track
+    hold_release,   // instant on the holding stream's track: what it held is released
+    free_settled,   // instant on the block's stream's track: a pending free's block is reusable
     host_wait,      // on the host thread's track
     memory_counter, // allocated and reserved bytes of a device
 };

@@ -51,6 +51,9 @@ bool Registry::active() {
 
 Result<void> Registry::start(SessionOptions options) {
     if (options.path.empty()) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Trace::start] the path is empty");
+    if (!kHooksCompiledIn)
+        return Error(KEEL_STATUS_UNIMPLEMENTED,
+                     "[Trace::start] this build of keel compiled its tracing hooks out (KEEL_TRACE_HOOKS=OFF)");
     std::lock_guard lock(session_mu_);
     if (active_)
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
@@ -59,6 +62,7 @@ Result<void> Registry::start(SessionOptions options) {
     options_ = std::move(options);
     active_ = true;
     ++session_;
+    started_ns_ = now_ns();
     begin_session(session_, options_.device_times);
     return ok();
 }
@@ -79,7 +83,7 @@ Result<TraceReport> Registry::stop() {
             return !b->alive.load(std::memory_order_acquire) && b->pending.load(std::memory_order_acquire) == 0;
         });
     }
-    KEEL_TRY_ASSIGN(Written written, write_session(options_.path, session_, buffers, names));
+    KEEL_TRY_ASSIGN(Written written, write_session(options_.path, SessionInfo{session_, started_ns_, options_.device_times}, buffers, names));
     TraceReport report;
     report.path = options_.path;
     report.events = written.events;

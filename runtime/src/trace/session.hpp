@@ -72,6 +72,7 @@ private:
     std::mutex session_mu_;
     bool active_ = false;
     std::uint32_t session_ = 0;
+    std::int64_t started_ns_ = 0;
     SessionOptions options_;
 };
 
@@ -87,7 +88,12 @@ struct Written {
     std::uint64_t bytes = 0;
     std::uint64_t dropped = 0;
 };
-[[nodiscard]] Result<Written> write_session(const std::string& path, std::uint32_t session,
+struct SessionInfo {
+    std::uint32_t id = 0;
+    std::int64_t origin_ns = 0;  // steady time of its start: ts 0 in the file
+    bool device_times = true;
+};
+[[nodiscard]] Result<Written> write_session(const std::string& path, const SessionInfo& session,
                                             const std::vector<std::shared_ptr<ThreadBuffer>>& buffers,
                                             const std::map<std::uint64_t, std::string>& stream_names);
 

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <algorithm>
+#include <vector>
 #include <string>
 
 #include <unistd.h>
@@ -40,16 +42,20 @@ public:
         out_.append(buf, end);
         return *this;
     }
-    // Nanoseconds as microseconds with three decimals, exactly.
+    // Nanoseconds as microseconds, exactly, without trailing zeros.
     JsonOut& micros(std::int64_t ns) {
         if (ns < 0) {
             out_ += '-';
             ns = -ns;
         }
         number(static_cast<std::uint64_t>(ns / 1000));
-        char frac[4] = {'.', static_cast<char>('0' + ns % 1000 / 100), static_cast<char>('0' + ns % 100 / 10),
-                        static_cast<char>('0' + ns % 10)};
-        out_.append(frac, 4);
+        int frac = static_cast<int>(ns % 1000);
+        if (frac == 0) return *this;
+        char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+        std::size_t n = 4;
+        while (digits[n - 1] == '0') --n;
+        out_.append(digits, n);
         return *this;
     }
     JsonOut& string(std::string_view s) {
@@ -81,6 +87,7 @@ private:
 struct EventWriter {
     std::string& out;
     std::uint64_t pid;
+    std::int64_t origin_ns;  // the steady time written as ts 0
     std::uint64_t events = 0;
 
     JsonOut begin(const char* ph, std::uint64_t tid) {
@@ -90,6 +97,16 @@ struct EventWriter {
         j.raw("{\"ph\":\"").raw(ph).raw("\",\"pid\":").number(pid).raw(",\"tid\":").number(tid);
         return j;
     }
+    // A process-wide event (a counter): no track.
+    JsonOut begin_process(const char* ph) {
+        out += events == 0 ? "\n" : ",\n";
+        ++events;
+        JsonOut j(out);
+        j.raw("{\"ph\":\"").raw(ph).raw("\",\"pid\":").number(pid);
+        return j;
+    }
+    // A steady time as microseconds since the origin.
+    JsonOut& at(JsonOut& j, std::int64_t steady_ns) { return j.micros(steady_ns - origin_ns); }
 };
 
 std::string op_name(const Record& r) {
@@ -101,64 +118,106 @@ std::string op_name(const Record& r) {
     return name;
 }
 
-void write_op(EventWriter& w, const Record& r) {
+// The name starts with the operation's kind ("memset", "copy h2d (staged)",
+// "kernel fill"): readers take the kind from it. A named range has its own
+// category and "kind":"range".
+void write_op(EventWriter& w, const Record& r, bool session_device_times) {
     const std::int64_t start = r.start_ns.load(std::memory_order_acquire);
     const std::int64_t end = r.end_ns.load(std::memory_order_acquire);
     const std::int64_t host_end = r.host_end_ns.load(std::memory_order_relaxed);
     const bool timed = start != 0 && end != 0 && end >= start;
     JsonOut j = w.begin("X", r.stream);
-    j.raw(",\"ts\":").micros(timed ? start : r.host_ns);
+    j.raw(",\"ts\":");
+    w.at(j, timed ? start : r.host_ns);
     j.raw(",\"dur\":").micros(timed ? end - start : 0);
-    j.raw(",\"cat\":").string(r.kind == Kind::range && r.detail != nullptr ? r.detail : "op");
+    if (r.kind == Kind::range) j.raw(",\"cat\":").string(r.detail != nullptr ? r.detail : "range");
     j.raw(",\"name\":").string(op_name(r));
-    j.raw(",\"args\":{\"kind\":").string(kind_name(r.kind));
-    if (r.bytes != 0) j.raw(",\"bytes\":").number(r.bytes);
-    j.raw(",\"enqueued_us\":").micros(r.host_ns);
-    if (host_end != 0) j.raw(",\"host_us\":").micros(host_end - r.host_ns);
-    if (!timed) j.raw(",\"device_times\":false");
+    j.raw(",\"args\":{");
+    const char* sep = "";
+    auto key = [&](const char* k) -> JsonOut& {
+        j.raw(sep).raw("\"").raw(k).raw("\":");
+        sep = ",";
+        return j;
+    };
+    if (r.kind == Kind::range) key("kind").raw("\"range\"");
+    if (r.bytes != 0) key("bytes").number(r.bytes);
+    // The enqueue, where the slice does not start there already.
+    if (timed) w.at(key("enq"), r.host_ns);
+    if (host_end != 0) key("call").micros(host_end - r.host_ns);
+    if (!timed && session_device_times) key("untimed").raw("1");
     if (r.kind == Kind::range) {
-        if (r.a != static_cast<std::uint64_t>(-1)) j.raw(",\"rank\":").signed_number(static_cast<std::int64_t>(r.a));
-        if (r.b != static_cast<std::uint64_t>(-1)) j.raw(",\"peer\":").signed_number(static_cast<std::int64_t>(r.b));
+        if (r.a != static_cast<std::uint64_t>(-1)) key("rank").signed_number(static_cast<std::int64_t>(r.a));
+        if (r.b != static_cast<std::uint64_t>(-1)) key("peer").signed_number(static_cast<std::int64_t>(r.b));
     }
     const std::int32_t status = r.status.load(std::memory_order_relaxed);
-    if (status != 0) j.raw(",\"status\":").signed_number(status);
+    if (status != 0) key("status").signed_number(status);
     j.raw("}}");
 }
 
+// Instants default to the thread's scope (no "s").
 void write_instant(EventWriter& w, const Record& r) {
     JsonOut j = w.begin("i", r.stream);
-    j.raw(",\"s\":\"t\",\"ts\":").micros(r.host_ns);
-    j.raw(",\"cat\":\"memory\",\"name\":").string(kind_name(r.kind));
+    j.raw(",\"ts\":");
+    w.at(j, r.host_ns);
+    j.raw(",\"name\":").string(kind_name(r.kind));
+    if (r.kind == Kind::hold_release) {
+        // How long the hold kept its objects: from its enqueue to now.
+        j.raw(",\"args\":{\"held\":").micros(r.host_ns - static_cast<std::int64_t>(r.b)).raw("}}");
+        return;
+    }
     j.raw(",\"args\":{\"bytes\":").number(r.bytes);
     char addr[24];
     std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(r.a));
     j.raw(",\"addr\":").string(addr);
-    if (r.flags & kFlagCacheHit) j.raw(",\"cache\":\"hit\"");
-    if (r.flags & kFlagCacheMiss) j.raw(",\"cache\":\"miss\"");
-    if (r.flags & kFlagPending) j.raw(",\"pending\":true");
+    if (r.flags & kFlagCacheHit) j.raw(",\"hit\":1");
+    if (r.flags & kFlagCacheMiss) j.raw(",\"hit\":0");
+    if (r.flags & kFlagPending) j.raw(",\"pending\":1");
     j.raw("}}");
 }
 
-void write_wait(EventWriter& w, const Record& r, std::uint64_t tid,
-                const std::map<std::uint64_t, std::string>& names) {
+// The waited stream by its track id (the track's name says which it is).
+void write_wait(EventWriter& w, const Record& r, std::uint64_t tid) {
     const std::int64_t end = r.host_end_ns.load(std::memory_order_relaxed);
     JsonOut j = w.begin("X", tid);
-    j.raw(",\"ts\":").micros(r.host_ns);
+    j.raw(",\"ts\":");
+    w.at(j, r.host_ns);
     j.raw(",\"dur\":").micros(end >= r.host_ns ? end - r.host_ns : 0);
-    j.raw(",\"cat\":\"wait\",\"name\":").string(std::string("wait ") + (r.name ? r.name : "?"));
-    j.raw(",\"args\":{\"what\":").string(r.name ? r.name : "?");
-    if (r.b != 0) {
-        auto it = names.find(r.b);
-        j.raw(",\"stream\":").string(it != names.end() ? it->second : "stream " + std::to_string(r.b));
-    }
-    j.raw("}}");
+    j.raw(",\"cat\":\"wait\",\"name\":").string(r.name ? r.name : "?");
+    if (r.b != 0) j.raw(",\"args\":{\"stream\":").number(r.b).raw("}");
+    j.raw("}");
 }
 
-void write_counter(EventWriter& w, const Record& r) {
-    JsonOut j = w.begin("C", 0);
-    j.raw(",\"ts\":").micros(r.host_ns);
-    j.raw(",\"name\":").string(std::string("memory ") + (r.detail ? r.detail : "?"));
-    j.raw(",\"args\":{\"allocated\":").number(r.a).raw(",\"reserved\":").number(r.b).raw("}}");
+// A device's memory counter: one event per change, written in time order
+// per device, each series only when its value changed (a counter track
+// keeps its last value).
+struct CounterSample {
+    std::int64_t ns;
+    std::uint64_t allocated;
+    std::uint64_t reserved;
+};
+
+void write_counters(EventWriter& w, std::map<std::string_view, std::vector<CounterSample>>& devices) {
+    for (auto& [device, samples] : devices) {
+        std::stable_sort(samples.begin(), samples.end(),
+                         [](const CounterSample& x, const CounterSample& y) { return x.ns < y.ns; });
+        const std::string name = "memory " + std::string(device);
+        bool first = true;
+        CounterSample last{};
+        for (const CounterSample& s : samples) {
+            const bool a = first || s.allocated != last.allocated;
+            const bool r = first || s.reserved != last.reserved;
+            if (!a && !r) continue;
+            JsonOut j = w.begin_process("C");
+            j.raw(",\"ts\":");
+            w.at(j, s.ns);
+            j.raw(",\"name\":").string(name).raw(",\"args\":{");
+            if (a) j.raw("\"allocated\":").number(s.allocated);
+            if (r) j.raw(a ? ",\"reserved\":" : "\"reserved\":").number(s.reserved);
+            j.raw("}}");
+            first = false;
+            last = s;
+        }
+    }
 }
 
 void write_metadata(EventWriter& w, const char* what, std::uint64_t tid, std::string_view name) {
@@ -173,7 +232,7 @@ void write_sort(EventWriter& w, std::uint64_t tid, std::uint64_t index) {
 
 }  // namespace
 
-Result<Written> write_session(const std::string& path, std::uint32_t session,
+Result<Written> write_session(const std::string& path, const SessionInfo& session,
                               const std::vector<std::shared_ptr<ThreadBuffer>>& buffers,
                               const std::map<std::uint64_t, std::string>& stream_names) {
     const std::uint64_t pid = static_cast<std::uint64_t>(::getpid());
@@ -181,10 +240,11 @@ Result<Written> write_session(const std::string& path, std::uint32_t session,
     std::string out;
     out.reserve(1 << 20);
     out += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-    EventWriter w{out, pid};
+    EventWriter w{out, pid, session.origin_ns};
     Written written;
     std::set<std::uint64_t> streams_seen;
     std::set<std::uint64_t> hosts_seen;
+    std::map<std::string_view, std::vector<CounterSample>> counters;
     for (const auto& buffer : buffers) {
         written.dropped += buffer->dropped.exchange(0, std::memory_order_relaxed);
         const std::size_t n = buffer->published.load(std::memory_order_acquire);
@@ -194,26 +254,31 @@ Result<Written> write_session(const std::string& path, std::uint32_t session,
                 buffer->chunks[i / ThreadBuffer::kChunkRecords].load(std::memory_order_acquire);
             if (chunk == nullptr) break;
             const Record& r = chunk[i % ThreadBuffer::kChunkRecords];
-            if (r.session != session) continue;
+            if (r.session != session.id) continue;
             switch (r.kind) {
                 case Kind::alloc:
                 case Kind::free:
                 case Kind::record_stream:
+                case Kind::free_settled:
+                case Kind::hold_release:
                     write_instant(w, r);
                     streams_seen.insert(r.stream);
                     break;
                 case Kind::host_wait:
-                    write_wait(w, r, host_tid, stream_names);
+                    write_wait(w, r, host_tid);
                     hosts_seen.insert(buffer->index);
                     break;
-                case Kind::memory_counter: write_counter(w, r); break;
+                case Kind::memory_counter:
+                    counters[r.detail != nullptr ? r.detail : "?"].push_back({r.host_ns, r.a, r.b});
+                    break;
                 default:
-                    write_op(w, r);
+                    write_op(w, r, session.device_times);
                     streams_seen.insert(r.stream);
                     break;
             }
         }
     }
+    write_counters(w, counters);
     // Track names: every stream named in the session, and any seen.
     std::string process = "keel pid " + std::to_string(pid);
     if (rank) process = "rank " + std::string(*rank) + " (pid " + std::to_string(pid) + ")";
@@ -242,6 +307,9 @@ Result<Written> write_session(const std::string& path, std::uint32_t session,
     if (rank) j.raw(",\"rank\":").string(*rank);
     j.raw(",\"host\":").string(host);
     j.raw(",\"unix_minus_steady_ns\":").signed_number(unix_ns - steady);
+    // ts 0 of this file on the steady clock; "version" 2: times since it.
+    j.raw(",\"steady_origin_ns\":").signed_number(session.origin_ns);
+    j.raw(",\"version\":2,\"device_times\":").raw(session.device_times ? "true" : "false");
     j.raw(",\"dropped\":").number(written.dropped);
     j.raw("}}\n");
     written.events = w.events;

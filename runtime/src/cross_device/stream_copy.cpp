@@ -9,11 +9,15 @@
 // passed the copy.
 //
 // A staged copy goes in chunks through a small ring of pinned blocks, so a
-// copy of any size needs a bounded amount of pinned memory: the reading
-// stream fills block k, the writing stream waits for that (an event: a
-// fence) and empties it, and the reading stream refills block k only after
-// the write of the chunk before in that block (a fence of the writer,
-// waited for across devices). Reading chunk i+1 overlaps writing chunk i.
+// copy of any size needs a bounded amount of pinned memory. Each slot of the
+// ring is a block of each device's own pinned memory, so that neither
+// device's copy needs its plugin to stage foreign host memory (which would
+// hold more pinned memory per chunk in flight): the reading stream fills its
+// block, the writing stream waits for that (an event: a fence), moves the
+// chunk into its own block in a host function and copies it out; the reading
+// stream refills a slot only after the write of the chunk before in it (a
+// fence of the writer, waited for across devices). Reading chunk i+1
+// overlaps writing chunk i.
 #include <keel/stream.hpp>
 
 #include "../access.hpp"
@@ -26,6 +30,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -49,12 +56,53 @@ Result<void> read_into(memory::MemoryCore& core, keel_stream stream, PinnedBuffe
         core, stream, [&] { return core.ops().pageable_d2h(stream, block.data(), src, bytes); });
 }
 
-// Host memory (of another plugin, perhaps) -> device: pageable to it.
+// Pinned memory of the writing device (or ordinary memory where it has
+// none) -> device.
 Result<void> write_from(memory::MemoryCore& core, keel_stream stream, keel_device_addr dst, const PinnedBuffer& block,
                         std::uint64_t bytes) {
+    if (block.is_pinned())
+        return detail::Access::slot(block.device()).api().memcpy_h2d(stream, dst, block.data(), bytes);
     return memory::enqueue_pageable_copy(
         core, stream, [&] { return core.ops().pageable_h2d(stream, dst, block.data(), bytes); });
 }
+
+// A chunk moved on the host from the reader's block into the writer's.
+struct ChunkMove {
+    void* to;
+    const void* from;
+    std::size_t bytes;
+};
+
+void move_chunk(void* user_data, keel_status status) noexcept {
+    std::unique_ptr<ChunkMove> m(static_cast<ChunkMove*>(user_data));
+    // After a failure the reader's block holds nothing worth moving.
+    if (status == KEEL_STATUS_OK) std::memcpy(m->to, m->from, m->bytes);
+}
+
+keel_error* move_chunk_fallible(void* user_data, keel_status status) noexcept {
+    move_chunk(user_data, status);
+    return nullptr;
+}
+
+// Enqueues the move on the writer's stream. Fallible where the plugin has it:
+// then it is part of the stream's work that fills the block the next copy
+// reads (a plain host function is a callback, keel.h 1.4).
+Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, PinnedBuffer& to,
+                          const PinnedBuffer& from, std::uint64_t bytes) {
+    auto* m = new (std::nothrow) ChunkMove{to.data(), from.data(), static_cast<std::size_t>(bytes)};
+    if (m == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::copy] out of host memory");
+    const detail::PluginApi& api = device.api();
+    Result<void> r = api.has_fallible_host_func() ? api.stream_enqueue_fallible_host_func(stream, &move_chunk_fallible, m)
+                                                  : api.stream_enqueue_host_func(stream, &move_chunk, m);
+    if (!r.ok()) delete m;
+    return r;
+}
+
+// One slot of the ring: a block of the reading device, one of the writing device.
+struct RingSlot {
+    PinnedBuffer in;
+    PinnedBuffer out;
+};
 
 // One side of a staged copy: a stream of a device and that device's memory instance.
 struct Side {
@@ -66,13 +114,13 @@ struct Side {
 // Enqueues the chunks of a staged copy of `bytes` from `src` (read by
 // `reader`) to `dst` (written by `writer`) through `ring`. The reader's
 // first read and the writer's first write are ordered by the caller.
-Result<void> enqueue_chunks(const Side& reader, const Side& writer, std::vector<PinnedBuffer>& ring,
+Result<void> enqueue_chunks(const Side& reader, const Side& writer, std::vector<RingSlot>& ring,
                             keel_device_addr dst, keel_device_addr src, std::uint64_t bytes) {
     // The writer's point after the last write from each block.
     std::array<Fence, kStagedRing> written;
     const std::uint64_t chunks = (bytes + kStagedChunkBytes - 1) / kStagedChunkBytes;
     for (std::uint64_t i = 0; i < chunks; ++i) {
-        PinnedBuffer& block = ring[i % ring.size()];
+        RingSlot& slot = ring[i % ring.size()];
         Fence& emptied = written[i % ring.size()];
         const std::uint64_t offset = i * kStagedChunkBytes;
         const std::uint64_t n = std::min(kStagedChunkBytes, bytes - offset);
@@ -80,9 +128,10 @@ Result<void> enqueue_chunks(const Side& reader, const Side& writer, std::vector<
             KEEL_TRY(cross_device::wait_event(reader.device, reader.stream, writer.device,
                                               detail::Access::event(emptied)));
         }
-        KEEL_TRY(read_into(*reader.core, reader.stream, block, src + offset, n));
+        KEEL_TRY(read_into(*reader.core, reader.stream, slot.in, src + offset, n));
         KEEL_TRY(cross_device::order_after(writer.device, writer.stream, reader.device, reader.stream, reader.core));
-        KEEL_TRY(write_from(*writer.core, writer.stream, dst + offset, block, n));
+        KEEL_TRY(enqueue_move(writer.device, writer.stream, slot.out, slot.in, n));
+        KEEL_TRY(write_from(*writer.core, writer.stream, dst + offset, slot.out, n));
         if (i + ring.size() < chunks) {
             KEEL_TRY_ASSIGN(emptied, memory::record_fence(writer.core, writer.stream));
         }
@@ -106,14 +155,17 @@ Result<void> Stream::copy_across(DeviceView dst, DeviceView src) const {
     Device other_device = detail::Access::device(other.plugin->shares().handle(other));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* my_core, detail::Access::core(*this));
     KEEL_TRY_ASSIGN(std::shared_ptr<memory::MemoryCore> other_core, memory::shared_core(other_device, nullptr));
-    // The ring: pinned memory of the device that reads the source.
+    // The ring: pinned memory of both devices.
     const Device& reading_device = writes_here ? other_device : device_;
+    const Device& writing_device = writes_here ? device_ : other_device;
     const std::uint64_t chunks = (bytes + kStagedChunkBytes - 1) / kStagedChunkBytes;
-    std::vector<PinnedBuffer> ring;
+    const std::uint64_t block_bytes = std::min(bytes, kStagedChunkBytes);
+    std::vector<RingSlot> ring;
     ring.reserve(kStagedRing);
     for (std::uint64_t k = 0; k < std::min<std::uint64_t>(kStagedRing, chunks); ++k) {
-        KEEL_TRY_ASSIGN(PinnedBuffer block, PinnedBuffer::allocate(reading_device, std::min(bytes, kStagedChunkBytes)));
-        ring.push_back(std::move(block));
+        KEEL_TRY_ASSIGN(PinnedBuffer in, PinnedBuffer::allocate(reading_device, block_bytes));
+        KEEL_TRY_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(writing_device, block_bytes));
+        ring.push_back(RingSlot{std::move(in), std::move(out)});
     }
     cross_device::HelperStreams& helpers = *other.helpers;
     KEEL_TRY_ASSIGN(keel_stream helper, helpers.acquire(other.api(), other.handle));

@@ -7,35 +7,136 @@
 // stream afterwards runs after it (the source is read, the destination
 // written). The source lives as for a copy on one device: until this stream
 // passed the copy.
+//
+// A staged copy goes in chunks through a small ring of pinned blocks, so a
+// copy of any size needs a bounded amount of pinned memory. Each slot of the
+// ring is a block of each device's own pinned memory, so that neither
+// device's copy needs its plugin to stage foreign host memory (which would
+// hold more pinned memory per chunk in flight): the reading stream fills its
+// block, the writing stream waits for that (an event: a fence), moves the
+// chunk into its own block in a host function and copies it out; the reading
+// stream refills a slot only after the write of the chunk before in it (a
+// fence of the writer, waited for across devices). Reading chunk i+1
+// overlaps writing chunk i.
 #include <keel/stream.hpp>
 
 #include "../access.hpp"
+#include "../memory/fence.hpp"
 #include "../memory/shared_memory.hpp"
 #include "../memory/transfer.hpp"
 #include "bridge.hpp"
 #include "paths.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <utility>
+#include <vector>
 
 namespace keel {
 
 namespace {
 
+// Bytes per chunk of a staged copy, and blocks in its ring: 2 let one chunk
+// be read while the one before is written; 4 MiB keep the per-chunk cost
+// (two cross-device orderings) small next to the copy itself.
+constexpr std::uint64_t kStagedChunkBytes = 4ull << 20;
+constexpr std::size_t kStagedRing = 2;
+
 // Device -> pinned memory of that device (its own host_alloc memory, or
-// ordinary memory where it has none), into `staging`.
-Result<void> read_into(memory::MemoryCore& core, keel_stream stream, PinnedBuffer& staging, keel_device_addr src,
+// ordinary memory where it has none), into `block`.
+Result<void> read_into(memory::MemoryCore& core, keel_stream stream, PinnedBuffer& block, keel_device_addr src,
                        std::uint64_t bytes) {
-    if (staging.is_pinned())
-        return detail::Access::slot(staging.device()).api().memcpy_d2h(stream, staging.data(), src, bytes);
+    if (block.is_pinned())
+        return detail::Access::slot(block.device()).api().memcpy_d2h(stream, block.data(), src, bytes);
     return memory::enqueue_pageable_copy(
-        core, stream, [&] { return core.ops().pageable_d2h(stream, staging.data(), src, bytes); });
+        core, stream, [&] { return core.ops().pageable_d2h(stream, block.data(), src, bytes); });
 }
 
-// Host memory (of another plugin, perhaps) -> device: pageable to it.
-Result<void> write_from(memory::MemoryCore& core, keel_stream stream, keel_device_addr dst, const PinnedBuffer& staging,
+// Pinned memory of the writing device (or ordinary memory where it has
+// none) -> device.
+Result<void> write_from(memory::MemoryCore& core, keel_stream stream, keel_device_addr dst, const PinnedBuffer& block,
                         std::uint64_t bytes) {
+    if (block.is_pinned())
+        return detail::Access::slot(block.device()).api().memcpy_h2d(stream, dst, block.data(), bytes);
     return memory::enqueue_pageable_copy(
-        core, stream, [&] { return core.ops().pageable_h2d(stream, dst, staging.data(), bytes); });
+        core, stream, [&] { return core.ops().pageable_h2d(stream, dst, block.data(), bytes); });
+}
+
+// A chunk moved on the host from the reader's block into the writer's.
+struct ChunkMove {
+    void* to;
+    const void* from;
+    std::size_t bytes;
+};
+
+void move_chunk(void* user_data, keel_status status) noexcept {
+    std::unique_ptr<ChunkMove> m(static_cast<ChunkMove*>(user_data));
+    // After a failure the reader's block holds nothing worth moving.
+    if (status == KEEL_STATUS_OK) std::memcpy(m->to, m->from, m->bytes);
+}
+
+keel_error* move_chunk_fallible(void* user_data, keel_status status) noexcept {
+    move_chunk(user_data, status);
+    return nullptr;
+}
+
+// Enqueues the move on the writer's stream. Fallible where the plugin has it:
+// then it is part of the stream's work that fills the block the next copy
+// reads (a plain host function is a callback, keel.h 1.4).
+Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, PinnedBuffer& to,
+                          const PinnedBuffer& from, std::uint64_t bytes) {
+    auto* m = new (std::nothrow) ChunkMove{to.data(), from.data(), static_cast<std::size_t>(bytes)};
+    if (m == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::copy] out of host memory");
+    const detail::PluginApi& api = device.api();
+    Result<void> r = api.has_fallible_host_func() ? api.stream_enqueue_fallible_host_func(stream, &move_chunk_fallible, m)
+                                                  : api.stream_enqueue_host_func(stream, &move_chunk, m);
+    if (!r.ok()) delete m;
+    return r;
+}
+
+// One slot of the ring: a block of the reading device, one of the writing device.
+struct RingSlot {
+    PinnedBuffer in;
+    PinnedBuffer out;
+};
+
+// One side of a staged copy: a stream of a device and that device's memory instance.
+struct Side {
+    const detail::DeviceSlot& device;
+    keel_stream stream;
+    const std::shared_ptr<memory::MemoryCore>& core;
+};
+
+// Enqueues the chunks of a staged copy of `bytes` from `src` (read by
+// `reader`) to `dst` (written by `writer`) through `ring`. The reader's
+// first read and the writer's first write are ordered by the caller.
+Result<void> enqueue_chunks(const Side& reader, const Side& writer, std::vector<RingSlot>& ring,
+                            keel_device_addr dst, keel_device_addr src, std::uint64_t bytes) {
+    // The writer's point after the last write from each block.
+    std::array<Fence, kStagedRing> written;
+    const std::uint64_t chunks = (bytes + kStagedChunkBytes - 1) / kStagedChunkBytes;
+    for (std::uint64_t i = 0; i < chunks; ++i) {
+        RingSlot& slot = ring[i % ring.size()];
+        Fence& emptied = written[i % ring.size()];
+        const std::uint64_t offset = i * kStagedChunkBytes;
+        const std::uint64_t n = std::min(kStagedChunkBytes, bytes - offset);
+        if (!emptied.empty()) {
+            KEEL_TRY(cross_device::wait_event(reader.device, reader.stream, writer.device,
+                                              detail::Access::event(emptied)));
+        }
+        KEEL_TRY(read_into(*reader.core, reader.stream, slot.in, src + offset, n));
+        KEEL_TRY(cross_device::order_after(writer.device, writer.stream, reader.device, reader.stream, reader.core));
+        KEEL_TRY(enqueue_move(writer.device, writer.stream, slot.out, slot.in, n));
+        KEEL_TRY(write_from(*writer.core, writer.stream, dst + offset, slot.out, n));
+        if (i + ring.size() < chunks) {
+            KEEL_TRY_ASSIGN(emptied, memory::record_fence(writer.core, writer.stream));
+        }
+    }
+    return ok();
 }
 
 }  // namespace
@@ -47,46 +148,50 @@ Result<void> Stream::copy_across(DeviceView dst, DeviceView src) const {
     const std::uint64_t bytes = src.size();
     if (cross_device::peer_copy(from, to))
         return mine.api().memcpy_peer(handle_, to.handle, dst.address(), from.handle, src.address(), bytes);
+    if (bytes == 0) return ok();
 
     const bool writes_here = &to == &mine;
     const detail::DeviceSlot& other = writes_here ? from : to;
     Device other_device = detail::Access::device(other.plugin->shares().handle(other));
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* my_core, detail::Access::core(*this));
     KEEL_TRY_ASSIGN(std::shared_ptr<memory::MemoryCore> other_core, memory::shared_core(other_device, nullptr));
-    KEEL_TRY_ASSIGN(PinnedBuffer staging, PinnedBuffer::allocate(writes_here ? other_device : device_, bytes));
+    // The ring: pinned memory of both devices.
+    const Device& reading_device = writes_here ? other_device : device_;
+    const Device& writing_device = writes_here ? device_ : other_device;
+    const std::uint64_t chunks = (bytes + kStagedChunkBytes - 1) / kStagedChunkBytes;
+    const std::uint64_t block_bytes = std::min(bytes, kStagedChunkBytes);
+    std::vector<RingSlot> ring;
+    ring.reserve(kStagedRing);
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(kStagedRing, chunks); ++k) {
+        KEEL_TRY_ASSIGN(PinnedBuffer in, PinnedBuffer::allocate(reading_device, block_bytes));
+        KEEL_TRY_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(writing_device, block_bytes));
+        ring.push_back(RingSlot{std::move(in), std::move(out)});
+    }
     cross_device::HelperStreams& helpers = *other.helpers;
     KEEL_TRY_ASSIGN(keel_stream helper, helpers.acquire(other.api(), other.handle));
 
+    const Side here{mine, handle_, *my_core};
+    const Side there{other, helper, other_core};
+    const Side& reader = writes_here ? there : here;
+    const Side& writer = writes_here ? here : there;
     Result<void> r = ok();
-    auto then = [&r](auto&& step) {
-        if (r.ok()) r = step();
-    };
-    if (writes_here) {
-        // The helper reads the source once this stream's earlier work ran;
-        // this stream writes the destination once the helper has read.
-        then([&] { return cross_device::order_after(other, helper, mine, handle_, *my_core); });
-        then([&] { return read_into(*other_core, helper, staging, src.address(), bytes); });
-        then([&] { return cross_device::order_after(mine, handle_, other, helper, other_core); });
-        then([&] { return write_from(**my_core, handle_, dst.address(), staging, bytes); });
-    } else {
-        // This stream reads the source; the helper writes the destination;
-        // this stream's later work waits for the helper.
-        then([&] { return read_into(**my_core, handle_, staging, src.address(), bytes); });
-        then([&] { return cross_device::order_after(other, helper, mine, handle_, *my_core); });
-        then([&] { return write_from(*other_core, helper, dst.address(), staging, bytes); });
-        then([&] { return cross_device::order_after(mine, handle_, other, helper, other_core); });
-    }
-    const bool ordered = r.ok();
-    if (!ordered) {
+    // The helper starts after this stream's earlier work: when it reads, at
+    // once; when it writes, through its first wait for this stream's read.
+    if (writes_here) r = cross_device::order_after(there.device, there.stream, here.device, here.stream, here.core);
+    if (r.ok()) r = enqueue_chunks(reader, writer, ring, dst.address(), src.address(), bytes);
+    // This stream's later work runs after the helper's writes.
+    if (r.ok() && !writes_here)
+        r = cross_device::order_after(here.device, here.stream, there.device, there.stream, there.core);
+    if (!r.ok()) {
         // Part of it may be enqueued and not ordered before this stream's
         // later work: let it finish before the staging memory goes.
         (void)other.api().stream_synchronize(helper);
         (void)mine.api().stream_synchronize(handle_);
     }
     Result<void> given_back = helpers.enqueue_give_back(other.api(), helper);
-    // The staging memory (and the other device's plugin) stay until this
-    // stream passed the copy.
-    Result<void> held = hold(std::move(staging), std::move(other_device), std::move(other_core));
+    // The ring (and the other device's plugin) stay until this stream passed
+    // the copy.
+    Result<void> held = hold(std::move(ring), std::move(other_device), std::move(other_core));
     if (!r.ok()) return std::move(r).error().context("Stream::copy from " + from.name + " to " + to.name);
     KEEL_TRY(std::move(given_back));
     return held;

@@ -55,6 +55,11 @@ Config read_config() {
         if (!bytes) bad_setting("FAKE_ZE_DEVICE_MEMORY", *memory, "a byte count >= 1");
         c.memory = static_cast<std::uint64_t>(*bytes);
     }
+    if (const auto host = keel::env::foreign("FAKE_ZE_HOST_MEMORY")) {
+        const auto bytes = keel::env::parse_integer(*host, 1, INT64_MAX);
+        if (!bytes) bad_setting("FAKE_ZE_HOST_MEMORY", *host, "a byte count >= 1");
+        c.host_memory = static_cast<std::uint64_t>(*bytes);
+    }
     if (const auto order = keel::env::foreign("FAKE_ZE_ORDER")) {
         if (*order == "in_order") c.relaxed = false;
         else if (*order != "relaxed") bad_setting("FAKE_ZE_ORDER", *order, "relaxed|in_order");

@@ -150,8 +150,13 @@ struct Kernel {
 };
 
 struct Config {
-    std::vector<ze_device_type_t> devices{ZE_DEVICE_TYPE_GPU};
+    // Two GPUs unless FAKE_ZE_DEVICES says otherwise: enough for the
+    // multi-device paths (staged copies, bridged waits) without a setting.
+    std::vector<ze_device_type_t> devices{ZE_DEVICE_TYPE_GPU, ZE_DEVICE_TYPE_GPU};
     std::uint64_t memory = 2ull << 30;
+    // Host memory of zeMemAllocHost, all contexts together (FAKE_ZE_HOST_MEMORY):
+    // page-locked memory is a bounded resource on a real machine.
+    std::uint64_t host_memory = UINT64_MAX;
     bool relaxed = true;
     bool fp64 = true;
 };
@@ -168,6 +173,7 @@ public:
     std::vector<std::unique_ptr<Device>> devices;       // immutable after start()
     std::map<std::uint64_t, std::unique_ptr<Allocation>> allocations;  // by base
     std::uint64_t next_device_address = 0x4d00000000000000ull;
+    std::uint64_t host_used = 0;  // bytes of zeMemAllocHost memory alive
     std::atomic<std::uint64_t> completed{0};
     std::atomic<std::int64_t> live{0};
 

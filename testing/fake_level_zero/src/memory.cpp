@@ -86,16 +86,25 @@ ze_result_t ZE_APICALL zeMemAllocHost(ze_context_handle_t context, const ze_host
     if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     if (alignment != 0 && !power_of_two(alignment)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
     const std::size_t align = alignment > 64 ? alignment : 64;
+    Driver& driver = Driver::get();
+    {
+        std::lock_guard lock(driver.mutex);
+        if (size > driver.config.host_memory - driver.host_used) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+        driver.host_used += size;  // reserved; given back below if the allocation fails
+    }
     auto a = std::make_unique<Allocation>();
     // The storage is the memory itself: host memory is host-addressable.
     a->storage = allocate(size, align);
-    if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    if (!a->storage) {
+        std::lock_guard lock(driver.mutex);
+        driver.host_used -= size;
+        return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
     a->context = from_handle<Context>(context);
     a->type = ZE_MEMORY_TYPE_HOST;
     a->base = reinterpret_cast<std::uintptr_t>(a->storage.get());
     a->size = size;
     *ptr = a->storage.get();
-    Driver& driver = Driver::get();
     std::lock_guard lock(driver.mutex);
     driver.allocations.emplace(a->base, std::move(a));
     ++driver.live;
@@ -116,6 +125,7 @@ ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t context, void* ptr) {
         freed = std::move(it->second);
         driver.allocations.erase(it);
         if (freed->device) freed->device->used -= freed->size;
+        if (freed->type == ZE_MEMORY_TYPE_HOST) driver.host_used -= freed->size;
         --driver.live;
     }
     return ZE_RESULT_SUCCESS;

@@ -77,7 +77,8 @@ Communicator::Impl::~Impl() {
         watcher_.join();
     }
     if (watcher_wake_ >= 0) ::close(watcher_wake_);
-    if (claim_store && !claim_key.empty()) (void)claim_store->erase(claim_key);
+    if (claim_store)
+        for (const std::string& key : held_keys) (void)claim_store->erase(key);
 }
 
 void Communicator::Impl::add_to_diagnoses() {

@@ -80,10 +80,11 @@ struct Communicator::Impl {
     Device device;
     const int rank;
     const int size;
-    // The store and key of this rank's claim, erased by ~Impl (best effort:
-    // a store that cannot erase keeps it).
+    // The store and the keys this rank holds while it lives (its claim; on
+    // rank 0 the communicator's completion), erased by ~Impl (best effort:
+    // a store that cannot erase keeps them).
     std::optional<Store> claim_store;
-    std::string claim_key;
+    std::vector<std::string> held_keys;
     // The keys the plugin set before it declined the group; erased when
     // this goes.
     std::shared_ptr<comm::WrittenKeys> plugin_keys;

@@ -80,34 +80,62 @@ NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::sh
 
 NativeComm::~NativeComm() { (void)take_c_error(api_.comm_destroy(comm_)); }
 
-Result<void> NativeComm::checked(keel_error* error) const {
+void NativeComm::Failure::note(Error e) {
+    std::lock_guard lock(mutex);
+    if (!error) error = std::move(e);
+}
+
+namespace {
+// Bad input refused at the call (nothing enqueued, keel.h's errors at the
+// call) leaves the communicator as it was; any other error means it failed
+// (aborted, failed earlier, a peer that never connected: UNAVAILABLE) or
+// that the stream had (the peers then wait for this rank's part).
+bool fails_communicator(Status code) {
+    return code != KEEL_STATUS_INVALID_ARGUMENT && code != KEEL_STATUS_UNIMPLEMENTED && code != KEEL_STATUS_OUT_OF_RANGE;
+}
+}  // namespace
+
+Result<void> NativeComm::checked(const Stream& stream, keel_error* error) const {
     Result<void> r = take_c_error(error);
-    if (!r.ok() && (r.error().code() == KEEL_STATUS_FAILED_PRECONDITION || r.error().code() == KEEL_STATUS_DEVICE_ERROR)) {
-        std::lock_guard lock(mutex_);
-        if (!error_) error_ = r.error();
+    if (!r.ok()) {
+        if (fails_communicator(r.error().code())) failure_->note(r.error());
+        return r;
     }
+    // The plugin fails the stream of an operation that fails while running
+    // (its timeout, a dead peer, an asynchronous engine error) and of every
+    // one not yet complete, at the operation's point: this host function,
+    // right after it, sees that failure as its status, so error() reports
+    // it once the stream passed the operation, as on the generic path,
+    // without waiting for a later enqueue to be refused.
+    Result<void> watched = stream.enqueue_host_func([failure = failure_, where = where_](Status status) {
+        if (status == KEEL_STATUS_OK) return;
+        failure->note(Error(status, "[Communicator] " + where + ": an operation's stream failed at or before it (" +
+                                        status_name(status) + "; the stream's error says what failed)"));
+    });
+    // Refused: the stream is known to have failed since the operation went in.
+    if (!watched.ok() && fails_communicator(watched.error().code())) failure_->note(watched.error());
     return r;
 }
 
 Result<void> NativeComm::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                     ReduceOp op) const {
     const std::uint64_t count = in.size() / dtype_size(dtype);
-    return checked(api_.comm_all_reduce(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
+    return checked(stream, api_.comm_all_reduce(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
 }
 
 Result<void> NativeComm::broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const {
-    return checked(api_.comm_broadcast(comm_, plugin_handle(stream), in.address(), out.address(), out.size(), root));
+    return checked(stream, api_.comm_broadcast(comm_, plugin_handle(stream), in.address(), out.address(), out.size(), root));
 }
 
 Result<void> NativeComm::all_gather(const Stream& stream, DeviceView in, DeviceView out) const {
-    return checked(api_.comm_all_gather(comm_, plugin_handle(stream), in.address(), out.address(), in.size()));
+    return checked(stream, api_.comm_all_gather(comm_, plugin_handle(stream), in.address(), out.address(), in.size()));
 }
 
 Result<void> NativeComm::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                         ReduceOp op) const {
     const std::uint64_t count = out.size() / dtype_size(dtype);
     return checked(
-        api_.comm_reduce_scatter(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
+        stream, api_.comm_reduce_scatter(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
 }
 
 Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> ops) const {
@@ -128,14 +156,13 @@ Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> op
     // 1.5: the element size travels with the batch, so keel_p2p_op can
     // grow; a 1.4 plugin gets the entry it knows.
     if (api_.abi_minor >= 5)
-        return checked(api_.comm_send_recv_sized(comm_, plugin_handle(stream), c_ops.data(), count, sizeof(keel_p2p_op)));
-    return checked(api_.comm_send_recv(comm_, plugin_handle(stream), c_ops.data(), count));
+        return checked(stream, api_.comm_send_recv_sized(comm_, plugin_handle(stream), c_ops.data(), count, sizeof(keel_p2p_op)));
+    return checked(stream, api_.comm_send_recv(comm_, plugin_handle(stream), c_ops.data(), count));
 }
 
 void NativeComm::abort() const noexcept {
     try {
-        std::lock_guard lock(mutex_);
-        if (!error_) error_ = Error(KEEL_STATUS_FAILED_PRECONDITION, "[Communicator::abort] " + where_ + ": aborted");
+        failure_->note(Error(KEEL_STATUS_FAILED_PRECONDITION, "[Communicator::abort] " + where_ + ": aborted"));
     } catch (...) {
         // Out of memory for the message: the plugin still aborts, and its
         // enqueues report the failure.
@@ -144,8 +171,8 @@ void NativeComm::abort() const noexcept {
 }
 
 Result<void> NativeComm::error() const {
-    std::lock_guard lock(mutex_);
-    if (error_) return *error_;
+    std::lock_guard lock(failure_->mutex);
+    if (failure_->error) return *failure_->error;
     return {};
 }
 

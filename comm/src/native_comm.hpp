@@ -59,21 +59,32 @@ public:
     [[nodiscard]] Result<void> send_recv(const Stream& stream, std::span<const P2P> ops) const;
 
     void abort() const noexcept;
-    // Abort's error, or the first failure an enqueue reported (the plugin
-    // fails the stream of an operation that failed while running).
+    // Abort's error, the first failure an enqueue reported, or the failure
+    // of an operation's stream at or before the operation (the plugin fails
+    // the stream of an operation that failed while running: its timeout,
+    // a dead peer), seen once the stream passed that point.
     [[nodiscard]] Result<void> error() const;
 
 private:
+    // The sticky error, shared with the host functions that watch the
+    // operations' streams (they may run after this communicator went).
+    struct Failure {
+        std::mutex mutex;
+        std::optional<Error> error;
+        void note(Error e);
+    };
+
     NativeComm(Device device, keel_comm comm, std::string where, std::shared_ptr<WrittenKeys> plugin_keys);
     // The entry's result; a failure of the communicator becomes its error.
-    [[nodiscard]] Result<void> checked(keel_error* error) const;
+    // An operation the plugin enqueued is followed on `stream` by a host
+    // function that notes the stream's failure, if it failed by then.
+    [[nodiscard]] Result<void> checked(const Stream& stream, keel_error* error) const;
 
     Device device_;
     const keel_plugin_api& api_;
     keel_comm comm_;
     std::string where_;
-    mutable std::mutex mutex_;
-    mutable std::optional<Error> error_;
+    std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
     // What the plugin set in the store (keel.h's store callbacks have no
     // erase): erased after comm_destroy, when no rank needs them any more
     // (every rank's comm_create read what it needed before any returned).

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <net/if.h>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <unistd.h>
@@ -123,6 +124,32 @@ std::string left_by_ended_job(const std::string& key, std::span<const std::byte>
            "(KEEL_COMM_JOB_ID or TORCHELASTIC_RUN_ID; keel-launch makes one per run) or clear the store";
 }
 
+// The key rank 0 sets once every rank is connected, and holds while its
+// communicator lives: a process that claims a rank after the ranks met (its
+// claim was released by a communicator that went) is told that the job's
+// communicator completed without it, instead of waiting for peers that
+// will never arrive again.
+std::string completed_key(const std::string& name) { return name + "/completed"; }
+
+// FAILED_PRECONDITION when the communicator `name` already completed (the
+// key above is set), else nothing. A short look: the key is there or not.
+std::optional<Error> completed_without_us(const Store& store, const std::string& name, int rank, int size,
+                                          const std::string& here) {
+    const std::string key = completed_key(name);
+    // 1 ms, not 0: a framework's store may read a zero timeout as "forever".
+    Result<std::vector<std::byte>> done = store.get(key, std::chrono::milliseconds(1));
+    if (!done.ok()) return std::nullopt;
+    if (owner_ended(*done)) return Error(KEEL_STATUS_FAILED_PRECONDITION, here + ": " + left_by_ended_job(key, *done));
+    const std::string who = owner_of(*done);
+    return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                 here + ": the job's communicator '" + name + "' already completed: its " + std::to_string(size) +
+                     " ranks met" + (who.empty() ? "" : " (rank 0 is " + who + ")") + " without this process, and rank " +
+                     std::to_string(rank) +
+                     "'s process has released its claim (its job finished or is finishing): this process came too "
+                     "late; give a new run its own job id (KEEL_COMM_JOB_ID or TORCHELASTIC_RUN_ID; keel-launch makes "
+                     "one per run)");
+}
+
 }  // namespace
 
 Result<Connected> connect(const Store& shared_store, const std::string& name, int rank, int size,
@@ -156,14 +183,24 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
         if (holder.ok() && owner_ended(*holder))
             return Error(KEEL_STATUS_FAILED_PRECONDITION, here + ": " + left_by_ended_job(claim_key, *holder));
         const std::string who = holder.ok() ? owner_of(*holder) : std::string();
+        const bool completed = shared_store.get(completed_key(name), std::chrono::milliseconds(1)).ok();
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
                      here + ": another process" + (who.empty() ? "" : " (" + who + ")") + " already claimed rank " +
-                         std::to_string(rank) + " (" + r.error().message() + ")");
+                         std::to_string(rank) + (completed ? ", and the job's communicator already completed with it" : "") +
+                         " (" + r.error().message() + ")");
     }
+    // The claim went through: the rank is free, either because the job is
+    // meeting now or because its communicator completed and this rank's
+    // process let it go.
+    if (std::optional<Error> late = completed_without_us(shared_store, name, rank, size, here)) return *late;
     KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(tag)));
     for (int peer = 0; peer < size; ++peer) {
         const std::string key = name + "/arrived/" + std::to_string(peer);
         Result<std::vector<std::byte>> arrived = store.get(key, options.timeout);
+        // Rank 0 may have set the key above after this process looked.
+        if (!arrived.ok()) {
+            if (std::optional<Error> late = completed_without_us(shared_store, name, rank, size, here)) return *late;
+        }
         if (!arrived.ok())
             return Error(KEEL_STATUS_UNAVAILABLE, here + ": rank " + std::to_string(peer) + " did not arrive within " +
                                                       std::to_string(options.timeout.count()) +
@@ -202,7 +239,14 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
         barrier.setTimeout(options.timeout);
         gloo::barrier(barrier);
         written.hold(claim_key);
-        return Connected{std::move(context), SocketSet::with_connections(*connections), claim_key};
+        std::vector<std::string> held{claim_key};
+        // Best effort (it only improves a late process's error); held, and
+        // erased when the communicator goes, only where this rank set it.
+        if (rank == 0 && store.set(completed_key(name), bytes_of(tag)).ok()) {
+            written.hold(completed_key(name));
+            held.push_back(completed_key(name));
+        }
+        return Connected{std::move(context), SocketSet::with_connections(*connections), std::move(held)};
     } catch (const std::exception& e) {
         return Error(KEEL_STATUS_UNAVAILABLE, here + ": connecting the peers failed: " + e.what());
     }

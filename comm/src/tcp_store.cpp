@@ -90,7 +90,12 @@ bool write_item(int fd, const void* data, std::size_t size) {
     return write_all(fd, &n, sizeof n) && write_all(fd, data, size);
 }
 
-// The host: accepts connections and answers each on its own thread.
+// The host: one thread accepts connections and answers every request (each
+// is a few bytes: a key and a small value), so the host has exactly one
+// thread, joined when it goes. A host that is never destroyed (the one
+// create_from_env keeps for the process) leaves no finished thread behind.
+// A client that stops midway through a request or a reply is dropped after
+// kStall, so it cannot hold up the others for longer.
 class TcpStoreHost {
 public:
     static Result<std::unique_ptr<TcpStoreHost>> start(int port) {
@@ -116,68 +121,72 @@ public:
     ~TcpStoreHost() {
         const char x = 0;
         (void)!::write(wake_write_.get(), &x, 1);
-        acceptor_.join();
-        {
-            std::lock_guard guard(mutex_);
-            for (const Fd& c : clients_) ::shutdown(c.get(), SHUT_RDWR);
-        }
-        for (std::thread& t : servers_) t.join();
+        loop_.join();
     }
 
 private:
+    static constexpr timeval kStall{5, 0};
+
     TcpStoreHost(Fd listener, Fd wake_read, Fd wake_write)
         : listener_(std::move(listener)), wake_read_(std::move(wake_read)), wake_write_(std::move(wake_write)),
-          acceptor_([this] { accept_loop(); }) {}
+          loop_([this] { serve(); }) {}
 
-    void accept_loop() {
+    // Everything below runs on loop_ only.
+    void serve() {
+        std::vector<Fd> clients;
         for (;;) {
-            pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
-            if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+            std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
+            for (const Fd& c : clients) fds.push_back({c.get(), POLLIN, 0});
+            if (::poll(fds.data(), fds.size(), -1) < 0) {
+                if (errno == EINTR) continue;
+                return;
+            }
             if (fds[1].revents != 0) return;
-            if ((fds[0].revents & POLLIN) == 0) continue;
-            const int c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-            if (c < 0) continue;
-            const int one = 1;
-            ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            std::lock_guard guard(mutex_);
-            clients_.emplace_back(c);
-            servers_.emplace_back([this, c] { serve(c); });
+            // Answer before accepting: `clients` and `fds` stay in step.
+            std::vector<Fd> open;
+            for (std::size_t i = 0; i < clients.size(); ++i) {
+                const short ready = fds[i + 2].revents;
+                if (ready == 0 || ((ready & POLLIN) != 0 && answer(clients[i].get()))) open.push_back(std::move(clients[i]));
+            }
+            clients = std::move(open);
+            if ((fds[0].revents & POLLIN) != 0) {
+                const int c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+                if (c < 0) continue;
+                const int one = 1;
+                ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &kStall, sizeof kStall);
+                ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &kStall, sizeof kStall);
+                clients.emplace_back(c);
+            }
         }
     }
 
-    // Answers one connection until it closes or speaks nonsense.
-    void serve(int fd) {
-        for (;;) {
-            std::uint8_t op = 0;
-            std::string key, value;
-            if (!read_all(fd, &op, 1) || !read_item(fd, key)) return;
-            std::uint8_t reply = reply_ok;
-            if (op == op_set) {
-                if (!read_item(fd, value)) return;
-                std::lock_guard guard(mutex_);
-                if (!map_.emplace(std::move(key), std::move(value)).second) reply = reply_exists;
-            } else if (op == op_get) {
-                std::lock_guard guard(mutex_);
-                const auto it = map_.find(key);
-                if (it == map_.end()) reply = reply_missing;
-                else value = it->second;
-            } else if (op == op_erase) {
-                std::lock_guard guard(mutex_);
-                map_.erase(key);
-            } else {
-                return;
-            }
-            if (!write_all(fd, &reply, 1)) return;
-            if (op == op_get && reply == reply_ok && !write_item(fd, value.data(), value.size())) return;
+    // Answers one request; false when the connection closed or spoke
+    // nonsense (it is then dropped).
+    bool answer(int fd) {
+        std::uint8_t op = 0;
+        std::string key, value;
+        if (!read_all(fd, &op, 1) || !read_item(fd, key)) return false;
+        std::uint8_t reply = reply_ok;
+        if (op == op_set) {
+            if (!read_item(fd, value)) return false;
+            if (!map_.emplace(std::move(key), std::move(value)).second) reply = reply_exists;
+        } else if (op == op_get) {
+            const auto it = map_.find(key);
+            if (it == map_.end()) reply = reply_missing;
+            else value = it->second;
+        } else if (op == op_erase) {
+            map_.erase(key);
+        } else {
+            return false;
         }
+        if (!write_all(fd, &reply, 1)) return false;
+        return op != op_get || reply != reply_ok || write_item(fd, value.data(), value.size());
     }
 
     Fd listener_, wake_read_, wake_write_;
-    std::mutex mutex_;
-    std::map<std::string, std::string, std::less<>> map_;
-    std::vector<Fd> clients_;
-    std::vector<std::thread> servers_;
-    std::thread acceptor_;  // last: started once the members above exist
+    std::map<std::string, std::string, std::less<>> map_;  // loop_'s own
+    std::thread loop_;  // last: started once the members above exist
 };
 
 // Connects to host:port, retrying until `deadline` (the host may start

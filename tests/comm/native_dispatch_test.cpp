@@ -126,6 +126,29 @@ TEST(CommNativeDispatch, AnAbortedNativeCommunicatorFailsLaterOperationsNamingIt
     EXPECT_NE(after.error().message().find("abort-me"), std::string::npos) << after.error().message();
 }
 
+// A native operation the engine fails on its timeout (UNAVAILABLE, as the
+// CUDA plugin's NCCL connection set-up past the timeout) fails the
+// communicator: error() reports it, and later operations are refused.
+TEST(CommNativeDispatch, ANativeTimeoutFailsTheCommunicatorsError) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    CommOptions options;
+    options.key_prefix = "times-out";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    KEEL_EXPECT_OK(comm.error());
+    const Stream s = Stream::create(dev).value();
+    Buffer a = Buffer::allocate(s, 64).value();
+    Result<void> timed_out = comm.all_reduce(s, a.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    ASSERT_FALSE(timed_out.ok());
+    EXPECT_EQ(timed_out.error().code(), KEEL_STATUS_UNAVAILABLE);
+    ASSERT_FALSE(comm.error().ok()) << "error() stayed OK after the engine's timeout";
+    EXPECT_EQ(comm.error().error().code(), KEEL_STATUS_UNAVAILABLE);
+    EXPECT_NE(comm.error().error().message().find("timeout"), std::string::npos) << comm.error().error().message();
+    EXPECT_FALSE(comm.barrier(s).ok());
+}
+
 TEST(CommNativeDispatch, TheGenericPathIsForcedByTheOptionOrTheEnvironment) {
     const Runtime rt = fake_comm_runtime();
     const Device dev = rt.device("commfake:0").value();
@@ -277,6 +300,29 @@ TEST_F(CommNativeNccl, AnNcclOperationInFlightWhenTheCommunicatorFailsFailsItsSt
     KEEL_EXPECT_OK(before.synchronize());
     EXPECT_FALSE(after.synchronize().ok()) << "an event recorded after the aborted all_reduce reports success";
     EXPECT_FALSE(s.memset(b.view(), 0).ok()) << "the failed stream accepted more work";
+    EXPECT_FALSE(comm.error().ok()) << "error() is OK after the communicator failed";
+}
+
+// keel.h: an operation's timeout counts from when its stream reaches it.
+// An all_reduce queued behind work that takes longer than the timeout (a
+// host function holding the stream for 2.5 s; the timeout is 1 s) is not
+// declared dead by the watchdog: it runs once the stream gets there.
+TEST_F(CommNativeNccl, AnOperationQueuedBehindWorkLongerThanItsTimeoutIsNotDeclaredDead) {
+    CommOptions options;
+    options.timeout = std::chrono::seconds(1);
+    options.key_prefix = "queued-behind-work";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(device(), Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const Stream s = Stream::create(device()).value();
+    const std::vector<float> v = iota(1024, 1.0f);
+    Buffer b = Buffer::allocate(s, v.size() * sizeof(float)).value();
+    KEEL_ASSERT_OK(s.copy(b.view(), v));
+    KEEL_ASSERT_OK(s.enqueue_host_func([](Status) { std::this_thread::sleep_for(std::chrono::milliseconds(2500)); }));
+    KEEL_ASSERT_OK(comm.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    KEEL_ASSERT_OK(s.synchronize());
+    KEEL_EXPECT_OK(comm.error());
+    EXPECT_EQ(s.copy_to_vector<float>(b.view()).value().get().value(), v);
 }
 
 }  // namespace

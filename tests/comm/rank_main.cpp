@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <random>
+#include <span>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -668,6 +669,48 @@ int stale_job() {
               "%s", comm.error().message().c_str());
     }
     CHECK(s < 4.0, "took %.1f s to tell", s);
+    return failures;
+}
+
+// Two processes claim rank 1: the first (the one whose claim of the role key
+// went through) meets rank 0 and lets its communicator go; then the second
+// claims rank 1 while rank 0's communicator still lives. It is refused at
+// once, FAILED_PRECONDITION, saying the job's communicator completed, not
+// left waiting for peers that will never arrive again. The order comes from
+// keys in the job's own store, so nothing depends on timing.
+int late_claimant() {
+    Ctx c = context();
+    const keel::Store store = keel::Store::from_env().value();
+    const auto mark = [&](const char* key) { (void)store.set(key, std::as_bytes(std::span("x", 1))); };
+    const auto wait_for = [&](const char* key) { return store.get(key, std::chrono::seconds(60)).ok(); };
+    const bool late = c.rank == 1 && !store.set("test/role/1", std::as_bytes(std::span("x", 1))).ok();
+    if (late) {
+        CHECK(wait_for("test/released"), "the first rank 1 never let its communicator go");
+        auto comm = keel::Communicator::create_from_env(c.device, options(5000));
+        CHECK(!comm.ok(), "a late process claimed rank 1 of a communicator that had completed");
+        if (!comm.ok()) {
+            std::fprintf(stderr, "late process: %s\n", comm.error().message().c_str());
+            CHECK(comm.error().code() == KEEL_STATUS_FAILED_PRECONDITION &&
+                      comm.error().message().find("already completed") != std::string::npos,
+                  "%s", comm.error().message().c_str());
+        }
+        mark("test/late-done");
+        return failures;
+    }
+    {
+        keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+        const auto in = make(KEEL_DTYPE_I32, 2, [&](std::size_t i) { return static_cast<double>(i + c.rank); });
+        keel::Buffer b = upload(c, in);
+        comm.all_reduce(c.stream, b, KEEL_DTYPE_I32, keel::ReduceOp::sum).value();
+        CHECK(download(c, b) == make(KEEL_DTYPE_I32, 2, [](std::size_t i) { return static_cast<double>(2 * i + 1); }),
+              "all_reduce before the late process");
+        if (c.rank == 0) CHECK(wait_for("test/late-done"), "the late process never finished");
+    }
+    if (c.rank == 1) {
+        mark("test/released");
+    } else {
+        for (const char* key : {"test/role/1", "test/released", "test/late-done"}) (void)store.erase(key);
+    }
     return failures;
 }
 
@@ -1343,6 +1386,7 @@ int main(int argc, char** argv) {
     else if (scenario == "dies_while_meeting") rc = dies_while_meeting();
     else if (scenario == "stale_job") rc = stale_job();
     else if (scenario == "many_communicators") rc = many_communicators();
+    else if (scenario == "late_claimant") rc = late_claimant();
     else if (scenario == "unreachable_store") rc = unreachable_store();
     else if (scenario == "create_time") rc = create_time();
     else if (scenario == "checker_reuse") rc = checker_reuse();

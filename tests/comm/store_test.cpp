@@ -81,6 +81,20 @@ TEST(CommStores, ARankClaimedTwiceOnRedisIsAFailedPrecondition) {
     EXPECT_GE(refused, 1) << "no process was refused its rank with FAILED_PRECONDITION";
 }
 
+// A process that claims a rank after the job's ranks met, once that rank's
+// first process let its communicator go, is told the communicator completed
+// (FAILED_PRECONDITION, at once), on the file, TCP and Redis stores alike
+// (the scenario orders its three processes through the store).
+TEST(CommStores, ALateClaimantOfACompletedCommunicatorIsAFailedPreconditionOnEveryStore) {
+    expect_all_zero(run_ranks("late_claimant", 2, {0, 1, 1}, std::chrono::seconds(60)));
+    const Env tcp = {{"KEEL_COMM_STORE", ""}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(free_port())}};
+    expect_all_zero(run_ranks("late_claimant", 2, {0, 1, 1}, std::chrono::seconds(60), tcp));
+    if (!redis_installed()) GTEST_SKIP() << "redis-server is not installed (Debian: redis-server): file and TCP ran";
+    KEEL_START_REDIS(redis);
+    expect_all_zero(run_ranks("late_claimant", 2, {0, 1, 1}, std::chrono::seconds(60), {{"KEEL_COMM_STORE", redis.store()}}));
+    EXPECT_EQ(redis.cli("dbsize"), "0");
+}
+
 // torchrun's variables alone: rank 0 hosts the store at MASTER_PORT.
 TEST(CommStores, RanksMeetThroughTheTcpStoreRankZeroHostsAtMasterPort) {
     const Env env = {{"KEEL_COMM_STORE", ""},  // empty is unset

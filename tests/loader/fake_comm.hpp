@@ -12,6 +12,10 @@ struct keel_comm_t {
     keel_device_t* device = nullptr;
     std::string where;  // "comm '<prefix>' rank 0/1"
     std::atomic<bool> aborted{false};
+    // A key prefix naming "times-out": the first operation fails as an
+    // engine's timeout does (UNAVAILABLE, the communicator failed), so the
+    // runtime's handling of a native failure runs without a GPU.
+    bool times_out = false;
 };
 
 namespace fake_comm {
@@ -20,6 +24,11 @@ Result<void> require_comm(keel_comm c, keel_stream s, const char* op) {
     if (c == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(op) + ": comm is null");
     if (c->aborted.load())
         return Error(KEEL_STATUS_FAILED_PRECONDITION, std::string(op) + " on " + c->where + ": aborted");
+    if (c->times_out) {
+        c->aborted.store(true);
+        return Error(KEEL_STATUS_UNAVAILABLE, std::string(op) + " on " + c->where +
+                                                  ": did not complete within the timeout (the fake engine's injected timeout)");
+    }
     KEEL_TRY(require_stream(s));
     if (s->device != c->device)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, std::string(op) + " on " + c->where + ": the stream is on " +
@@ -63,6 +72,7 @@ keel_error* comm_create(keel_device d, const keel_comm_config* c_config, keel_co
         auto comm = std::make_unique<keel_comm_t>();
         comm->device = d;
         comm->where = config.where();
+        comm->times_out = comm->where.find("times-out") != std::string::npos;
         *out = comm.release();
         return ok();
     });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -130,7 +131,10 @@ NcclCommunicator::~NcclCommunicator() {
     cv_.notify_all();
     if (watchdog_.joinable()) watchdog_.join();
     (void)device_.ensure_context();
-    for (Pending& p : pending_) (void)cudaEventDestroy(p.done);
+    for (Pending& p : pending_) {
+        (void)cudaEventDestroy(p.reached);
+        (void)cudaEventDestroy(p.done);
+    }
     if (!aborted_) (void)nccl_.CommDestroy(comm_);
 }
 
@@ -182,8 +186,22 @@ NcclResult NcclCommunicator::settle(NcclResult issued) {
     });
 }
 
+Result<cudaEvent_t> NcclCommunicator::mark(Stream& stream, const std::string& what) {
+    const std::string where = what + " on " + config_.where();
+    cudaEvent_t event = nullptr;
+    KEEL_TRY(check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), where + ": cudaEventCreate"));
+    if (cudaError_t recorded = cudaEventRecord(event, stream.cuda()); recorded != cudaSuccess) {
+        (void)cudaEventDestroy(event);
+        return cuda_error(recorded, where + ": cudaEventRecord");
+    }
+    return event;
+}
+
 Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, NcclResult issued,
-                                      std::uint64_t point) {
+                                      std::uint64_t point, cudaEvent_t reached) {
+    // RAII-managed cudaEvent_t, owned here until the watchdog has it: every
+    // early return frees it.
+    std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> reached_owner(reached, &cudaEventDestroy);
     const std::string where = what + " on " + config_.where();
     if (issued == kNcclInProgress) {
         issued = settle(issued);
@@ -216,7 +234,7 @@ Result<void> NcclCommunicator::finish(Stream& stream, const std::string& what, N
     stream.host_failure().arm();
     {
         std::lock_guard lock(mutex_);
-        pending_.push_back({done, where, std::chrono::steady_clock::now(), stream.host_failure_ptr(), point});
+        pending_.push_back({reached_owner.release(), done, where, std::nullopt, stream.host_failure_ptr(), point});
     }
     cv_.notify_all();
     return ok();
@@ -258,6 +276,7 @@ void NcclCommunicator::watch() {
         if (aborted_) {
             // NCCL's kernels have ended; what is left completes by itself.
             while (!pending_.empty() && cudaEventQuery(pending_.front().done) != cudaErrorNotReady) {
+                (void)cudaEventDestroy(pending_.front().reached);
                 (void)cudaEventDestroy(pending_.front().done);
                 pending_.pop_front();
             }
@@ -273,17 +292,29 @@ void NcclCommunicator::watch() {
                 failure = pending_.front().what + ": " + describe_cuda(state);
                 break;
             }
+            (void)cudaEventDestroy(pending_.front().reached);
             (void)cudaEventDestroy(pending_.front().done);
             pending_.pop_front();
-            if (!pending_.empty()) pending_.front().since = std::chrono::steady_clock::now();
             cv_.notify_all();
+        }
+        // The oldest operation's clock starts once its stream reached it
+        // (keel.h: the timeout counts from there), not at its enqueue nor
+        // when the one before it completed: compute queued before it on
+        // its stream may take longer than the timeout.
+        if (failure.empty() && !pending_.empty() && !pending_.front().since) {
+            const cudaError_t state = cudaEventQuery(pending_.front().reached);
+            if (state == cudaSuccess)
+                pending_.front().since = std::chrono::steady_clock::now();
+            else if (state != cudaErrorNotReady)
+                failure = pending_.front().what + ": " + describe_cuda(state);
         }
         NcclResult async = kNcclSuccess;
         if (failure.empty() && nccl_.CommGetAsyncError(comm_, &async) == kNcclSuccess && async != kNcclSuccess &&
             async != kNcclInProgress)
             failure = (pending_.empty() ? config_.where() : pending_.front().what) +
                       ": NCCL reported an asynchronous error: " + nccl_.describe(async);
-        if (failure.empty() && !pending_.empty() && std::chrono::steady_clock::now() - pending_.front().since > timeout) {
+        if (failure.empty() && !pending_.empty() && pending_.front().since &&
+            std::chrono::steady_clock::now() - *pending_.front().since > timeout) {
             failure = pending_.front().what + ": did not complete within the timeout of " +
                       std::to_string(config_.timeout_ms) + " ms (a peer is dead, stuck or never enqueued it)";
             code = KEEL_STATUS_UNAVAILABLE;

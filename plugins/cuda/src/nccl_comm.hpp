@@ -1,10 +1,12 @@
 // One rank's NCCL communicator behind a keel_comm (keel.h 1.4), and the
 // watchdog that bounds its operations by the timeout.
 //
-// NCCL runs on the stream's cudaStream_t; keel records a CUDA event after
-// each operation. A watchdog thread per communicator checks the oldest
-// pending event and ncclCommGetAsyncError: an operation that has not
-// completed within the timeout (counted from when it became the oldest), or
+// NCCL runs on the stream's cudaStream_t; keel records a CUDA event before
+// and after each operation. A watchdog thread per communicator checks the
+// oldest pending operation and ncclCommGetAsyncError: an operation that has
+// not completed within the timeout (counted from when its stream reached it,
+// the event before it, and it was the oldest: an operation queued behind
+// long compute is not declared dead while the compute runs), or
 // an asynchronous NCCL error, fails the communicator with a message naming
 // the operation, the communicator and its peers, and aborts NCCL
 // (ncclCommAbort), which ends its kernels so the stream does not hang.
@@ -75,16 +77,23 @@ public:
 
 private:
     struct Pending {
-        cudaEvent_t done = nullptr;
+        cudaEvent_t reached = nullptr;  // recorded before the operation: its stream got there
+        cudaEvent_t done = nullptr;     // recorded after it
         std::string what;
-        std::chrono::steady_clock::time_point since;  // when it became the oldest
+        // When the watchdog first saw it the oldest with its stream there
+        // (`reached` complete); unset until then: the timeout counts from it.
+        std::optional<std::chrono::steady_clock::time_point> since;
         std::shared_ptr<HostFailure> stream_failure;  // of the stream it runs on
         std::uint64_t point = 0;                      // its point on that stream
     };
 
     NcclCommunicator(Device& device, const NcclLibrary& nccl, plugin::CommConfig config, NcclComm comm);
     [[nodiscard]] Result<void> prepare(Stream& stream, const std::string& what);
-    [[nodiscard]] Result<void> finish(Stream& stream, const std::string& what, NcclResult issued, std::uint64_t point);
+    // A CUDA event recorded on `stream` now (before the operation's work).
+    [[nodiscard]] Result<cudaEvent_t> mark(Stream& stream, const std::string& what);
+    // `reached`: mark()'s event before the operation; finish() owns it.
+    [[nodiscard]] Result<void> finish(Stream& stream, const std::string& what, NcclResult issued, std::uint64_t point,
+                                      cudaEvent_t reached);
     // Polls ncclCommGetAsyncError while NCCL reports the operation in
     // progress, up to the timeout; its final result.
     [[nodiscard]] NcclResult settle(NcclResult issued);
@@ -115,6 +124,7 @@ template <class Issue>
 Result<void> NcclCommunicator::enqueue(Stream& stream, const std::string& what, Issue&& issue) {
     std::lock_guard order(enqueue_mutex_);
     KEEL_TRY(prepare(stream, what));
+    KEEL_TRY_ASSIGN(cudaEvent_t reached, mark(stream, what));
     // The operation takes its point on the stream with its CUDA work, in
     // the order of the stream's host functions and event records.
     auto numbering = stream.host_failure().enqueue_lock();
@@ -124,7 +134,7 @@ Result<void> NcclCommunicator::enqueue(Stream& stream, const std::string& what, 
         issued = nccl_.GroupEnd();
         if (body != kNcclSuccess && body != kNcclInProgress) issued = body;
     }
-    return finish(stream, what, issued, stream.host_failure().next_point());
+    return finish(stream, what, issued, stream.host_failure().next_point(), reached);
 }
 
 }  // namespace keel::cuda

@@ -64,11 +64,16 @@ Result<void> Checker::prepare(Stream& stream, Op& scratch) {
     if (scratch.kind != OpKind::copy_h2d || !config_.check_host_sources) return ok();
     const void* host = scratch.src_host;
     {
-        // The destination of a copy the host has not observed yet: it will
-        // change (and cannot be read now).
+        // The destination of a copy the host has not observed yet, or a
+        // range a fallible host function queued before this copy may be
+        // writing now (a communicator's gate filling its staging on another
+        // thread): it will change, and reading it now would race with that
+        // write (admit() would drop the fingerprint anyway).
         auto lock = this->lock();
         const auto begin = reinterpret_cast<std::uintptr_t>(host);
-        if (host_range_guarded(begin, begin + scratch.size)) return ok();
+        if (host_range_guarded(begin, begin + scratch.size) || host_range_pending_write(begin, begin + scratch.size) ||
+            track(lock, stream).last_fallible_host_function > stream.timeline()->completed())
+            return ok();
     }
     // Pinned memory is the plugin's own: it cannot vanish behind the checker's back.
     const auto block = pinned_.find_containing(host, scratch.size);

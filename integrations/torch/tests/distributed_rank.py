@@ -295,8 +295,8 @@ def check_a_device_fault_then_a_new_group():
     same(t, torch.full((4,), 3.0))
     if RANK == 0:
         keel_torch.fail_current_stream(DEV, "rank 0's device")
-    dist.all_reduce(t)
-    message = expect_error(lambda: t.cpu())
+    # Rank 0 raises at once (its stream failed), rank 1 when it reads.
+    message = expect_error(lambda: (dist.all_reduce(t), t.cpu()))
     print("read after the fault raised:", message.splitlines()[0])
     cleared = keel_torch.recover(DEV)
     assert cleared, "recover() found no failed stream"

@@ -19,7 +19,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -165,6 +167,12 @@ void copy_values(const at::Tensor& dst, const at::Tensor& src, bool non_blocking
 
 void copy_between(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
     if (dst.numel() == 0) return;
+    // Both keel devices, in index order (two threads copying each way).
+    std::optional<DeviceUse> first, second;
+    const c10::DeviceIndex a = is_keel(dst) ? dst.device().index() : src.device().index();
+    const c10::DeviceIndex b = is_keel(src) ? src.device().index() : a;
+    first.emplace(torch_device(std::min(a, b)));
+    if (a != b) second.emplace(torch_device(std::max(a, b)));
     if (!is_keel(dst) || !writes_whole_storage(dst)) {
         copy_values(dst, src, non_blocking);
         return;
@@ -329,6 +337,7 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
 at::Tensor& fill_values(at::Tensor& self, const at::Scalar& value);
 
 at::Tensor& fill_(at::Tensor& self, const at::Scalar& value) {
+    const DeviceUse use(keel_device_of(self));
     if (self.numel() == 0 || !writes_whole_storage(self)) return fill_values(self, value);
     WholeWrite whole(self.storage());
     fill_values(self, value);
@@ -347,6 +356,7 @@ at::Tensor& fill_values(at::Tensor& self, const at::Scalar& value) {
 
 at::Tensor& zero_(at::Tensor& self) {
     if (self.numel() == 0) return self;
+    const DeviceUse use(keel_device_of(self));
     if (self.is_non_overlapping_and_dense()) {
         // A dense tensor spans exactly numel elements from its first one,
         // whatever the order of its strides.
@@ -368,6 +378,7 @@ bool is_axpy(const at::Tensor& y, const at::Tensor& x, const at::Scalar& alpha, 
 }
 
 bool axpy(const at::Tensor& y, const at::Tensor& x, float alpha) {
+    const DeviceUse use(keel_device_of(y));
     const keel::KernelArgs args =
         keel::KernelArgs().scalar(alpha).buffer(view_of(x), KEEL_DTYPE_F32).buffer(view_of(y), KEEL_DTYPE_F32);
     return launch_if_served(y, "axpy", args);

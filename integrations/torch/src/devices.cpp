@@ -2,6 +2,7 @@
 
 #include <keel/environment.hpp>
 
+#include <condition_variable>
 #include <optional>
 #include <string>
 #include <sstream>
@@ -98,7 +99,68 @@ std::int64_t TorchDevice::stream_count() const {
     return static_cast<std::int64_t>(streams_.size());
 }
 
+namespace {
+
+// The calling thread's DeviceUse depth per device index.
+thread_local std::unordered_map<int, int> device_uses;
+
+// recover()s waiting for a device, by index: new DeviceUses wait behind
+// them, so threads that keep the device busy cannot starve recover() (a
+// shared_mutex may prefer its readers).
+struct RecoverQueue {
+    std::mutex mutex;
+    std::condition_variable done;
+    std::unordered_map<int, int> waiting;
+};
+
+RecoverQueue& recover_queue() {
+    static RecoverQueue queue;
+    return queue;
+}
+
+}  // namespace
+
+DeviceUse::DeviceUse(const TorchDevice& device) : device_(device) {
+    int& depth = device_uses[device.index()];
+    if (depth == 0) {
+        {
+            RecoverQueue& q = recover_queue();
+            std::unique_lock lock(q.mutex);
+            q.done.wait(lock, [&] { return q.waiting[device.index()] == 0; });
+        }
+        device.use_mutex_.lock_shared();
+    }
+    ++depth;
+}
+
+DeviceUse::~DeviceUse() {
+    int& depth = device_uses[device_.index()];
+    if (--depth == 0) device_.use_mutex_.unlock_shared();
+}
+
+int DeviceUse::held(const TorchDevice& device) noexcept {
+    const auto found = device_uses.find(device.index());
+    return found == device_uses.end() ? 0 : found->second;
+}
+
 keel::Result<std::vector<keel::Error>> TorchDevice::recover() const {
+    if (DeviceUse::held(*this) > 0)
+        return keel::Error(KEEL_STATUS_FAILED_PRECONDITION,
+                           "[keel_torch::recover] " + device_.name() +
+                               ": called inside an operation on the device (it would wait for itself)");
+    // No operation is between its checks and its enqueues while streams
+    // are replaced: each sees the fault's streams and data, or the new ones.
+    RecoverQueue& q = recover_queue();
+    {
+        std::lock_guard queued(q.mutex);
+        ++q.waiting[index_];
+    }
+    std::unique_lock use(use_mutex_);
+    {
+        std::lock_guard queued(q.mutex);
+        --q.waiting[index_];
+    }
+    q.done.notify_all();
     std::lock_guard lock(mutex_);
     std::vector<std::size_t> failed;
     std::vector<keel::Error> faults;

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -74,14 +75,20 @@ public:
     // nothing changed). The failed streams are kept, never destroyed, so a
     // pointer another thread took from stream() stays valid (its work fails).
     [[nodiscard]] keel::Result<std::vector<keel::Error>> recover() const;
+    // recover() waits for every DeviceUse of the device to end and holds
+    // new ones back until it returns, so that no operation checks a
+    // tensor's data before it and enqueues on a replaced stream after it.
+    // FAILED_PRECONDITION when the calling thread itself holds a DeviceUse.
     // Starts at 0; recover() adds one for each fault it clears.
     [[nodiscard]] std::uint64_t data_generation() const noexcept {
         return generation_.load(std::memory_order_acquire);
     }
 
 private:
+    friend class DeviceUse;
     int index_;
     keel::Device device_;
+    mutable std::shared_mutex use_mutex_;  // shared: DeviceUse; exclusive: recover()
     mutable std::mutex mutex_;
     mutable std::vector<std::unique_ptr<keel::Stream>> streams_;
     mutable std::vector<std::unique_ptr<keel::Stream>> failed_streams_;  // replaced by recover(), kept
@@ -91,6 +98,24 @@ private:
     mutable std::int64_t next_pooled_ = 0;
 
     [[nodiscard]] keel::Result<std::int64_t> add_stream_locked() const;
+};
+
+// One operation's use of a device, from its first check of a tensor's data
+// to its last enqueue: recover() waits for it to end. Nested uses of one
+// device on one thread (an operation calling others) hold it once.
+// Neither copyable nor movable; ends on the thread that began it.
+class DeviceUse {
+public:
+    explicit DeviceUse(const TorchDevice& device);
+    DeviceUse(const DeviceUse&) = delete;
+    DeviceUse& operator=(const DeviceUse&) = delete;
+    ~DeviceUse();
+
+    // How many DeviceUses of this device the calling thread holds.
+    [[nodiscard]] static int held(const TorchDevice& device) noexcept;
+
+private:
+    const TorchDevice& device_;
 };
 
 // Every privateuseone device, made at the first call (which loads keel's

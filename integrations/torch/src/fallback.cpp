@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -75,6 +76,9 @@ struct MirroredStorage {
     at::Tensor host;                 // uint8 [hi - lo]: the mirror
     std::size_t before = 0;          // where the mirror's bytes before the kernel are in the snapshot
     bool declared_written = false;   // the schema says so: written back without comparing
+    // The host reads the device's bytes (a host-addressable device): the
+    // mirror is compared with them, no snapshot is taken.
+    bool compare_with_device = false;
     // Only an out= argument uses it, covering every byte: out= kernels write
     // all of out and never read its old values, so it is not downloaded.
     bool out_only = true;
@@ -158,7 +162,13 @@ private:
         if (device.type() != c10::DeviceType::PrivateUse1) return;
         const c10::DeviceIndex index =
             device.has_index() ? device.index() : static_cast<c10::DeviceIndex>(current_device_index());
-        if (!device_) device_ = c10::Device(c10::DeviceType::PrivateUse1, index);
+        if (!device_) use(c10::Device(c10::DeviceType::PrivateUse1, index));
+    }
+
+    // The operator's device, held against recover() until the outputs are made.
+    void use(const c10::Device& device) {
+        device_ = device;
+        use_.emplace(torch_device(device.index()));
     }
 
     void plan(const at::Tensor& t, bool written, bool out) {
@@ -170,7 +180,7 @@ private:
             return;
         }
         if (device_ && *device_ != t.device()) fail_devices(*device_, t.device());
-        if (!device_) device_ = t.device();
+        if (!device_) use(t.device());
         check_devices();
         if (const auto seen = mirrored_.find(t.unsafeGetTensorImpl()); seen != mirrored_.end()) {
             if (seen->second >= 0) {
@@ -237,6 +247,9 @@ private:
         std::size_t total = 0;
         for (MirroredStorage& s : storages_) {
             if (s.declared_written) continue;
+            s.compare_with_device =
+                torch_device(s.device).device().has(keel::DeviceCapability::host_addressable);
+            if (s.compare_with_device) continue;
             s.before = total;
             total += s.hi - s.lo;
         }
@@ -255,7 +268,7 @@ private:
             snapshot_ = own_snapshot_.data();
         }
         for (MirroredStorage& s : storages_) {
-            if (s.declared_written) continue;
+            if (s.declared_written || s.compare_with_device) continue;
             std::memcpy(snapshot_ + s.before, s.host.data_ptr(), s.hi - s.lo);
         }
     }
@@ -330,7 +343,15 @@ private:
             // bytes; its StorageImpl is still the mirror's.
             const auto* now = static_cast<const std::byte*>(s.host.storage().data());
             if (s.host.storage().nbytes() < bytes) continue;  // shrunk by set_: rewritten per tensor below
-            if (!s.declared_written && std::memcmp(now, snapshot_ + s.before, bytes) == 0) continue;
+            if (!s.declared_written) {
+                // What the kernel saw: the device's bytes themselves where
+                // the host may read them (the stream passed the download;
+                // nothing of this operator has been enqueued since).
+                const std::byte* before =
+                    s.compare_with_device ? reinterpret_cast<const std::byte*>(s.keel.data()) + s.lo
+                                          : snapshot_ + s.before;
+                if (std::memcmp(now, before, bytes) == 0) continue;
+            }
             const TorchDevice& device = torch_device(s.device);
             const keel::DeviceView to(device.device(), reinterpret_cast<std::uintptr_t>(s.keel.data()) + s.lo, bytes);
             unwrap(unwrap(device.current_stream())->copy(to, std::span<const std::byte>(now, bytes)));
@@ -389,6 +410,7 @@ private:
 
     const c10::OperatorHandle& op_;
     c10::optional<c10::Device> device_;
+    std::optional<DeviceUse> use_;
     c10::optional<c10::Device> host_mixed_;
     std::vector<MirroredStorage> storages_;
     std::unordered_map<c10::StorageImpl*, int> storage_index_;

@@ -57,6 +57,7 @@ bool lerp_on_device(const at::Tensor& out, const at::Tensor& x, const at::Tensor
     if (out.numel() == 0) return true;
     if (!(w_tensor ? lerp_operands_fit(out, {&x, &y, w_tensor}) : lerp_operands_fit(out, {&x, &y}))) return false;
     const keel_dtype dtype = *keel_dtype_of(out.scalar_type());
+    const DeviceUse use(keel_device_of(out));
     keel::KernelArgs args;
     args.buffer(view_of(x), dtype).buffer(view_of(y), dtype);
     add_weight(args, w, dtype)
@@ -111,6 +112,7 @@ std::pair<at::Tensor, at::Tensor> lerp_grads(const at::Tensor& dout_in, at::IntA
         const c10::DeviceIndex index = dout.device().index();
         at::Tensor dx = want_dx ? empty_keel(x_shape, dout.scalar_type(), index) : at::Tensor();
         at::Tensor dy = want_dy ? empty_keel(y_shape, dout.scalar_type(), index) : at::Tensor();
+        const DeviceUse use(keel_device_of(dout));
         keel::KernelArgs args;
         args.absent(dtype).absent(dtype);
         add_weight(args, w, dtype).buffer(view_of(dout), dtype);

@@ -124,6 +124,20 @@ at::Tensor alias_bytes(const at::Tensor& base, at::ScalarType dtype, std::int64_
     return view.set_(base.storage(), offset, size, stride);
 }
 
+// Fails the calling thread's current stream of the device as an
+// asynchronous device fault does (a host function that returns
+// DEVICE_ERROR when the stream reaches it), so that a program's way on
+// after a fault (recover(), a new process group) can be tested on any
+// device whose plugin lets a host function fail a stream.
+void fail_current_stream(std::int64_t device, std::string message) {
+    const keel::Stream& stream = current_keel_stream(device_at(device).index());
+    TORCH_CHECK(stream.host_funcs_can_fail(), "[keel_torch] fail_current_stream: ", device_name(device),
+                "'s plugin cannot fail a stream from a host function (keel.h 1.4)");
+    unwrap(stream.enqueue_host_func([message = std::move(message)]() -> keel::Result<void> {
+        return keel::Error(KEEL_STATUS_DEVICE_ERROR, "[keel_torch] injected fault: " + message);
+    }));
+}
+
 void reset_peak_memory_stats(std::int64_t device) { unwrap(device_at(device).memory()).reset_peaks(); }
 
 std::int64_t current_stream(std::int64_t device) {
@@ -263,6 +277,7 @@ TORCH_LIBRARY(keel, m) {
     m.def("set_device", &set_device);
     m.def("recover", &recover);
     m.def("data_known", &data_known_op);
+    m.def("fail_current_stream", &fail_current_stream);
     m.def("storage_bytes", &storage_bytes);
     m.def("alias_bytes", &alias_bytes);
     m.def("event_create", &event_create);

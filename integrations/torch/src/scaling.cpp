@@ -73,6 +73,7 @@ bool scale(const at::Tensor& out, const at::Tensor& x, float s) {
     if (!f32_dense_keel(out) || !f32_dense_keel(x) || out.device() != x.device() || out.sizes() != x.sizes())
         return false;
     const TorchDevice& device = keel_device_of(out);
+    const DeviceUse use(device);
     if (!device.kernel("fill").ok() || !device.kernel("axpy").ok()) return false;
     at::Tensor source = x;
     if (bytes_overlap(out, x)) {

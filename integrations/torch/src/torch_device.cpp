@@ -89,6 +89,7 @@ c10::DataPtr allocate_device(c10::DeviceIndex index, std::size_t bytes) {
     const TorchDevice& device = torch_device(index);
     const c10::Device where(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device.index()));
     if (bytes == 0) return {nullptr, nullptr, &delete_nothing, where};
+    const DeviceUse use(device);  // the generation and the stream of one side of a recover()
     const keel::Stream& stream = *unwrap(device.current_stream());
     auto allocation = std::make_unique<DeviceAllocation>();
     allocation->generation.store(device.data_generation(), std::memory_order_relaxed);

@@ -285,11 +285,37 @@ def check_a_peer_gone_is_an_error():
     os._exit(0)  # the communicator's peer is gone: leave without the goodbye
 
 
+def check_a_device_fault_then_a_new_group():
+    # Rank 0's device faults before an all-reduce: the operation never sends
+    # stale data, and fails the group on both ranks at once (not at the
+    # timeout). The group stays failed after recover(); every rank recovers
+    # its device, destroys the group and makes a new one, which works.
+    t = torch.full((4,), 1.0 + RANK, device=DEV)
+    dist.all_reduce(t)
+    same(t, torch.full((4,), 3.0))
+    if RANK == 0:
+        keel_torch.fail_current_stream(DEV, "rank 0's device")
+    # Rank 0 raises at once (its stream failed), rank 1 when it reads.
+    message = expect_error(lambda: (dist.all_reduce(t), t.cpu()))
+    print("read after the fault raised:", message.splitlines()[0])
+    cleared = keel_torch.recover(DEV)
+    assert cleared, "recover() found no failed stream"
+    message = expect_error(lambda: dist.all_reduce(torch.ones(2, device=DEV)), "make a new group")
+    print("the failed group raised:", message.splitlines()[0])
+    dist.destroy_process_group()
+    dist.init_process_group(backend="keel", timeout=datetime.timedelta(seconds=60))
+    t = torch.full((4,), 1.0 + RANK, device=DEV)  # the old t's data is unknown
+    dist.all_reduce(t)
+    same(t, torch.full((4,), 3.0))
+    print("a new group after recover() ok")
+
+
 SCENARIOS = {
     "collectives": [check_all_reduce, check_broadcast_gather_scatter, check_send_recv, check_bad_input,
                     check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered],
     "peer_gone": [check_a_peer_gone_is_an_error],
     "future_then": [check_future_then],
+    "device_fault": [check_a_device_fault_then_a_new_group],
     "against_gloo": [check_against_gloo],
 }
 

@@ -79,6 +79,16 @@ def test_a_collective_whose_peer_is_gone_raises_instead_of_returning_data():
     assert "the next all_reduce raised:" in out, out
 
 
+def test_after_a_device_fault_the_group_stays_failed_and_a_new_group_works():
+    # The way on, on every rank: keel_torch.recover(), then
+    # destroy_process_group() and init_process_group() again.
+    for rank, (status, out) in enumerate(run_ranks("device_fault")):
+        assert status == 0, f"rank {rank}:\n{out}"
+        for line in ("read after the fault raised:", "the failed group raised:", "a new group after recover() ok",
+                     f"rank {rank} done"):
+            assert line in out, f"rank {rank}:\n{out}"
+
+
 def test_future_then_of_a_collective_runs_its_callback_after_it():
     results = run_ranks("future_then")
     for rank, (status, out) in enumerate(results):

@@ -91,8 +91,11 @@ def recover(device=None):
     have been meant to write it): reading it, or writing part of it, raises
     ``RuntimeError`` until it is written whole (``copy_``, ``fill_``,
     ``zero_``, ``load_state_dict``). Tensors made afterwards are fresh. A
-    process group of the keel backend that saw the fault stays failed (make
-    a new one). Call it when no other thread is using the device::
+    process group of the keel backend that saw the fault stays failed: on
+    every rank, ``recover()``, then ``dist.destroy_process_group()`` and
+    ``dist.init_process_group(...)`` again. Other threads may use the device
+    meanwhile: it waits for their operations in flight and holds new ones
+    back until the streams are replaced::
 
         try:
             train_step()
@@ -103,6 +106,15 @@ def recover(device=None):
             optimizer.zero_grad(set_to_none=True)
     """
     return list(_ops.recover(_index(device)))
+
+
+def fail_current_stream(device=None, message="fail_current_stream()"):
+    """Fails the current stream of the device as an asynchronous device
+    fault does: the work enqueued so far runs, the stream fails when it
+    reaches this point (``DEVICE_ERROR``, sticky), and what observes it
+    raises until ``recover()``. For testing a program's way on after a fault;
+    raises where the plugin cannot fail a stream from the host."""
+    _ops.fail_current_stream(_index(device), message)
 
 
 def data_known(tensor):

@@ -13,6 +13,10 @@ const keel::Stream& keel_stream(const c10::Stream& stream) { return keel_torch::
 
 void check_data_known(const c10::Storage& storage) { keel_torch::check_data_known(storage); }
 
+DeviceHold::DeviceHold(c10::DeviceIndex index) : use_(new DeviceUse(torch_device(index))) {}
+
+DeviceHold::~DeviceHold() { delete static_cast<DeviceUse*>(use_); }
+
 c10::Stream new_stream(c10::DeviceIndex index) {
     const TorchDevice& device = torch_device(index);
     const std::int64_t id = unwrap(device.dedicated_stream());

@@ -20,6 +20,19 @@ namespace keel_torch::shared {
 // Throws c10::Error when the storage's data is unknown (keel_torch.recover()
 // after a fault: see torch_device.hpp's check_data_known).
 KEEL_TORCH_EXPORT void check_data_known(const c10::Storage& storage);
+// Holds privateuseone:index against keel_torch.recover() for its scope (an
+// operation's checks and enqueues; see DeviceUse in devices.hpp). Ends on
+// the thread that made it; neither copyable nor movable.
+class KEEL_TORCH_EXPORT DeviceHold {
+public:
+    explicit DeviceHold(c10::DeviceIndex index);
+    DeviceHold(const DeviceHold&) = delete;
+    DeviceHold& operator=(const DeviceHold&) = delete;
+    ~DeviceHold();
+
+private:
+    void* use_;  // a DeviceUse, owned
+};
 // A stream of privateuseone:index made for the caller (for communication),
 // as PyTorch names it.
 [[nodiscard]] KEEL_TORCH_EXPORT c10::Stream new_stream(c10::DeviceIndex index);

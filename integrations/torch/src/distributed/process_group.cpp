@@ -107,7 +107,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::run(OpType type, c10::DeviceInd
                                                      std::vector<at::Tensor> outputs, Enqueue&& enqueue,
                                                      bool host_blocking) {
     const Channel& ch = channel(device);
-    unwrap(ch.comm->error());
+    const shared::DeviceHold hold(device);
+    if (keel::Result<void> failed = ch.comm->error(); !failed.ok())
+        TORCH_CHECK(false, "keel ", keel::status_name(failed.error().code()), ": ", failed.error().message(),
+                    "\n[ProcessGroupKeel] this group failed and stays failed (its peers saw the failure too): "
+                    "after keel_torch.recover(), make a new group on every rank (dist.destroy_process_group(), "
+                    "then dist.init_process_group(...), or dist.new_group(...))");
     const c10::impl::VirtualGuardImpl guard(kKeel);
     const keel::Stream& current = shared::keel_stream(guard.getStream(c10::Device(kKeel, device)));
     const keel::Stream& stream = shared::keel_stream(ch.stream);

@@ -21,11 +21,12 @@
 //
 // Usage: keel-staging-bench [--quick] [--link GBPS] [--chunk-kib N]
 //                           [--threads N] [--reps N] [--check]
-// The configuration starts from pageable_staging_config_from_env()
+// The configuration starts from keel::staging::with_environment()
 // (KEEL_PAGEABLE_CHUNK_KIB, KEEL_PAGEABLE_STAGING_MIB, KEEL_PAGEABLE_THREADS;
 // blocks_per_copy is swept over 1-4, so KEEL_PAGEABLE_BLOCKS is not used)
 // and the flags override it. --check makes one untimed copy per row whose
 // device copies also move the bytes, and verifies them.
+#include <keel/staging/config.hpp>
 #include <keel/staging/copy_pool.hpp>
 #include <keel/staging/pageable_staging.hpp>
 #include <keel/staging/pinned_blocks.hpp>
@@ -56,7 +57,8 @@ using keel::Error;
 using keel::Result;
 using keel::staging::CopyPool;
 using keel::staging::PageableStaging;
-using keel::staging::PageableStagingConfig;
+using keel::StagingConfig;
+using keel::staging::CopyPoolConfig;
 using keel::staging::PinnedMemory;
 using keel::staging::StagingStream;
 using Clock = std::chrono::steady_clock;
@@ -330,9 +332,9 @@ int main(int argc, char** argv) {
     }
     const Options& opt = *parsed;
 
-    PageableStagingConfig config = keel::staging::pageable_staging_config_from_env().expect("reading the environment");
-    if (opt.chunk_kib) config.chunk_bytes = *opt.chunk_kib * kKiB;
-    if (opt.threads) config.copy.threads = *opt.threads;
+    StagingConfig config = keel::staging::with_environment(StagingConfig{}).expect("reading the environment");
+    if (opt.chunk_kib) config.pageable.chunk_bytes = *opt.chunk_kib * kKiB;
+    if (opt.threads) config.copy_threads = *opt.threads;
     const unsigned reps = opt.reps != 0 ? opt.reps : (opt.quick ? 3u : 5u);
     const std::vector<std::size_t> sizes =
         opt.quick ? std::vector<std::size_t>{64 * kMiB} : std::vector<std::size_t>{16 * kMiB, 64 * kMiB, 256 * kMiB};
@@ -349,8 +351,8 @@ int main(int argc, char** argv) {
     SimStream stream(opt.check ? max_size : 0);
     std::vector<std::unique_ptr<PageableStaging>> stagings;
     for (unsigned b = 1; b <= kMaxBlocks; ++b) {
-        PageableStagingConfig c = config;
-        c.blocks_per_copy = b;
+        StagingConfig c = config;
+        c.pageable.blocks_per_copy = b;
         stagings.push_back(std::make_unique<PageableStaging>(std::make_unique<HeapPinned>(), c));
     }
 
@@ -364,15 +366,17 @@ int main(int argc, char** argv) {
     const std::size_t chunk = static_cast<std::size_t>(first.blocks.held_bytes / std::max<std::uint64_t>(first.blocks.allocations, 1));
 
     // The host copy alone: the same threads, chunk by chunk through one block.
-    CopyPool pool(config.copy);
+    CopyPool pool(CopyPoolConfig{.threads = config.copy_threads,
+                                 .min_parallel_bytes = static_cast<std::size_t>(config.pageable.parallel_min_bytes),
+                                 .min_slice_bytes = static_cast<std::size_t>(config.copy_slice_min_bytes)});
     HeapPinned pinned;
     void* block = std::move(pinned.allocate(chunk)).expect("keel-staging-bench: reference block");
 
     std::printf("keel-staging-bench: PageableStaging on a simulated link (device copies sleep bytes/rate, no CPU)\n");
     std::printf("chunk %zu KiB (configured %zu KiB), host threads %u (stats().host_threads), capacity %llu MiB,\n"
                 "best of %u, load average %.2f\n",
-                chunk / kKiB, config.chunk_bytes / kKiB, first.host_threads,
-                static_cast<unsigned long long>(config.capacity / kMiB), reps, load_average());
+                chunk / kKiB, static_cast<std::size_t>(config.pageable.chunk_bytes / kKiB), first.host_threads,
+                static_cast<unsigned long long>(config.pageable.capacity / kMiB), reps, load_average());
     std::printf("GB/s = 10^9 bytes/s. h2d: pageable -> device, d2h: device -> pageable. of link: vs the nominal\n"
                 "rate; host: the CopyPool alone through one block; serial: 1/(1/host + 1/link); link alone: the\n"
                 "simulated device copies alone; of min: vs min(host, link alone); allocs: pinned allocations\n"

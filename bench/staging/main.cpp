@@ -27,6 +27,7 @@
 // and the flags override it. --check makes one untimed copy per row whose
 // device copies also move the bytes, and verifies them.
 #include <keel/staging/config.hpp>
+#include <keel/tools/cli.hpp>
 #include <keel/staging/copy_pool.hpp>
 #include <keel/staging/pageable_staging.hpp>
 #include <keel/staging/pinned_blocks.hpp>
@@ -209,67 +210,6 @@ struct Options {
     bool check = false;
 };
 
-std::optional<double> parse_number(const char* text) {
-    if (text == nullptr || *text == '\0') return std::nullopt;
-    char* end = nullptr;
-    const double value = std::strtod(text, &end);
-    if (*end != '\0' || !(value > 0)) return std::nullopt;
-    return value;
-}
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: keel-staging-bench [--quick] [--link GBPS] [--chunk-kib N] [--threads N]\n"
-                 "                          [--reps N] [--check]\n"
-                 "  --quick       64 MiB only, best of 3\n"
-                 "  --link GBPS   one simulated link rate (default: 10 and 50)\n"
-                 "  --chunk-kib N chunk size (default: KEEL_PAGEABLE_CHUNK_KIB or 4096)\n"
-                 "  --threads N   host copy threads (default: KEEL_PAGEABLE_THREADS or one per\n"
-                 "                hardware thread, at most 16)\n"
-                 "  --reps N      copies per row, the best counts (default 5, 3 with --quick)\n"
-                 "  --check       verify the bytes of one extra copy per row\n");
-}
-
-// Options from the command line; nothing when it is invalid or --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-        auto number = [&]() -> std::optional<double> {
-            auto n = parse_number(value);
-            if (!n) std::fprintf(stderr, "keel-staging-bench: %s needs a positive number\n", argv[i]);
-            ++i;
-            return n;
-        };
-        if (arg == "--quick") {
-            o.quick = true;
-        } else if (arg == "--check") {
-            o.check = true;
-        } else if (arg == "--link") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.link_gbps = *n;
-        } else if (arg == "--chunk-kib") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.chunk_kib = static_cast<std::size_t>(*n);
-        } else if (arg == "--threads") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.threads = static_cast<unsigned>(*n);
-        } else if (arg == "--reps") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.reps = static_cast<unsigned>(*n);
-        } else {
-            usage(arg == "--help" || arg == "-h" ? stdout : stderr);
-            return std::nullopt;
-        }
-    }
-    return o;
-}
-
 double load_average() {
     double load = 0;
     if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -324,13 +264,27 @@ bool checked_copy(PageableStaging& staging, SimStream& stream, bool to_device, d
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::optional<Options> parsed = parse(argc, argv);
-    if (!parsed) {
-        for (int i = 1; i < argc; ++i)
-            if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") return 0;
-        return 2;
-    }
-    const Options& opt = *parsed;
+    CLI::App app{"keel-staging-bench: PageableStaging (the plugins' staging of pageable memory) on a\n"
+                 "simulated link, against the host copy alone, side by side in one run.",
+                 "keel-staging-bench"};
+    keel::cli::show_defaults(app);
+    Options opt;
+    std::size_t chunk_kib = 0;
+    unsigned threads = 0;
+    app.add_flag("--quick", opt.quick, "64 MiB only, best of 3");
+    app.add_option("--link", opt.link_gbps, "One simulated link rate in GB/s (0: 10 and 50)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--chunk-kib", chunk_kib, "Chunk size in KiB (0: KEEL_PAGEABLE_CHUNK_KIB or 4096)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
+    app.add_option("--threads", threads,
+                   "Host copy threads (0: KEEL_PAGEABLE_THREADS or one per hardware thread, at most 16)")
+        ->check(CLI::Range(0u, 1024u));
+    app.add_option("--reps", opt.reps, "Copies per row, the best counts (0: 5, or 3 with --quick)")
+        ->check(CLI::Range(0u, 100'000u));
+    app.add_flag("--check", opt.check, "Verify the bytes of one extra copy per row");
+    if (const std::optional<int> exit_code = keel::cli::parse(app, argc, argv)) return *exit_code;
+    if (chunk_kib != 0) opt.chunk_kib = chunk_kib;
+    if (threads != 0) opt.threads = threads;
 
     StagingConfig config = keel::staging::with_environment(StagingConfig{}).expect("reading the environment");
     if (opt.chunk_kib) config.pageable.chunk_bytes = *opt.chunk_kib * kKiB;

@@ -27,10 +27,11 @@
 // and the flags override it. --check makes one untimed copy per row whose
 // device copies also move the bytes, and verifies them.
 #include <keel/staging/config.hpp>
-#include <keel/tools/cli.hpp>
 #include <keel/staging/copy_pool.hpp>
 #include <keel/staging/pageable_staging.hpp>
 #include <keel/staging/pinned_blocks.hpp>
+#include <keel/testing/bench_stats.hpp>
+#include <keel/tools/cli.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -210,14 +211,7 @@ struct Options {
     bool check = false;
 };
 
-double load_average() {
-    double load = 0;
-    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-        if (std::fscanf(f, "%lf", &load) != 1) load = 0;
-        std::fclose(f);
-    }
-    return load;
-}
+using keel::testing::load_average;
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();

@@ -93,6 +93,14 @@ namespace keel::conformance {
 using keel::testing::Gate;
 using Bytes = std::vector<std::uint8_t>;
 
+// `n` bytes that differ from their neighbours and, by `seed`, from another
+// pattern's: what a copy test writes and expects back.
+[[nodiscard]] inline Bytes pattern(std::size_t n, std::uint8_t seed) {
+    Bytes b(n);
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 31 + seed);
+    return b;
+}
+
 // The bytes of `view`, read through `stream` (waits for them).
 [[nodiscard]] inline Result<Bytes> read_bytes(const Stream& stream, DeviceView view) {
     KEEL_TRY_ASSIGN(HostFuture<std::uint8_t> future, stream.copy_to_vector<std::uint8_t>(view));

@@ -15,12 +15,6 @@
 namespace keel::conformance {
 namespace {
 
-Bytes pattern(std::size_t n, std::uint8_t seed) {
-    Bytes b(n);
-    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 31 + seed);
-    return b;
-}
-
 TEST_P(Conformance, CopiesRoundTripHostToDeviceToDeviceToHost) {
     KEEL_RULE(0, "copy.h2d-source");
     KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(device()));

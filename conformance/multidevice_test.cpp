@@ -15,12 +15,6 @@
 namespace keel::conformance {
 namespace {
 
-Bytes ramp(std::size_t n, std::uint8_t seed) {
-    Bytes b(n);
-    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 13 + seed);
-    return b;
-}
-
 // Another device of the plugin of `device`, or null.
 const Device* sibling_of(const Device& device) {
     for (const Device& d : runtime().devices())
@@ -38,7 +32,7 @@ TEST_P(Conformance, PeerCopiesMoveBytesBetweenTwoDevicesOfThePlugin) {
     if (copy_path(device(), *other) != CopyPath::peer)
         GTEST_SKIP() << device().name() << " -> " << other->name()
                      << ": no peer copy declared (optional: KEEL_DEVICE_CAP_PEER_COPY, device_can_copy_peer)";
-    const Bytes in = ramp(65536 + 3, 1);
+    const Bytes in = pattern(65536 + 3, 1);
     KEEL_ASSERT_OK_AND_ASSIGN(Stream mine, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream theirs, Stream::create(*other));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer src, Buffer::allocate(mine, in.size()));
@@ -94,7 +88,7 @@ TEST_P(Conformance, AStreamWaitsForAnEventOfAnotherDeviceThatDeclaresIt) {
     if (!device().has(DeviceCapability::peer_event_wait) || !other->has(DeviceCapability::peer_event_wait))
         GTEST_SKIP() << "KEEL_DEVICE_CAP_PEER_EVENT_WAIT not declared by both (optional)";
     const keel_plugin_api& api = plugin_table(device());
-    const Bytes in = ramp(4096, 9);
+    const Bytes in = pattern(4096, 9);
     KEEL_ASSERT_OK_AND_ASSIGN(Stream producer, Stream::create(*other));
     KEEL_ASSERT_OK_AND_ASSIGN(Stream consumer, Stream::create(device()));
     KEEL_ASSERT_OK_AND_ASSIGN(Buffer src, Buffer::allocate(producer, in.size()));

@@ -17,6 +17,7 @@
 #include <keel/comm.hpp>
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
+#include <keel/testing/bench_stats.hpp>
 #include <keel/tools/cli.hpp>
 
 #include <gloo/allgather.h>
@@ -166,12 +167,7 @@ double bus_factor(const std::string& op, int n) {
     return 1.0;
 }
 
-// The median of `v` (not empty); reorders it.
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using keel::testing::median;
 
 // Rounds of a size when -r does not say: enough pairs to fill about
 // kSecondsPerSize, at least kMinRounds, at most kMaxRounds. Rank 0's first

@@ -5,6 +5,8 @@
 
 #include "keel_cuda.hpp"
 
+#include <keel/testing/bench_stats.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -49,6 +51,6 @@ using Clock = std::chrono::steady_clock;
     return std::chrono::duration<double>(b - a).count();
 }
 
-[[nodiscard]] double median(std::vector<double> values);
+using keel::testing::median;
 
 }  // namespace keel::bench

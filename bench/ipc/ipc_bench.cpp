@@ -14,6 +14,7 @@
 // Usage: keel-ipc-bench [--device cpu:0] [--reps 200] [--sizes 4096,1048576,67108864]
 #include <keel/ipc.hpp>
 #include <keel/keel.hpp>
+#include <keel/testing/bench_stats.hpp>
 #include <keel/tools/cli.hpp>
 
 #include <algorithm>
@@ -33,11 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using keel::testing::median;
 
 bool write_all(int fd, const void* p, std::size_t n) {
     const auto* c = static_cast<const char*>(p);

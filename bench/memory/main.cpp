@@ -29,6 +29,7 @@
 // time too (less sensitive to a shared, loaded machine).
 #include <keel/environment.hpp>
 #include <keel/keel.hpp>
+#include <keel/testing/bench_stats.hpp>
 #include <keel/tools/cli.hpp>
 
 #include "bench_util.hpp"
@@ -56,14 +57,7 @@ using Clock = std::chrono::steady_clock;
 using keel_bench::check;
 using keel_bench::thread_cpu_seconds;
 
-double load_average() {
-    double load = 0;
-    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-        if (std::fscanf(f, "%lf", &load) != 1) load = 0;
-        std::fclose(f);
-    }
-    return load;
-}
+using keel::testing::load_average;
 
 struct Timing {
     double wall_s = 0;

@@ -4,6 +4,8 @@
 #include "raw_plugin.hpp"
 #include "worker_gate.hpp"
 
+#include <keel/testing/bench_stats.hpp>
+
 #include <sched.h>
 
 #include <algorithm>
@@ -81,11 +83,7 @@ double gated_batch(const P& path, std::string& error) {
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using keel::testing::median;
 
 }  // namespace
 
@@ -161,8 +159,8 @@ void print_own_enqueue(const keel::Runtime& runtime, const keel::Device& device,
     const auto row = [](const char* what, const std::vector<double>& k, const std::vector<double>& p,
                         const std::vector<double>& own) {
         std::printf("   %-7s keel %6.1f / %6.1f   plugin alone %6.1f / %6.1f   own %6.1f\n", what, min_of(k),
-                    median_of(k), min_of(p), median_of(p), median_of(own));
-        return median_of(own);
+                    median(k), min_of(p), median(p), median(own));
+        return median(own);
     };
     const double copy_own = row("copy", ns[0], ns[1], batch_own[0]);
     const double launch_own = row("launch", ns[2], ns[3], batch_own[1]);

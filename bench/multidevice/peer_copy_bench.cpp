@@ -10,6 +10,7 @@
 //   --pair cuda:0,cuda:1 measures A -> A against A -> B (default cpu:0,cpu:1,
 //   where cpu:0 -> level_zero:0 is measured too, when it loads).
 #include <keel/keel.hpp>
+#include <keel/testing/bench_stats.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -24,10 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using keel::testing::median;
 
 // GB/s of `iters` copies of `bytes` from memory of `from` to memory of `to`,
 // on a stream of `to`.

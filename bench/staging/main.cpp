@@ -21,14 +21,17 @@
 //
 // Usage: keel-staging-bench [--quick] [--link GBPS] [--chunk-kib N]
 //                           [--threads N] [--reps N] [--check]
-// The configuration starts from pageable_staging_config_from_env()
+// The configuration starts from keel::staging::with_environment()
 // (KEEL_PAGEABLE_CHUNK_KIB, KEEL_PAGEABLE_STAGING_MIB, KEEL_PAGEABLE_THREADS;
 // blocks_per_copy is swept over 1-4, so KEEL_PAGEABLE_BLOCKS is not used)
 // and the flags override it. --check makes one untimed copy per row whose
 // device copies also move the bytes, and verifies them.
+#include <keel/staging/config.hpp>
 #include <keel/staging/copy_pool.hpp>
 #include <keel/staging/pageable_staging.hpp>
 #include <keel/staging/pinned_blocks.hpp>
+#include <keel/testing/bench_stats.hpp>
+#include <keel/tools/cli.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -56,7 +59,8 @@ using keel::Error;
 using keel::Result;
 using keel::staging::CopyPool;
 using keel::staging::PageableStaging;
-using keel::staging::PageableStagingConfig;
+using keel::StagingConfig;
+using keel::staging::CopyPoolConfig;
 using keel::staging::PinnedMemory;
 using keel::staging::StagingStream;
 using Clock = std::chrono::steady_clock;
@@ -207,75 +211,7 @@ struct Options {
     bool check = false;
 };
 
-std::optional<double> parse_number(const char* text) {
-    if (text == nullptr || *text == '\0') return std::nullopt;
-    char* end = nullptr;
-    const double value = std::strtod(text, &end);
-    if (*end != '\0' || !(value > 0)) return std::nullopt;
-    return value;
-}
-
-void usage(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: keel-staging-bench [--quick] [--link GBPS] [--chunk-kib N] [--threads N]\n"
-                 "                          [--reps N] [--check]\n"
-                 "  --quick       64 MiB only, best of 3\n"
-                 "  --link GBPS   one simulated link rate (default: 10 and 50)\n"
-                 "  --chunk-kib N chunk size (default: KEEL_PAGEABLE_CHUNK_KIB or 4096)\n"
-                 "  --threads N   host copy threads (default: KEEL_PAGEABLE_THREADS or one per\n"
-                 "                hardware thread, at most 16)\n"
-                 "  --reps N      copies per row, the best counts (default 5, 3 with --quick)\n"
-                 "  --check       verify the bytes of one extra copy per row\n");
-}
-
-// Options from the command line; nothing when it is invalid or --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-        auto number = [&]() -> std::optional<double> {
-            auto n = parse_number(value);
-            if (!n) std::fprintf(stderr, "keel-staging-bench: %s needs a positive number\n", argv[i]);
-            ++i;
-            return n;
-        };
-        if (arg == "--quick") {
-            o.quick = true;
-        } else if (arg == "--check") {
-            o.check = true;
-        } else if (arg == "--link") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.link_gbps = *n;
-        } else if (arg == "--chunk-kib") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.chunk_kib = static_cast<std::size_t>(*n);
-        } else if (arg == "--threads") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.threads = static_cast<unsigned>(*n);
-        } else if (arg == "--reps") {
-            auto n = number();
-            if (!n) return std::nullopt;
-            o.reps = static_cast<unsigned>(*n);
-        } else {
-            usage(arg == "--help" || arg == "-h" ? stdout : stderr);
-            return std::nullopt;
-        }
-    }
-    return o;
-}
-
-double load_average() {
-    double load = 0;
-    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-        if (std::fscanf(f, "%lf", &load) != 1) load = 0;
-        std::fclose(f);
-    }
-    return load;
-}
+using keel::testing::load_average;
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -322,17 +258,31 @@ bool checked_copy(PageableStaging& staging, SimStream& stream, bool to_device, d
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::optional<Options> parsed = parse(argc, argv);
-    if (!parsed) {
-        for (int i = 1; i < argc; ++i)
-            if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") return 0;
-        return 2;
-    }
-    const Options& opt = *parsed;
+    CLI::App app{"keel-staging-bench: PageableStaging (the plugins' staging of pageable memory) on a\n"
+                 "simulated link, against the host copy alone, side by side in one run.",
+                 "keel-staging-bench"};
+    keel::cli::show_defaults(app);
+    Options opt;
+    std::size_t chunk_kib = 0;
+    unsigned threads = 0;
+    app.add_flag("--quick", opt.quick, "64 MiB only, best of 3");
+    app.add_option("--link", opt.link_gbps, "One simulated link rate in GB/s (0: 10 and 50)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--chunk-kib", chunk_kib, "Chunk size in KiB (0: KEEL_PAGEABLE_CHUNK_KIB or 4096)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30));
+    app.add_option("--threads", threads,
+                   "Host copy threads (0: KEEL_PAGEABLE_THREADS or one per hardware thread, at most 16)")
+        ->check(CLI::Range(0u, 1024u));
+    app.add_option("--reps", opt.reps, "Copies per row, the best counts (0: 5, or 3 with --quick)")
+        ->check(CLI::Range(0u, 100'000u));
+    app.add_flag("--check", opt.check, "Verify the bytes of one extra copy per row");
+    if (const std::optional<int> exit_code = keel::cli::parse(app, argc, argv)) return *exit_code;
+    if (chunk_kib != 0) opt.chunk_kib = chunk_kib;
+    if (threads != 0) opt.threads = threads;
 
-    PageableStagingConfig config = keel::staging::pageable_staging_config_from_env().expect("reading the environment");
-    if (opt.chunk_kib) config.chunk_bytes = *opt.chunk_kib * kKiB;
-    if (opt.threads) config.copy.threads = *opt.threads;
+    StagingConfig config = keel::staging::with_environment(StagingConfig{}).expect("reading the environment");
+    if (opt.chunk_kib) config.pageable.chunk_bytes = *opt.chunk_kib * kKiB;
+    if (opt.threads) config.copy_threads = *opt.threads;
     const unsigned reps = opt.reps != 0 ? opt.reps : (opt.quick ? 3u : 5u);
     const std::vector<std::size_t> sizes =
         opt.quick ? std::vector<std::size_t>{64 * kMiB} : std::vector<std::size_t>{16 * kMiB, 64 * kMiB, 256 * kMiB};
@@ -349,8 +299,8 @@ int main(int argc, char** argv) {
     SimStream stream(opt.check ? max_size : 0);
     std::vector<std::unique_ptr<PageableStaging>> stagings;
     for (unsigned b = 1; b <= kMaxBlocks; ++b) {
-        PageableStagingConfig c = config;
-        c.blocks_per_copy = b;
+        StagingConfig c = config;
+        c.pageable.blocks_per_copy = b;
         stagings.push_back(std::make_unique<PageableStaging>(std::make_unique<HeapPinned>(), c));
     }
 
@@ -364,15 +314,17 @@ int main(int argc, char** argv) {
     const std::size_t chunk = static_cast<std::size_t>(first.blocks.held_bytes / std::max<std::uint64_t>(first.blocks.allocations, 1));
 
     // The host copy alone: the same threads, chunk by chunk through one block.
-    CopyPool pool(config.copy);
+    CopyPool pool(CopyPoolConfig{.threads = config.copy_threads,
+                                 .min_parallel_bytes = static_cast<std::size_t>(config.pageable.parallel_min_bytes),
+                                 .min_slice_bytes = static_cast<std::size_t>(config.copy_slice_min_bytes)});
     HeapPinned pinned;
     void* block = std::move(pinned.allocate(chunk)).expect("keel-staging-bench: reference block");
 
     std::printf("keel-staging-bench: PageableStaging on a simulated link (device copies sleep bytes/rate, no CPU)\n");
     std::printf("chunk %zu KiB (configured %zu KiB), host threads %u (stats().host_threads), capacity %llu MiB,\n"
                 "best of %u, load average %.2f\n",
-                chunk / kKiB, config.chunk_bytes / kKiB, first.host_threads,
-                static_cast<unsigned long long>(config.capacity / kMiB), reps, load_average());
+                chunk / kKiB, static_cast<std::size_t>(config.pageable.chunk_bytes / kKiB), first.host_threads,
+                static_cast<unsigned long long>(config.pageable.capacity / kMiB), reps, load_average());
     std::printf("GB/s = 10^9 bytes/s. h2d: pageable -> device, d2h: device -> pageable. of link: vs the nominal\n"
                 "rate; host: the CopyPool alone through one block; serial: 1/(1/host + 1/link); link alone: the\n"
                 "simulated device copies alone; of min: vs min(host, link alone); allocs: pinned allocations\n"

@@ -4,6 +4,7 @@
 //
 //   keel-trace-bench [--device cpu:0] [--ops 20000] [--rounds 5]
 #include <keel/keel.hpp>
+#include <keel/testing/bench_stats.hpp>
 #include <keel/trace.hpp>
 
 #include <keel/tools/cli.hpp>
@@ -61,10 +62,7 @@ Timing measure(const keel::Stream& stream, const Op& op, int ops, int batch) {
             std::chrono::duration<double, std::nano>(total).count() / ops};
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using keel::testing::median;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "staging_cache.hpp"
 
+#include <keel/memory_pool.hpp>
+
 namespace keel::comm {
 
 StagingLease::~StagingLease() {
@@ -8,7 +10,14 @@ StagingLease::~StagingLease() {
 
 Result<StagingLease> StagingCache::acquire(std::uint64_t size) {
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
+        if (!keep_bytes_) {
+            lock.unlock();
+            KEEL_TRY_ASSIGN(const MemoryPool pool, MemoryPool::shared(device_));
+            const std::uint64_t keep = pool.config().staging.comm_cached_bytes;
+            lock.lock();
+            keep_bytes_ = keep;
+        }
         auto it = idle_.find(size);
         if (it != idle_.end() && !it->second.empty()) {
             PinnedBuffer buffer = std::move(it->second.back());
@@ -23,7 +32,7 @@ Result<StagingLease> StagingCache::acquire(std::uint64_t size) {
 
 void StagingCache::give_back(PinnedBuffer buffer) noexcept {
     std::unique_lock lock(mutex_);
-    if (idle_bytes_ + buffer.size() <= kKeepBytes) {
+    if (idle_bytes_ + buffer.size() <= keep_bytes_.value_or(0)) {
         idle_bytes_ += buffer.size();
         idle_[buffer.size()].push_back(std::move(buffer));
     }

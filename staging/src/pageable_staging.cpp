@@ -1,7 +1,5 @@
 #include <keel/staging/pageable_staging.hpp>
 
-#include <keel/environment.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -180,30 +178,15 @@ struct Transfer {
 
 // The largest block: a chunk, rounded up to a power of two, but no larger
 // than the capacity allows (smaller chunks rather than no staging at all).
-std::size_t block_bytes(const PageableStagingConfig& config) {
-    constexpr std::size_t kSmallest = 4 * 1024;
-    std::size_t bytes = std::bit_ceil(std::max(config.chunk_bytes, kSmallest));
+std::size_t block_bytes(const PageableStagingSettings& config) {
+    std::size_t bytes =
+        std::bit_ceil(std::max(static_cast<std::size_t>(config.chunk_bytes), kSmallestStagingBlock));
     if (config.capacity < bytes)
-        bytes = std::max<std::size_t>(kSmallest, std::bit_floor(static_cast<std::size_t>(config.capacity)));
+        bytes = std::max<std::size_t>(kSmallestStagingBlock, std::bit_floor(static_cast<std::size_t>(config.capacity)));
     return bytes;
 }
 
 }  // namespace
-
-Result<PageableStagingConfig> pageable_staging_config_from_env() {
-    using env::Var;
-    PageableStagingConfig config;
-    constexpr std::int64_t kMax = std::int64_t{1} << 32;
-    KEEL_TRY_ASSIGN(const auto kib, env::integer(Var::pageable_chunk_kib, 1, kMax));
-    if (kib) config.chunk_bytes = static_cast<std::size_t>(*kib) * 1024;
-    KEEL_TRY_ASSIGN(const auto blocks, env::integer(Var::pageable_blocks, 1, 1024));
-    if (blocks) config.blocks_per_copy = static_cast<unsigned>(*blocks);
-    KEEL_TRY_ASSIGN(const auto mib, env::integer(Var::pageable_staging_mib, 1, kMax));
-    if (mib) config.capacity = static_cast<std::uint64_t>(*mib) * 1024 * 1024;
-    KEEL_TRY_ASSIGN(const auto threads, env::integer(Var::pageable_threads, 1, 1024));
-    if (threads) config.copy.threads = static_cast<unsigned>(*threads);
-    return config;
-}
 
 struct PageableStaging::Core {
     Core(std::unique_ptr<PinnedMemory> memory, const PinnedBlocksConfig& config)
@@ -215,17 +198,20 @@ struct PageableStaging::Core {
     Alive alive;
 };
 
-PageableStaging::PageableStaging(std::unique_ptr<PinnedMemory> memory, const PageableStagingConfig& config)
-    : config_(config),
-      core_(std::make_unique<Core>(std::move(memory), PinnedBlocksConfig{.smallest = 4 * 1024,
-                                                                        .largest = block_bytes(config),
-                                                                        .capacity = config.capacity})) {}
+PageableStaging::PageableStaging(std::unique_ptr<PinnedMemory> memory, const StagingConfig& config)
+    : config_(config.pageable),
+      copy_(CopyPoolConfig{.threads = config.copy_threads,
+                           .min_parallel_bytes = static_cast<std::size_t>(config.pageable.parallel_min_bytes),
+                           .min_slice_bytes = static_cast<std::size_t>(config.copy_slice_min_bytes)}),
+      core_(std::make_unique<Core>(std::move(memory), PinnedBlocksConfig{.smallest = kSmallestStagingBlock,
+                                                                        .largest = block_bytes(config.pageable),
+                                                                        .capacity = config.pageable.capacity})) {}
 
 PageableStaging::~PageableStaging() { release_all(); }
 
 CopyPool& PageableStaging::copier() {
     std::call_once(core_->copier_once, [this] {
-        core_->copier = std::make_unique<CopyPool>(config_.copy);
+        core_->copier = std::make_unique<CopyPool>(copy_);
         host_threads_.store(core_->copier->threads(), std::memory_order_relaxed);
     });
     return *core_->copier;
@@ -246,7 +232,7 @@ Result<void> PageableStaging::stage(StagingStream& stream, unsigned char* host, 
     const std::uint64_t chunk = blocks.largest();
     auto transfer = std::make_shared<Transfer>(blocks, copier(), core_->alive, host, size, chunk);
     const std::uint64_t wanted =
-        std::min<std::uint64_t>(std::max(config_.blocks_per_copy, 1u), transfer->chunks);
+        std::min<std::uint64_t>(std::max<std::uint32_t>(config_.blocks_per_copy, 1), transfer->chunks);
     const std::size_t first_chunk = transfer->bytes(0);
     transfer->lent.reserve(static_cast<std::size_t>(wanted));
     while (transfer->lent.size() < wanted) {

@@ -9,6 +9,7 @@
 #include <keel/keel.hpp>
 #include <keel/testing/gate.hpp>
 #include <keel/testing/result.hpp>
+#include <keel/testing/scoped_env.hpp>
 
 #include <gtest/gtest.h>
 
@@ -203,6 +204,34 @@ TEST_F(CpuMemory, ParallelStagingDeliversEveryPathWithOneAndManyThreads) {
         EXPECT_EQ(st.host_copy_threads, threads);
         if (threads > 1) EXPECT_EQ(st.parallel_copies, 6u);  // the upload's 6 full chunks
         else EXPECT_EQ(st.parallel_copies, 0u);
+    }
+}
+
+// The staging settings of the environment apply to Stream::copy's staging as
+// to the plugins' (one StagingConfig, read in one place), over the code's.
+TEST_F(CpuMemory, TheStagingThreadsOfTheEnvironmentApplyToStreamCopy) {
+    MemoryConfig cfg = config();
+    cfg.staging.copy_threads = 1;
+    cfg.staging.pageable.blocks_per_copy = 2;
+    const testing::ScopedEnv threads("KEEL_PAGEABLE_THREADS", "3");
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool memory, MemoryPool::create(device(), cfg));
+    EXPECT_EQ(memory.config().staging.copy_threads, 3u);
+    EXPECT_EQ(memory.config().staging.pageable.blocks_per_copy, 2u) << "unset variables change nothing";
+    Stream s = stream(memory);
+    const std::size_t size = 2 * MiB;
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer b, Buffer::allocate(s, size));
+    const std::vector<std::uint8_t> data = pattern(size, 5);
+    KEEL_ASSERT_OK(s.copy(b, data));
+    KEEL_ASSERT_OK_AND_ASSIGN(auto back, read(s, b));
+    EXPECT_EQ(back, data);
+    EXPECT_EQ(memory.staging_stats().host_copy_threads, 3u);
+    {
+        const testing::ScopedEnv bad("KEEL_PAGEABLE_THREADS", "three");
+        auto refused = MemoryPool::create(device(), cfg);
+        ASSERT_FALSE(refused.ok());
+        EXPECT_EQ(refused.error().code(), KEEL_STATUS_INVALID_ARGUMENT);
+        EXPECT_NE(refused.error().message().find("KEEL_PAGEABLE_THREADS"), std::string::npos)
+            << refused.error().message();
     }
 }
 

@@ -28,18 +28,18 @@ std::vector<unsigned char> test_bytes(std::size_t n, unsigned char seed) {
 }
 
 struct Rig {
-    explicit Rig(PageableStagingConfig config = small_config(3, 4))
+    explicit Rig(StagingConfig config = small_config(3, 4))
         : counts(std::make_shared<HeapPinned::Counts>()),
           staging(std::make_unique<HeapPinned>(counts), config) {}
 
-    static PageableStagingConfig small_config(unsigned blocks, unsigned threads) {
-        PageableStagingConfig c;
-        c.chunk_bytes = kChunk;
-        c.blocks_per_copy = blocks;
-        c.capacity = 64 * kChunk;
-        c.copy.threads = threads;
-        c.copy.min_parallel_bytes = 16 * 1024;
-        c.copy.min_slice_bytes = 4 * 1024;
+    static StagingConfig small_config(unsigned blocks, unsigned threads) {
+        StagingConfig c;
+        c.pageable.chunk_bytes = kChunk;
+        c.pageable.blocks_per_copy = blocks;
+        c.pageable.capacity = 64 * kChunk;
+        c.copy_threads = threads;
+        c.pageable.parallel_min_bytes = 16 * 1024;
+        c.copy_slice_min_bytes = 4 * 1024;
         return c;
     }
     std::size_t live_blocks() {
@@ -146,7 +146,7 @@ TEST(PageableStaging, SteadyStateMakesNoPinnedAllocation) {
 
 TEST(PageableStaging, StagingMemoryIsBoundedAndACopyMakesDoWithFewerBlocks) {
     auto config = Rig::small_config(3, 2);
-    config.capacity = kChunk;  // one block in all
+    config.pageable.capacity = kChunk;  // one block in all
     Rig rig(config);
     const std::size_t n = 5 * kChunk + 9;
     FakeStream stream(n, /*held=*/true);
@@ -189,7 +189,7 @@ TEST(PageableStaging, WritesItsStatsInTheAbisFormOnlyAsFarAsTheCallersStruct) {
     EXPECT_EQ(full.pinned_allocations, stats.blocks.allocations);
     EXPECT_EQ(full.held_bytes, stats.blocks.held_bytes);
     EXPECT_EQ(full.lent_bytes, 0u);
-    EXPECT_EQ(full.capacity_bytes, config.capacity);
+    EXPECT_EQ(full.capacity_bytes, config.pageable.capacity);
     EXPECT_EQ(full.host_copy_threads, stats.host_threads);
 
     // A caller built against an older layout: nothing past its size changes.

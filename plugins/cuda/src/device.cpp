@@ -89,7 +89,7 @@ Result<void> Device::ensure_context() const {
 }
 
 Device::Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
-               const staging::PageableStagingConfig& staging_config)
+               const StagingConfig& staging_config)
     : index_(index),
       ordinal_(ordinal),
       label_("cuda:" + std::to_string(index)),
@@ -163,7 +163,7 @@ Discovery discover_devices() {
         return found;
     }
     // A staging setting that does not parse leaves no device, saying why.
-    const Result<staging::PageableStagingConfig> staging_config = staging::pageable_staging_config_from_env();
+    const Result<StagingConfig> staging_config = staging::with_environment(StagingConfig{});
     if (!staging_config.ok()) {
         found.status = staging_config.error().message();
         return found;

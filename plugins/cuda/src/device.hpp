@@ -5,6 +5,7 @@
 #include "allocation_registry.hpp"
 #include "handle_pool.hpp"
 
+#include <keel/staging/config.hpp>
 #include <keel/staging/pageable_staging.hpp>
 
 #include <memory>
@@ -43,7 +44,7 @@ public:
     // `index` is keel's ("cuda:<index>"), `ordinal` CUDA's; they differ only
     // when a device before this one could not be queried.
     Device(std::uint32_t index, int ordinal, const cudaDeviceProp& prop,
-           const staging::PageableStagingConfig& staging_config);
+           const StagingConfig& staging_config);
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     Device(Device&&) = delete;

@@ -14,6 +14,13 @@
 
 namespace keel::cuda {
 
+// PluginState and Vendor look like the other GPU plugin's on purpose: what
+// they share (the device list, the counted state, init and shutdown, the
+// generic entries) is plugins/support's DeviceSet and DevicePlugin; what is
+// left differs in each (here: the test-kernel switch and the NCCL library
+// option; in Level Zero: the driver contexts its devices must outlive and
+// the loader option), and is the plugin's to say.
+//
 // Immutable after construction except inside each Device (whose members
 // are thread-safe), so entries read it from any thread without locking.
 class PluginState : public plugin::DeviceSet<Device> {

@@ -116,7 +116,7 @@ Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, cons
 
 // The GPUs of one driver, with a context; notes what was skipped.
 void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index,
-                     const staging::PageableStagingConfig& staging_config, Discovery& found) {
+                     const StagingConfig& staging_config, Discovery& found) {
     const std::string which = "Level Zero driver " + std::to_string(driver_index);
     uint32_t count = 0;
     if (const ZeCall c = KEEL_ZE(zeDeviceGet, driver, &count, nullptr); !c.ok()) {
@@ -168,7 +168,7 @@ void DriverContext::destroy() noexcept { (void)ze().zeContextDestroy(context_); 
 
 Device::Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t handle,
                const keel_device_properties& properties, const DeviceLimits& limits,
-               const staging::PageableStagingConfig& staging_config)
+               const StagingConfig& staging_config)
     : index_(index),
       label_("level_zero:" + std::to_string(index)),
       driver_(driver),
@@ -217,7 +217,7 @@ Discovery discover_devices() {
         return found;
     }
     // A staging setting that does not parse leaves no device, saying why.
-    const Result<staging::PageableStagingConfig> staging_config = staging::pageable_staging_config_from_env();
+    const Result<StagingConfig> staging_config = staging::with_environment(StagingConfig{});
     if (!staging_config.ok()) {
         found.status = staging_config.error().message();
         return found;

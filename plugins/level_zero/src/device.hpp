@@ -8,6 +8,7 @@
 
 #include <keel/keel.h>
 #include <keel/result.hpp>
+#include <keel/staging/config.hpp>
 #include <keel/staging/pageable_staging.hpp>
 
 #include <level_zero/ze_api.h>
@@ -61,7 +62,7 @@ class Device {
 public:
     Device(std::uint32_t index, DriverContext& driver, ze_device_handle_t handle,
            const keel_device_properties& properties, const DeviceLimits& limits,
-           const staging::PageableStagingConfig& staging_config);
+           const StagingConfig& staging_config);
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     Device(Device&&) = delete;

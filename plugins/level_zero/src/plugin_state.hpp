@@ -23,6 +23,13 @@ struct DriverContexts {
     std::vector<std::unique_ptr<DriverContext>> drivers;
 };
 
+// PluginState and Vendor look like the other GPU plugin's on purpose: what
+// they share (the device list, the counted state, init and shutdown, the
+// generic entries) is plugins/support's DeviceSet and DevicePlugin; what is
+// left differs in each (here: the driver contexts its devices must outlive
+// and the loader option; in CUDA: the test-kernel switch and the NCCL
+// library option), and is the plugin's to say.
+//
 // Immutable after construction except inside each Device (whose members
 // are thread-safe), so entries read it from any thread without locking.
 class PluginState : private DriverContexts, public plugin::DeviceSet<Device> {

@@ -4,14 +4,12 @@
 // never by failing. Plain values; compare with ==.
 #pragma once
 
+#include <keel/base/staging_config.hpp>
+
 #include <chrono>
 #include <cstdint>
 
 namespace keel {
-
-inline constexpr std::uint64_t KiB = 1024;
-inline constexpr std::uint64_t MiB = 1024 * KiB;
-inline constexpr std::uint64_t GiB = 1024 * MiB;
 
 struct AllocatorConfig {
     // Requests are rounded up to a multiple of max(rounding, device alignment).
@@ -61,37 +59,8 @@ struct AllocatorConfig {
     friend bool operator==(const AllocatorConfig&, const AllocatorConfig&) = default;
 };
 
-struct StagingConfig {
-    // Host->device copies larger than this are split into chunks of this size
-    // so that filling the next chunk overlaps with the device copying the
-    // previous one, and so that staging use per copy stays bounded.
-    std::uint64_t chunk_bytes = 1 * MiB;
-    // Past this many chunks in flight, a copy reuses the staging block of its
-    // oldest chunk once the device has read it, so its staging stays in the
-    // last-level cache (ring_chunks * chunk_bytes must fit there). It waits
-    // at most ring_wait for that chunk; a stream busy with earlier work makes
-    // it take fresh blocks instead. 0 = never reuse within a copy.
-    std::uint32_t ring_chunks = 4;
-    std::chrono::microseconds ring_wait{1000};
-    // Free staging blocks kept for reuse; more than this is returned to the
-    // plugin when a block comes back.
-    std::uint64_t max_cached_bytes = 256 * MiB;
-    // Use the plugin's memcpy_h2d_inline for copies up to KEEL_INLINE_COPY_MAX.
-    bool inline_small_copies = true;
-    // Host threads that copy from the container into staging, the calling
-    // thread included (a pool made at the first large copy; its workers block
-    // while idle). 0: one per hardware thread, at most 16. 1: the caller
-    // copies alone.
-    std::uint32_t copy_threads = 0;
-    // Host->device: chunks the threads fill ahead of the one whose device
-    // copy is enqueued next, so that the host copy of later chunks overlaps
-    // the device copy of earlier ones.
-    std::uint32_t stage_ahead = 2;
-    // Copies (or chunks) below this are copied by the calling thread alone.
-    std::uint64_t parallel_min_bytes = 1 * MiB;
-
-    friend bool operator==(const StagingConfig&, const StagingConfig&) = default;
-};
+// StagingConfig (<keel/base/staging_config.hpp>): every staging setting, the
+// same type the plugins take.
 
 struct BackPressureConfig {
     // Staging bytes whose copies have not completed. Past it, the host waits

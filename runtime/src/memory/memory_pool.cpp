@@ -2,6 +2,7 @@
 
 #include <keel/memory_pool.hpp>
 #include <keel/environment.hpp>
+#include <keel/staging/config.hpp>
 
 #include "access.hpp"
 
@@ -75,6 +76,7 @@ Result<MemoryConfig> with_environment(MemoryConfig config) {
     if (check) config.allocator.checked = *check;
     KEEL_TRY_ASSIGN(const std::optional<bool> no_caching, env::flag(env::Var::no_caching));
     if (no_caching) config.allocator.caching = !*no_caching;
+    KEEL_TRY_ASSIGN(config.staging, staging::with_environment(config.staging));
     return config;
 }
 
@@ -82,7 +84,7 @@ Result<std::shared_ptr<MemoryCore>> create_core(const Device& device, const Memo
     KEEL_TRY_ASSIGN(const MemoryConfig config, with_environment(code_config));
     KEEL_TRY(check_config(device, config));
     try {
-        return MemoryCore::create(std::make_unique<PluginDeviceOps>(device), config,
+        return MemoryCore::create(std::make_unique<PluginDeviceOps>(device, config.staging), config,
                                   &detail::Access::slot(device));
     } catch (const std::bad_alloc&) {
         return Error(KEEL_STATUS_OUT_OF_MEMORY,

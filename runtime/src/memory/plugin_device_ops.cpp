@@ -13,15 +13,14 @@ using detail::api_of;
 
 }  // namespace
 
-PluginDeviceOps::PluginDeviceOps(Device device)
+PluginDeviceOps::PluginDeviceOps(Device device, const StagingConfig& staging)
     : device_(std::move(device)), handle_(detail::Access::handle(device_)) {
     const DeviceProperties& props = device_.properties();
     if (props.alloc_alignment != 0) alignment_ = props.alloc_alignment;
     total_memory_ = props.total_memory;
     has_host_alloc_ = api_of(device_).has_host_alloc();
     has_inline_ = api_of(device_).has_memcpy_h2d_inline();
-    if (auto staging = PluginStaging::for_device(device_); staging.ok()) staging_ = std::move(*staging);
-    else staging_error_ = std::move(staging).error();
+    staging_ = PluginStaging::for_device(device_, staging);
 }
 
 PluginDeviceOps::~PluginDeviceOps() = default;
@@ -108,14 +107,12 @@ Result<void> PluginDeviceOps::memcpy_d2h(keel_stream stream, void* dst, keel_dev
 Result<void> PluginDeviceOps::pageable_h2d(keel_stream stream, keel_device_addr dst, const void* src,
                                            std::uint64_t size) {
     if (staging_) return staging_->to_device(stream, dst, src, size);
-    if (staging_error_) return *staging_error_;
     return memcpy_h2d(stream, dst, src, size);
 }
 
 Result<void> PluginDeviceOps::pageable_d2h(keel_stream stream, void* dst, keel_device_addr src,
                                            std::uint64_t size) {
     if (staging_) return staging_->to_host(stream, dst, src, size);
-    if (staging_error_) return *staging_error_;
     return memcpy_d2h(stream, dst, src, size);
 }
 

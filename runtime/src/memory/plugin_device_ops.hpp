@@ -20,7 +20,8 @@ namespace keel::memory {
 // loaded for the object's life.
 class PluginDeviceOps final : public DeviceOps {
 public:
-    explicit PluginDeviceOps(Device device);
+    // `staging`: the MemoryPool's, for a device that copies only pinned memory.
+    PluginDeviceOps(Device device, const StagingConfig& staging);
     PluginDeviceOps(const PluginDeviceOps&) = delete;
     PluginDeviceOps& operator=(const PluginDeviceOps&) = delete;
     PluginDeviceOps(PluginDeviceOps&&) = delete;
@@ -69,8 +70,6 @@ private:
     bool has_inline_ = false;
     // Null unless the device takes only pinned memory in its copies.
     std::unique_ptr<PluginStaging> staging_;
-    // Why it is null where the device needs it (settings that do not parse).
-    std::optional<Error> staging_error_;
 
     // Ordinary host memory standing in for pinned memory when the plugin
     // has no host_alloc (the ABI says the runtime then stages through it).

@@ -61,15 +61,14 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<PluginStaging>> PluginStaging::for_device(const Device& device) {
+std::unique_ptr<PluginStaging> PluginStaging::for_device(const Device& device, const StagingConfig& config) {
     const detail::PluginApi& api = api_of(device);
     if (api.abi_minor() < 3 || !device.has(DeviceCapability::pinned_copies_only) || !api.has_host_alloc())
-        return std::unique_ptr<PluginStaging>();
-    KEEL_TRY_ASSIGN(const staging::PageableStagingConfig config, staging::pageable_staging_config_from_env());
+        return nullptr;
     return std::make_unique<PluginStaging>(device, config);
 }
 
-PluginStaging::PluginStaging(Device device, const staging::PageableStagingConfig& config)
+PluginStaging::PluginStaging(Device device, const StagingConfig& config)
     : device_(std::move(device)), staging_(std::make_unique<HostAllocMemory>(device_), config) {}
 
 Result<void> PluginStaging::to_device(keel_stream stream, keel_device_addr dst, const void* src,

@@ -22,11 +22,12 @@ namespace keel::memory {
 class PluginStaging {
 public:
     // Null when the device does not need it: no PINNED_COPIES_ONLY, a plugin
-    // of a minor before 1.3, or no host_alloc. An error when the staging
-    // settings in the environment do not parse.
-    [[nodiscard]] static Result<std::unique_ptr<PluginStaging>> for_device(const Device& device);
+    // of a minor before 1.3, or no host_alloc. `config` is the MemoryPool's
+    // (the environment already applied): its `pageable` fields and
+    // copy_threads.
+    [[nodiscard]] static std::unique_ptr<PluginStaging> for_device(const Device& device, const StagingConfig& config);
 
-    PluginStaging(Device device, const staging::PageableStagingConfig& config);
+    PluginStaging(Device device, const StagingConfig& config);
     PluginStaging(const PluginStaging&) = delete;
     PluginStaging& operator=(const PluginStaging&) = delete;
 

@@ -23,7 +23,7 @@ StagedUpload::~StagedUpload() {
 
 Result<void> StagedUpload::run(keel_device_addr dst, std::span<const std::byte> src) {
     const StagingConfig& config = core_.staging().config();
-    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(config.chunk_bytes, 4 * KiB);
+    const std::uint64_t chunk_bytes = std::max<std::uint64_t>(config.chunk_bytes, kSmallestStagingBlock);
     in_flight_.reserve(std::min<std::uint64_t>((src.size() + chunk_bytes - 1) / chunk_bytes,
                                                std::uint64_t{config.ring_chunks} + 1));
     if (recycle_ && src.size() > std::uint64_t{config.ring_chunks} * chunk_bytes) {

@@ -30,8 +30,8 @@ private:
 
 staging::PinnedBlocksConfig blocks_config(const StagingConfig& config) {
     staging::PinnedBlocksConfig blocks;
-    blocks.smallest = 4 * KiB;
-    blocks.largest = static_cast<std::size_t>(std::max<std::uint64_t>(config.chunk_bytes, 4 * KiB));
+    blocks.smallest = kSmallestStagingBlock;
+    blocks.largest = static_cast<std::size_t>(std::max<std::uint64_t>(config.chunk_bytes, kSmallestStagingBlock));
     blocks.capacity = UINT64_MAX;  // bounded by back-pressure and host_alloc instead
     blocks.max_idle_bytes = config.max_cached_bytes;
     return blocks;
@@ -56,6 +56,7 @@ staging::CopyPool& StagingPool::copier() {
         staging::CopyPoolConfig pool;
         pool.threads = config_.copy_threads;
         pool.min_parallel_bytes = static_cast<std::size_t>(config_.parallel_min_bytes);
+        pool.min_slice_bytes = static_cast<std::size_t>(config_.copy_slice_min_bytes);
         copier_ = std::make_unique<staging::CopyPool>(pool);
         copier_ready_.store(copier_.get(), std::memory_order_release);
     });

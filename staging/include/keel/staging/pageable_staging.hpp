@@ -29,6 +29,7 @@
 // pinned memory.
 #pragma once
 
+#include <keel/base/staging_config.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 #include <keel/staging/copy_pool.hpp>
@@ -61,25 +62,6 @@ public:
                                                            std::size_t bytes) = 0;
 };
 
-struct PageableStagingConfig {
-    // Device copies per chunk cost a host step (a callback round trip, tens of
-    // µs on CUDA); 4 MiB at 50 GB/s is 80 µs.
-    std::size_t chunk_bytes = 4 * 1024 * 1024;
-    // Blocks lent to one copy: 2 overlap one host copy with one device copy;
-    // 3 let the host copies run a chunk further ahead.
-    unsigned blocks_per_copy = 3;
-    // Pinned bytes held by all copies together, idle blocks included.
-    std::uint64_t capacity = 256ull * 1024 * 1024;
-    CopyPoolConfig copy;
-};
-
-// The defaults, overridden by the environment where set (for tuning on a
-// given host): KEEL_PAGEABLE_CHUNK_KIB, KEEL_PAGEABLE_BLOCKS,
-// KEEL_PAGEABLE_STAGING_MIB (capacity), KEEL_PAGEABLE_THREADS (unset: one
-// per hardware thread, at most 16), read by <keel/environment.hpp>. A value
-// that does not parse is INVALID_ARGUMENT naming the variable.
-[[nodiscard]] Result<PageableStagingConfig> pageable_staging_config_from_env();
-
 struct PageableStagingStats {
     PinnedBlocksStats blocks;
     std::uint64_t copies = 0;        // copies staged
@@ -90,7 +72,10 @@ struct PageableStagingStats {
 
 class PageableStaging {
 public:
-    PageableStaging(std::unique_ptr<PinnedMemory> memory, const PageableStagingConfig& config = {});
+    // Takes config.pageable and config.copy_threads (StagingConfig's
+    // defaults unless given; keel::staging::with_environment applies the
+    // environment).
+    PageableStaging(std::unique_ptr<PinnedMemory> memory, const StagingConfig& config = {});
     PageableStaging(const PageableStaging&) = delete;
     PageableStaging& operator=(const PageableStaging&) = delete;
     ~PageableStaging();
@@ -117,7 +102,7 @@ public:
     // The same, in the ABI's form (device_pageable_staging_stats): writes the
     // fields that fit out->struct_size. INVALID_ARGUMENT when `out` is null.
     [[nodiscard]] Result<void> write_stats(keel_pageable_staging_stats* out) const;
-    [[nodiscard]] const PageableStagingConfig& config() const noexcept { return config_; }
+    [[nodiscard]] const PageableStagingSettings& config() const noexcept { return config_; }
 
 private:
     [[nodiscard]] Result<void> stage(StagingStream& stream, unsigned char* host, std::uint64_t size,
@@ -129,7 +114,8 @@ private:
     // to steps that never ran.
     struct Core;
 
-    const PageableStagingConfig config_;
+    const PageableStagingSettings config_;
+    const CopyPoolConfig copy_;
     std::unique_ptr<Core> core_;  // null once leaked by release_all()
     std::atomic<std::uint64_t> copies_{0};
     std::atomic<std::uint64_t> short_copies_{0};

@@ -11,17 +11,20 @@
 // calls into the driver, so a block may be given back from a driver
 // callback thread. Blocks are allocated in lend(), on the calling thread.
 //
-// One cache, two owners, each with its own instance and configuration:
+// One cache, two owners, each with its own instance, both configured from
+// the one StagingConfig (<keel/base/staging_config.hpp>):
 //   - the runtime, one per memory pool, for the enqueue-time staging of
 //     borrowed host containers (Stream::copy reads them before it returns,
-//     which no ABI entry can promise), configured by MemoryConfig::staging,
-//     its blocks coming back when an event says their copy ran;
+//     which no ABI entry can promise), its blocks coming back when an event
+//     says their copy ran;
 //   - a plugin whose device cannot reach pageable memory, one per device
 //     inside its PageableStaging (execution-time staging behind memcpy_h2d
-//     and memcpy_d2h, configured by KEEL_PAGEABLE_*): keel.h promises those
+//     and memcpy_d2h, StagingConfig::pageable): keel.h promises those
 //     entries to every caller of the C ABI, not only to keel's runtime, and a
 //     plugin cannot borrow the runtime's blocks across the ABI.
 // Sharing one instance would need an ABI entry that lends pinned blocks.
+// A Communicator's generic path keeps a third cache, of PinnedBuffers
+// (comm/src/staging_cache.hpp says why it cannot be this one).
 //
 // Thread-safety: PinnedBlocks is Sync; every member may be called from any
 // thread.

@@ -145,7 +145,10 @@ TEST_F(EventTimesTest, StoppingWhileTheStreamIsBlockedWritesWhatHasNotRunUntimed
     go.store(true);
     ASSERT_TRUE(s.synchronize().ok());
     std::vector<Slice> slices = stream_slices(read_text(first));
-    EXPECT_EQ(count_named(slices, "memset", true), 3u) << "the memsets behind the blocked function";
+    // The first memset may or may not have run by the stop; the three behind
+    // the blocked function have not.
+    EXPECT_EQ(count_named(slices, "memset", true) + count_named(slices, "memset", false), 4u);
+    EXPECT_GE(count_named(slices, "memset", true), 3u) << "the memsets behind the blocked function";
     EXPECT_EQ(count_named(slices, "host function", true), 1u);
 
     trace = keel::Trace::start({second}).value();

@@ -90,7 +90,9 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
     }
     keel_event e = take_event();
     if (e == nullptr) return false;
-    if (!api_.event_record(e, stream_).ok()) {
+    if (Result<void> recorded = api_.event_record(e, stream_); !recorded.ok()) {
+        // A stream that failed refuses new work: its error is the operation's status.
+        record->status.store(recorded.error().code(), std::memory_order_relaxed);
         give_back(e);
         return false;
     }
@@ -147,7 +149,12 @@ void StreamTimes::resolve_locked() noexcept {
 }
 
 void StreamTimes::drop_locked() noexcept {
+    // A failed stream may never complete the events behind its failure: its
+    // error is the status of those operations, as a host function's would be.
+    std::int32_t done = 0;
+    Result<void> state = points_.empty() ? Result<void>(ok()) : api_.stream_query(stream_, &done);
     for (const Point& p : points_) {
+        if (!state.ok() && p.is_end) p.record->status.store(state.error().code(), std::memory_order_relaxed);
         give_back(p.event);
         point_settled(p.record);
     }

@@ -70,7 +70,11 @@ void OpScope::end(Record* r, const detail::PluginApi* api, keel_stream stream, S
     if (!device_times() || api == nullptr) return;
     if (times != nullptr && times->end(r)) return;
     marks_pending(r, 1);
-    if (!api->stream_enqueue_host_func(stream, &mark_end, r).ok()) mark_dropped(r);
+    if (Result<void> enqueued = api->stream_enqueue_host_func(stream, &mark_end, r); !enqueued.ok()) {
+        // A failed stream refuses the mark: its error is the operation's status.
+        r->status.store(enqueued.error().code(), std::memory_order_relaxed);
+        mark_dropped(r);
+    }
 }
 
 WaitScope::WaitScope(const char* what, const Stream& stream) noexcept {

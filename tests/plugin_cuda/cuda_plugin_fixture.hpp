@@ -142,4 +142,12 @@ protected:
     keel_device device_ = nullptr;
 };
 
+// A buffer's floats, read back after everything before on `stream`.
+inline std::vector<float> read_floats(const keel_plugin_api& api, keel_stream stream, const DeviceBuffer& buf) {
+    std::vector<float> host(buf.size() / sizeof(float), -1.0f);
+    KEEL_EXPECT_OK(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size()));
+    KEEL_EXPECT_OK(api.stream_synchronize(stream));
+    return host;
+}
+
 }  // namespace keel::cuda_test

@@ -9,13 +9,6 @@ namespace {
 
 using CudaKernel = CudaDeviceTest;
 
-std::vector<float> read_floats(const keel_plugin_api& api, keel_stream stream, const DeviceBuffer& buf) {
-    std::vector<float> host(buf.size() / sizeof(float), -1.0f);
-    KEEL_EXPECT_OK(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size()));
-    KEEL_EXPECT_OK(api.stream_synchronize(stream));
-    return host;
-}
-
 TEST_F(CudaKernel, FillAndAxpyComputeOnTheDevice) {
     constexpr std::size_t n = (1u << 20) + 3;  // more elements than one grid pass, odd tail
     Stream stream(api(), device());

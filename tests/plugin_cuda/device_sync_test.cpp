@@ -15,13 +15,6 @@ namespace {
 
 using CudaSync = CudaDeviceTest;
 
-std::vector<float> read_floats(const keel_plugin_api& api, keel_stream stream, const DeviceBuffer& buf) {
-    std::vector<float> host(buf.size() / sizeof(float), -1.0f);
-    KEEL_EXPECT_OK(api.memcpy_d2h(stream, host.data(), buf.addr(), buf.size()));
-    KEEL_EXPECT_OK(api.stream_synchronize(stream));
-    return host;
-}
-
 TEST_F(CudaSync, ANewStreamIsIdle) {
     Stream stream(api(), device());
     int32_t done = 0;

@@ -28,7 +28,7 @@ namespace {
 
 // The calling thread's current stream id per device index; absent = 0.
 thread_local std::unordered_map<int, std::int64_t> current_streams;
-thread_local int current_device = 0;
+thread_local int this_threads_device = 0;
 
 }  // namespace
 
@@ -44,8 +44,8 @@ void set_current_stream_id(int index, std::int64_t id) noexcept {
     }
 }
 
-int current_device_index() noexcept { return current_device; }
-void set_current_device_index(int index) noexcept { current_device = index; }
+int current_device_index() noexcept { return this_threads_device; }
+void set_current_device_index(int index) noexcept { this_threads_device = index; }
 
 keel::Result<const keel::Stream*> TorchDevice::stream(std::int64_t id) const {
     std::lock_guard lock(mutex_);

@@ -172,7 +172,7 @@ void wait_stream(std::int64_t device, std::int64_t stream, std::int64_t other) {
     unwrap(unwrap(d.stream(stream))->order_after(*unwrap(d.stream(other))));
 }
 
-void record_stream(const at::Tensor& tensor, std::int64_t stream) {
+void record_stream_by_id(const at::Tensor& tensor, std::int64_t stream) {
     TORCH_CHECK(is_keel(tensor), "[keel_torch] record_stream: not a keel tensor (", tensor.device(), ")");
     record_data_on_stream(tensor.storage().data_ptr(),
                           c10::Stream(c10::Stream::UNSAFE, tensor.device(), stream));
@@ -294,7 +294,7 @@ TORCH_LIBRARY(keel, m) {
     m.def("synchronize", &synchronize_device);
     m.def("query_stream", &query_stream);
     m.def("wait_stream", &wait_stream);
-    m.def("record_stream", &record_stream);
+    m.def("record_stream", &record_stream_by_id);
     m.def("memory_stats", &memory_stats);
     m.def("memory_summary", &memory_summary);
     m.def("empty_cache", &empty_cache);

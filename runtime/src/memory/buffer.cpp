@@ -76,21 +76,28 @@ void order_foreign_uses(MemoryCore& core, const Block* block, std::vector<Record
     const detail::DeviceSlot& owner_device = *core.device();
     for (const RecordedUse& use : uses) {
         if (use.foreign == nullptr) continue;
+        // The other device's memory instance before any stream is kept open:
+        // shared_core's lock comes first in the lock order (a memory instance
+        // is made under it, and making one takes the allocator's and then
+        // the stream registry's locks, which keep_open holds).
+        auto theirs = owner != nullptr
+                          ? shared_core(detail::Access::device(use.foreign->plugin->shares().handle(*use.foreign)), nullptr)
+                          : Result<std::shared_ptr<MemoryCore>>(
+                                Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed"));
         // A stream closed since: closing waited for its work.
         const OpenStream foreign = keep_open(use.stream, use.generation, Match::exact);
         if (!foreign) continue;
         Result<void> ordered = Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed");
         if (const StreamGeneration g = owner != nullptr ? stream_generation(owner) : 0; g != 0) {
             const OpenStream open_owner = keep_open(owner, g, Match::exact);
-            auto theirs = open_owner ? shared_core(detail::Access::device(use.foreign->plugin->shares().handle(*use.foreign)),
-                                                   nullptr)
-                                     : Result<std::shared_ptr<MemoryCore>>(
-                                           Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed"));
             // The block is reused only by its own stream's later work, so
             // that stream waits for the other device's use: the free stays
             // stream-ordered.
-            ordered = theirs.ok() ? cross_device::order_after(owner_device, owner, *use.foreign, use.stream, *theirs)
-                                  : Result<void>(std::move(theirs).error());
+            if (!open_owner)
+                ordered = Error(KEEL_STATUS_FAILED_PRECONDITION, "the buffer's own stream is closed");
+            else
+                ordered = theirs.ok() ? cross_device::order_after(owner_device, owner, *use.foreign, use.stream, *theirs)
+                                      : Result<void>(std::move(theirs).error());
         }
         if (!ordered.ok()) {
             // No stream to order: the use is waited for here.

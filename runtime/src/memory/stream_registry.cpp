@@ -38,6 +38,10 @@ void unregister_stream(keel_stream stream) noexcept {
 }
 
 StreamGeneration stream_generation(keel_stream stream) noexcept {
+    // No stream is never open; and no lock here, since a memory instance asks
+    // while it is being made under shared_core's lock, whose holders may take
+    // this registry's lock the other way round (a free ordered across devices).
+    if (stream == nullptr) return 0;
     OpenStreams& r = open_streams();
     std::shared_lock lock(r.mu);
     auto it = r.open.find(stream);

@@ -1,13 +1,39 @@
 #include "comm_diagnosis.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 namespace keel::comm {
 
+namespace {
+
+// A value in a progress line: one word.
+std::string word_of(std::string value) {
+    if (value.empty()) return "-";
+    std::replace(value.begin(), value.end(), ' ', '_');
+    return value;
+}
+
+std::string value_of(const std::string& word) { return word == "-" ? std::string() : word; }
+
+}  // namespace
+
 std::string progress_line(const std::string& name, int size, const RankProgress& p) {
-    return "[comm-progress] name=" + name + " rank=" + std::to_string(p.rank) + " size=" + std::to_string(size) +
-           " enqueued=" + std::to_string(p.enqueued) + " waiting=" + std::to_string(p.waiting) + " op=" + p.op;
+    std::string line = "[comm-progress] name=" + name + " rank=" + std::to_string(p.rank) +
+                       " size=" + std::to_string(size) + " enqueued=" + std::to_string(p.enqueued) +
+                       " waiting=" + std::to_string(p.waiting) + " op=" + word_of(p.op) +
+                       " process=" + word_of(p.process);
+    if (p.next >= 0) line += " next=" + std::to_string(p.next) + " next_op=" + word_of(p.next_op);
+    if (!p.blocked_comm.empty())
+        line += " blocked_comm=" + word_of(p.blocked_comm) + " blocked_index=" + std::to_string(p.blocked_index) +
+                " blocked_op=" + word_of(p.blocked_op);
+    return line;
 }
 
 bool parse_progress(const std::string& line, RankProgress& out) {
@@ -23,6 +49,12 @@ bool parse_progress(const std::string& line, RankProgress& out) {
             else if (key == "enqueued") out.enqueued = std::stoull(value), enqueued = true;
             else if (key == "waiting") out.waiting = std::stoll(value);
             else if (key == "op") out.op = value;
+            else if (key == "process") out.process = value_of(value);
+            else if (key == "next") out.next = std::stoll(value);
+            else if (key == "next_op") out.next_op = value_of(value);
+            else if (key == "blocked_comm") out.blocked_comm = value_of(value);
+            else if (key == "blocked_index") out.blocked_index = std::stoll(value);
+            else if (key == "blocked_op") out.blocked_op = value_of(value);
         }
     } catch (...) {
         return false;
@@ -67,6 +99,10 @@ std::string diagnosis_text(const std::string& name, int rank, int size, const Ra
             missing.push_back("rank " + std::to_string(r) + (r == rank ? " (this rank enqueued " : " (enqueued ") +
                               std::to_string(p->enqueued) + " operations, the last #" +
                               std::to_string(static_cast<std::int64_t>(p->enqueued) - 1) + ")");
+        } else if (!p->blocked_comm.empty()) {
+            missing.push_back("rank " + std::to_string(r) + " (its " + p->next_op + " #" + std::to_string(p->next) +
+                              " is queued on its stream behind communicator '" + p->blocked_comm + "' " +
+                              p->blocked_op + " #" + std::to_string(p->blocked_index) + ", which waits for its peers)");
         }
     }
     out << "  ranks waiting in " << op << " #" << index << ": ";
@@ -79,6 +115,133 @@ std::string diagnosis_text(const std::string& name, int rank, int size, const Ra
         for (std::size_t i = 0; i < missing.size(); ++i) out << (i ? "; " : "") << missing[i];
     }
     return out.str();
+}
+
+std::string this_process() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid());
+}
+
+namespace {
+
+// Leaf locks: nothing is called while they are held.
+std::mutex& gates_mutex() {
+    static std::mutex m;
+    return m;
+}
+std::map<keel_stream, RunningGate>& gates() {
+    static std::map<keel_stream, RunningGate> g;
+    return g;
+}
+
+struct RememberedReports {
+    std::vector<RankProgress> reports;
+    std::chrono::steady_clock::time_point when;
+};
+std::mutex& reports_mutex() {
+    static std::mutex m;
+    return m;
+}
+std::map<std::string, RememberedReports>& remembered() {
+    static std::map<std::string, RememberedReports> r;
+    return r;
+}
+
+}  // namespace
+
+void gate_started(keel_stream stream, const std::string& comm, const char* op, std::uint64_t index) {
+    std::lock_guard lock(gates_mutex());
+    gates()[stream] = RunningGate{comm, op, index};
+}
+
+void gate_ended(keel_stream stream) {
+    std::lock_guard lock(gates_mutex());
+    gates().erase(stream);
+}
+
+std::optional<RunningGate> running_gate(keel_stream stream) {
+    std::lock_guard lock(gates_mutex());
+    auto it = gates().find(stream);
+    if (it == gates().end()) return std::nullopt;
+    return it->second;
+}
+
+void remember_reports(const std::string& name, const std::vector<RankProgress>& reports) {
+    std::lock_guard lock(reports_mutex());
+    remembered()[name] = RememberedReports{reports, std::chrono::steady_clock::now()};
+}
+
+std::string cross_communicator_cycle() {
+    std::map<std::string, std::vector<RankProgress>> views;
+    {
+        std::lock_guard lock(reports_mutex());
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& [name, r] : remembered())
+            if (now - r.when < std::chrono::minutes(1)) views[name] = r.reports;
+    }
+    // Nodes: (process, communicator). An edge says why a node cannot move:
+    // it waits in an operation for a rank that has not arrived, or its next
+    // operation is queued behind another communicator's on its stream.
+    using Node = std::pair<std::string, std::string>;
+    struct Edge {
+        Node to;
+        std::string why;
+    };
+    std::map<Node, std::vector<Edge>> edges;
+    for (const auto& [name, reports] : views) {
+        for (const RankProgress& p : reports) {
+            if (p.process.empty()) continue;
+            const Node from{p.process, name};
+            if (p.waiting >= 0) {
+                for (const RankProgress& q : reports)
+                    if (q.rank != p.rank && !q.process.empty() && q.waiting != p.waiting)
+                        edges[from].push_back({{q.process, name},
+                                               "rank " + std::to_string(p.rank) + " of '" + name + "' waits in " +
+                                                   p.op + " #" + std::to_string(p.waiting) + " for rank " +
+                                                   std::to_string(q.rank)});
+            } else if (!p.blocked_comm.empty() && views.count(p.blocked_comm) != 0) {
+                edges[from].push_back({{p.process, p.blocked_comm},
+                                       "rank " + std::to_string(p.rank) + " of '" + name + "' has " + p.next_op +
+                                           " #" + std::to_string(p.next) + " queued behind '" + p.blocked_comm +
+                                           "' " + p.blocked_op + " #" + std::to_string(p.blocked_index) +
+                                           " on its stream"});
+            }
+        }
+    }
+    // A cycle through a node of this process, found by a depth-first walk.
+    const std::string me = this_process();
+    std::vector<const Edge*> path;
+    std::set<Node> on_path;
+    std::string found;
+    std::function<bool(const Node&, const Node&)> walk = [&](const Node& at, const Node& start) -> bool {
+        auto it = edges.find(at);
+        if (it == edges.end()) return false;
+        for (const Edge& e : it->second) {
+            path.push_back(&e);
+            if (e.to == start) return true;
+            if (on_path.insert(e.to).second) {
+                if (walk(e.to, start)) return true;
+                on_path.erase(e.to);
+            }
+            path.pop_back();
+        }
+        return false;
+    };
+    for (const auto& [node, out] : edges) {
+        if (node.first != me) continue;
+        path.clear();
+        on_path = {node};
+        if (!walk(node, node)) continue;
+        std::set<std::string> comms;
+        for (const Edge* e : path) comms.insert(e->to.second);
+        if (comms.size() < 2) continue;  // within one communicator the per-communicator text says it
+        found = "cycle across communicators: ";
+        for (std::size_t i = 0; i < path.size(); ++i) found += (i ? " -> " : "") + path[i]->why;
+        found += " -> back to the start";
+        break;
+    }
+    return found;
 }
 
 std::vector<RankProgress> exchange_progress(const Store& store, const std::string& name, int size,

@@ -88,13 +88,35 @@ void Communicator::Impl::add_to_diagnoses() {
         mine.rank = rank;
         mine.enqueued = ops_enqueued_.load(std::memory_order_relaxed);
         mine.waiting = running_.load(std::memory_order_acquire);
+        mine.process = comm::this_process();
         if (mine.waiting >= 0) {
             const char* what = running_what_.load(std::memory_order_relaxed);
             mine.op = what != nullptr ? what : "operation";
+        } else {
+            // What the next operation waits for: another communicator's
+            // operation running ahead of it on its stream, if one is.
+            std::shared_ptr<comm::Op> next;
+            {
+                std::lock_guard lock(mutex_);
+                if (!queue_.empty()) next = queue_.front();
+            }
+            if (next) {
+                mine.next = static_cast<std::int64_t>(next->index);
+                mine.next_op = next->what();
+                if (auto ahead = comm::running_gate(next->stream); ahead && ahead->comm != name) {
+                    mine.blocked_comm = ahead->comm;
+                    mine.blocked_index = static_cast<std::int64_t>(ahead->index);
+                    mine.blocked_op = ahead->op;
+                }
+            }
         }
         const auto patience = std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(2));
-        const std::vector<comm::RankProgress> others = comm::exchange_progress(*claim_store, name, size, mine, patience);
-        return comm::diagnosis_text(name, rank, size, mine, others, patience);
+        std::vector<comm::RankProgress> others = comm::exchange_progress(*claim_store, name, size, mine, patience);
+        std::string text = comm::diagnosis_text(name, rank, size, mine, others, patience);
+        others.push_back(mine);
+        comm::remember_reports(name, others);
+        if (const std::string cycle = comm::cross_communicator_cycle(); !cycle.empty()) text += "\n  " + cycle;
+        return text;
     });
 }
 
@@ -242,6 +264,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         // matches on both sides.
         for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
     }
+    op->stream = plugin_handle(stream);
     {
         std::lock_guard lock(mutex_);
         queue_.push_back(op);  // before its gate: the gate looks for it
@@ -376,10 +399,15 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                   "' says which have not arrived)");
             running_what_.store(op->what(), std::memory_order_relaxed);
             running_.store(static_cast<std::int64_t>(op->index), std::memory_order_release);
+            comm::gate_started(op->stream, name, op->what(), op->index);
             struct Done {
                 std::atomic<std::int64_t>& running;
-                ~Done() { running.store(-1, std::memory_order_release); }
-            } done{running_};
+                keel_stream stream;
+                ~Done() {
+                    comm::gate_ended(stream);
+                    running.store(-1, std::memory_order_release);
+                }
+            } done{running_, op->stream};
             run_op(*op, check);
         } catch (const comm::Mismatch& e) {
             // Every rank involved sees the mismatch itself: its connections

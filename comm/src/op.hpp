@@ -78,6 +78,9 @@ struct Op {
     std::shared_ptr<Preamble> preamble;
     // Its gate ran and failed; guarded by Communicator::Impl's mutex.
     bool gate_failed = false;
+    // The stream it was enqueued on, for the hang doctor (what it is queued
+    // behind); only compared, never used to enqueue.
+    keel_stream stream = nullptr;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
     [[nodiscard]] Signature signature() const noexcept;

@@ -46,18 +46,61 @@ bool wait_for_text(const std::filesystem::path& p, const std::string& needle, st
     return false;
 }
 
+// Two ranks, two communicators on one stream each, their all_reduces
+// enqueued in opposite orders: each rank's first gate waits for the other,
+// whose stream holds the matching operation behind its own first gate. The
+// watch's report names the cycle through both communicators; each rank then
+// aborts both, which ends the hang.
+int run_cycle(const keel::RankInfo& info, const std::filesystem::path& report) {
+    keel::Runtime runtime = keel::Runtime::create().expect("Runtime::create");
+    keel::Device cpu = runtime.device("cpu:0").expect("cpu:0");
+    keel::CommOptions options;
+    options.timeout = std::chrono::seconds(20);  // the ranks end the hang before this
+    options.key_prefix = "cycle-a";
+    keel::Communicator a = keel::Communicator::create_from_env(cpu, options).expect("Communicator::create a");
+    options.key_prefix = "cycle-b";
+    keel::Communicator b = keel::Communicator::create_from_env(cpu, options).expect("Communicator::create b");
+    keel::Stream stream = keel::Stream::create(cpu).expect("Stream::create");
+    keel::Buffer buf = keel::Buffer::allocate(stream, 1024).expect("Buffer::allocate");
+    (void)stream.memset(buf.view(), 0);
+    keel::Communicator& first = info.rank == 0 ? a : b;
+    keel::Communicator& second = info.rank == 0 ? b : a;
+    first.all_reduce(stream, buf.view(), KEEL_DTYPE_F32, keel::ReduceOp::sum).expect("first all_reduce");
+    second.all_reduce(stream, buf.view(), KEEL_DTYPE_F32, keel::ReduceOp::sum).expect("second all_reduce");
+    std::thread ender([&] {
+        check(wait_for_text(report, "cycle across communicators", std::chrono::seconds(15)),
+              "the watch wrote the cycle to " + report.string(), std::filesystem::exists(report) ? read_file(report) : "");
+        a.abort();
+        b.abort();
+    });
+    const keel::Result<void> r = stream.synchronize();  // the hang
+    ender.join();
+    check(!r.ok(), "the planted hang ends with the communicators' error", r.ok() ? "ok" : r.error().message());
+    const std::string text = read_file(report);
+    check(text.find("\"cycle\":true") != std::string::npos, "the report says the ranks are in a cycle", text);
+    for (const char* part : {"of 'cycle-a' waits in all_reduce #0 for rank", "queued behind 'cycle-b' all_reduce #0",
+                             "of 'cycle-b' waits in all_reduce #0 for rank", "queued behind 'cycle-a' all_reduce #0"})
+        check(text.find(part) != std::string::npos, std::string("the cycle names: ") + part, text);
+    (void)stream.close();
+    if (failures == 0) std::printf("rank %d: the diagnosis named the cycle\n", info.rank);
+    return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: keel_diagnose_rank <report directory>\n");
+        std::fprintf(stderr, "usage: keel_diagnose_rank [cycle:]<report directory>\n");
         return 2;
     }
-    const std::filesystem::path dir = argv[1];
+    const std::string scenario = argv[1];
+    const bool cycle = scenario.rfind("cycle:", 0) == 0;
+    const std::filesystem::path dir = cycle ? scenario.substr(6) : scenario;
     const keel::RankInfo info = keel::rank_from_env().expect("rank_from_env");
     const std::filesystem::path report = dir / ("report-" + std::to_string(info.rank) + ".json");
     // Before keel reads it (once, at the first wait).
     ::setenv("KEEL_HANG_REPORT", report.c_str(), 1);
+    if (cycle) return run_cycle(info, report);
 
     keel::Runtime runtime = keel::Runtime::create().expect("Runtime::create");
     keel::Device cpu = runtime.device("cpu:0").expect("cpu:0");

@@ -70,7 +70,9 @@ private:
 
 // A contributor to every diagnosis (a communicator says which ranks have not
 // arrived at which operation): `report` returns lines appended to the report
-// (may block briefly, e.g. to exchange reports with peers). Registered while
+// (may block briefly, e.g. to exchange reports with peers). A line that
+// starts with "cycle" (after spaces) names a cycle the section found: the
+// diagnosis is then blocked in a cycle (Diagnosis::cycle). Registered while
 // the object lives; its destructor waits for a report in progress.
 class KEEL_API DiagnosisSection {
 public:

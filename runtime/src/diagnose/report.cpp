@@ -284,7 +284,17 @@ Diagnosis Graph::render(const std::string& why, std::string* json) const {
     const std::vector<std::string> extra = section_reports();
     for (const auto& e : extra) out << e << (e.empty() || e.back() == '\n' ? "" : "\n");
 
-    d.cycle = !cycles.empty();
+    // A section names a cycle it found (through other processes, say) in a
+    // line of its own that starts with "cycle".
+    const bool section_cycle = std::any_of(extra.begin(), extra.end(), [](const std::string& e) {
+        std::istringstream lines(e);
+        for (std::string line; std::getline(lines, line);) {
+            const std::size_t first = line.find_first_not_of(' ');
+            if (first != std::string::npos && line.compare(first, 5, "cycle") == 0) return true;
+        }
+        return false;
+    });
+    d.cycle = !cycles.empty() || section_cycle;
     bool stuck_stream = false;
     for (const auto& [id, s] : streams_) stuck_stream = stuck_stream || s.stuck;
     d.blocked = d.cycle || stuck_stream;

@@ -175,6 +175,8 @@ fi
 # One rank on NCCL (libnccl.so.2 from PyTorch's nvidia-nccl wheel or the
 # system, through KEEL_NCCL_LIBRARY): NCCL needs a GPU per rank, so two
 # processes on one GPU take the generic path below (the plugin declines).
+# CommNativeNccl.* includes a communicator queued behind another's failure on
+# one stream (its watchdog must abort it too), which only runs here.
 find_nccl() {
   local dir
   dir=$(LD_LIBRARY_PATH="$orig_ld_path" python3 -c 'import nvidia.nccl as m, os

@@ -7,6 +7,7 @@
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/reduce.h>
 
 #include <cstring>
 #include <vector>
@@ -65,6 +66,26 @@ void all_reduce(const Op& op, const std::shared_ptr<gloo::Context>& context, std
     avg_after(op.dtype, op.out, remainders.data(), count, context->size);
 }
 
+// To the root only (Gloo's ring reduce, then a gather to the root): half
+// of all_reduce's traffic. Off the root `out` is scratch (keel's staging).
+// avg stays an all_reduce: its division before the sum and its integer
+// remainders need the sum on every rank.
+void reduce_to_root(const Op& op, const std::shared_ptr<gloo::Context>& context, std::chrono::milliseconds timeout) {
+    if (op.reduce == ReduceOp::avg) return all_reduce(op, context, timeout);
+    const std::size_t es = dtype_size(op.dtype);
+    const std::size_t count = op.bytes / es;
+    gloo::ReduceOptions o(context);
+    with_carrier(es, [&](auto carrier) {
+        using T = decltype(carrier);
+        if (op.in != op.out) o.setInput(reinterpret_cast<T*>(op.in), count);  // else in place
+        o.setOutput(reinterpret_cast<T*>(op.out), count);
+    });
+    o.setRoot(op.root);
+    o.setReduceFunction(reduce_fn(op.dtype, op.reduce));
+    o.setTimeout(timeout);
+    gloo::reduce(o);
+}
+
 void broadcast(const Op& op, const std::shared_ptr<gloo::Context>& context, std::chrono::milliseconds timeout) {
     if (context->rank == op.root && op.in != op.out) std::memcpy(op.out, op.in, op.bytes);
     gloo::BroadcastOptions o(context);
@@ -113,7 +134,7 @@ void run_collective(const Op& op, const std::shared_ptr<gloo::Context>& context,
         case OpKind::broadcast: return broadcast(op, context, timeout);
         case OpKind::all_gather: return all_gather(op, context, timeout);
         case OpKind::reduce_scatter: return reduce_scatter(op, context, timeout);
-        case OpKind::reduce: return all_reduce(op, context, timeout);
+        case OpKind::reduce: return reduce_to_root(op, context, timeout);
         case OpKind::barrier: {
             gloo::BarrierOptions o(context);
             o.setTimeout(timeout);

@@ -68,14 +68,17 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     }
     engine = {CommEngine::native, "native (" + device.type() + " plugin)", {}};
     std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
-    return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where), std::move(plugin_keys)));
+    return std::unique_ptr<NativeComm>(
+        new NativeComm(device, comm, std::move(where), options.timeout, std::move(plugin_keys)));
 }
 
-NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::shared_ptr<WrittenKeys> plugin_keys)
+NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,
+                       std::shared_ptr<WrittenKeys> plugin_keys)
     : device_(std::move(device)),
       api_(plugin_table(device_)),
       comm_(comm),
       where_(std::move(where)),
+      timeout_(timeout),
       plugin_keys_(std::move(plugin_keys)) {}
 
 NativeComm::~NativeComm() { (void)take_c_error(api_.comm_destroy(comm_)); }
@@ -117,22 +120,40 @@ Result<void> NativeComm::checked(const Stream& stream, keel_error* error) const 
     return r;
 }
 
+Result<void> NativeComm::stream_settled(const Stream& stream, const char* what) const {
+    Result<void> settled = settle_fallible_host_funcs(stream, timeout_);
+    if (settled.ok()) return settled;
+    Error cause(settled.error().code(), "[Communicator] " + where_ + ": " + what +
+                                            " not enqueued: its stream failed before it (" + settled.error().message() +
+                                            "), so its input is not what the program meant to send; the "
+                                            "communicator is failed on every rank");
+    failure_->note(cause);
+    // The peers' matching operations then fail as after abort(), instead of
+    // reducing with data this rank never meant.
+    (void)take_c_error(api_.comm_abort(comm_));
+    return cause;
+}
+
 Result<void> NativeComm::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                     ReduceOp op) const {
+    KEEL_TRY(stream_settled(stream, "all_reduce"));
     const std::uint64_t count = in.size() / dtype_size(dtype);
     return checked(stream, api_.comm_all_reduce(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
 }
 
 Result<void> NativeComm::broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    KEEL_TRY(stream_settled(stream, "broadcast"));
     return checked(stream, api_.comm_broadcast(comm_, plugin_handle(stream), in.address(), out.address(), out.size(), root));
 }
 
 Result<void> NativeComm::all_gather(const Stream& stream, DeviceView in, DeviceView out) const {
+    KEEL_TRY(stream_settled(stream, "all_gather"));
     return checked(stream, api_.comm_all_gather(comm_, plugin_handle(stream), in.address(), out.address(), in.size()));
 }
 
 Result<void> NativeComm::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                         ReduceOp op) const {
+    KEEL_TRY(stream_settled(stream, "reduce_scatter"));
     const std::uint64_t count = out.size() / dtype_size(dtype);
     return checked(
         stream, api_.comm_reduce_scatter(comm_, plugin_handle(stream), in.address(), out.address(), count, dtype, c_op(op)));
@@ -152,6 +173,7 @@ Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> op
         c_ops.push_back(c);
     }
     if (c_ops.empty()) return {};
+    KEEL_TRY(stream_settled(stream, "send_recv"));
     const auto count = static_cast<std::uint32_t>(c_ops.size());
     // 1.5: the element size travels with the batch, so keel_p2p_op can
     // grow; a 1.4 plugin gets the entry it knows.

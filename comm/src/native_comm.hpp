@@ -74,7 +74,16 @@ private:
         void note(Error e);
     };
 
-    NativeComm(Device device, keel_comm comm, std::string where, std::shared_ptr<WrittenKeys> plugin_keys);
+    NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,
+               std::shared_ptr<WrittenKeys> plugin_keys);
+    // Before an operation goes to the plugin: a host function that can fail
+    // `stream` and is still pending may fail it after the operation was
+    // submitted, and a device that cannot skip submitted work would then run
+    // it over unspecified input, which the peers receive with no error. So
+    // such host functions are waited for (at most the timeout; only when one
+    // is pending), and when one failed the operation is not enqueued: the
+    // communicator fails (abort) naming the original error.
+    [[nodiscard]] Result<void> stream_settled(const Stream& stream, const char* what) const;
     // The entry's result; a failure of the communicator becomes its error.
     // An operation the plugin enqueued is followed on `stream` by a host
     // function that notes the stream's failure, if it failed by then.
@@ -84,6 +93,7 @@ private:
     const keel_plugin_api& api_;
     keel_comm comm_;
     std::string where_;
+    std::chrono::milliseconds timeout_;
     std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
     // What the plugin set in the store (keel.h's store callbacks have no
     // erase): erased after comm_destroy, when no rank needs them any more

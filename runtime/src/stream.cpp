@@ -10,6 +10,7 @@
 #include "diagnose/tracked_host_func.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
+#include "pending_fallible.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
 #include "memory/pinned_uses.hpp"
@@ -54,10 +55,16 @@ struct Stream::Memory {
     std::atomic<std::uint32_t> trace_seen{0};  // the last trace session that named it
     // What the stream enqueued and how far it got, for the hang doctor.
     std::shared_ptr<doctor::StreamLedger> ledger;
+    // Its fallible host functions not finished yet (settle_fallible_host_funcs).
+    std::shared_ptr<detail::PendingFallible> pending_fallible = std::make_shared<detail::PendingFallible>();
 };
 
 doctor::StreamLedger* detail::Access::ledger(const Stream& stream) noexcept {
     return stream.memory_ ? stream.memory_->ledger.get() : nullptr;
+}
+
+detail::PendingFallible* detail::Access::pending_fallible(const Stream& stream) noexcept {
+    return stream.memory_ ? stream.memory_->pending_fallible.get() : nullptr;
 }
 
 namespace {
@@ -546,13 +553,17 @@ Result<void> Stream::enqueue_host_func(HostFunc fn) const {
     const std::shared_ptr<doctor::StreamLedger>& ledger = memory_->ledger;
     const doctor::StreamLedger::Noted at = ledger->note_blocking(doctor::OpKind::host_func);
     const bool fallible = callable->fallible();
+    const bool can_fail = fallible && api.has_fallible_host_func();
     try {
+        // Counted until it finished, with the failure it returned or saw.
+        if (can_fail)
+            callable = std::make_unique<detail::CountedHostFunc>(std::move(callable), memory_->pending_fallible);
         callable = std::make_unique<doctor::TrackedHostFunc>(std::move(callable), ledger, at);
     } catch (const std::bad_alloc&) {
         ledger->abandoned(at.slot);
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::enqueue_host_func] out of host memory");
     }
-    Result<void> enqueued = fallible && api.has_fallible_host_func()
+    Result<void> enqueued = can_fail
                                 ? api.stream_enqueue_fallible_host_func(
                                       handle_, &detail::fallible_host_func_trampoline, callable.get())
                                 : api.stream_enqueue_host_func(handle_, &detail::host_func_trampoline, callable.get());

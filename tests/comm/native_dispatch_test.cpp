@@ -149,6 +149,72 @@ TEST(CommNativeDispatch, ANativeTimeoutFailsTheCommunicatorsError) {
     EXPECT_FALSE(comm.barrier(s).ok());
 }
 
+// A host function that can fail the stream and is still pending when a
+// native all_reduce is enqueued: the fake device, as CUDA, runs the work
+// queued behind a host function that then fails, so the engine would reduce
+// (and the peers receive) input the program never meant, with no error.
+// The stream is held behind a plain host function until a thread releases
+// it, so the fallible one has not run when the all_reduce is called. One that
+// succeeds lets the operation go on with the right result; one that fails
+// keeps it from the engine: the call fails naming the original error, the
+// communicator fails, and the output is never written.
+TEST(CommNativeDispatch, AnOperationBehindAPendingHostFunctionThatFailsNeverReachesTheEngine) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    CommOptions options;
+    options.key_prefix = "fails-behind";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const Stream reader = Stream::create(dev).value();
+    const Stream s = Stream::create(dev).value();
+    ASSERT_TRUE(s.host_funcs_can_fail()) << "the fake comm plugin lost stream_enqueue_fallible_host_func";
+    const std::vector<float> v = iota(8, 1.0f);
+    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    KEEL_ASSERT_OK(reader.copy(in.view(), v));
+    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
+    KEEL_ASSERT_OK(reader.synchronize());
+    const auto held_until_released = [&s](bool fails) {
+        auto go = std::make_shared<std::atomic<bool>>(false);
+        EXPECT_TRUE(s.enqueue_host_func([go](Status) {
+                         while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                     }).ok());
+        EXPECT_TRUE(s.enqueue_host_func([fails]() -> Result<void> {
+                         if (fails) return Error(KEEL_STATUS_UNAVAILABLE, "planted host function failure 8086");
+                         return {};
+                     }).ok());
+        return std::thread([go] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            go->store(true);
+        });
+    };
+    std::thread release = held_until_released(false);
+    KEEL_EXPECT_OK(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    release.join();
+    KEEL_ASSERT_OK(s.synchronize());
+    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), v);
+    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
+    KEEL_ASSERT_OK(reader.synchronize());
+
+    release = held_until_released(true);
+    Result<void> behind = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    release.join();
+    ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind a host function that then failed";
+    EXPECT_EQ(behind.error().code(), KEEL_STATUS_UNAVAILABLE);
+    EXPECT_NE(behind.error().message().find("planted host function failure 8086"), std::string::npos)
+        << behind.error().message();
+    EXPECT_NE(behind.error().message().find("fails-behind"), std::string::npos) << behind.error().message();
+    EXPECT_FALSE(s.synchronize().ok());
+    ASSERT_FALSE(comm.error().ok()) << "error() is OK after an operation was refused for its failed stream";
+    EXPECT_NE(comm.error().error().message().find("planted host function failure 8086"), std::string::npos)
+        << comm.error().error().message();
+    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+        << "the engine wrote the output of an operation behind a failed host function";
+    // Failed on every rank, as abort() does: later operations are refused.
+    EXPECT_FALSE(comm.all_reduce(reader, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+}
+
 TEST(CommNativeDispatch, TheGenericPathIsForcedByTheOptionOrTheEnvironment) {
     const Runtime rt = fake_comm_runtime();
     const Device dev = rt.device("commfake:0").value();
@@ -301,6 +367,51 @@ TEST_F(CommNativeNccl, AnNcclOperationInFlightWhenTheCommunicatorFailsFailsItsSt
     EXPECT_FALSE(after.synchronize().ok()) << "an event recorded after the aborted all_reduce reports success";
     EXPECT_FALSE(s.memset(b.view(), 0).ok()) << "the failed stream accepted more work";
     EXPECT_FALSE(comm.error().ok()) << "error() is OK after the communicator failed";
+}
+
+// Two communicators on one stream: the first one's all_reduce fails while
+// in flight (abort(); the watchdog's timeout takes the same path) and fails
+// the stream at its point. CUDA still runs the second one's all_reduce,
+// queued behind it, on what the failed one left: the second communicator
+// must fail too (its watchdog aborts it), so its peers never take that for
+// data, and its later operations are refused naming why.
+TEST_F(CommNativeNccl, ACommunicatorWithAnOperationBehindAnotherOnesFailureOnItsStreamFailsToo) {
+    const Communicator& first = this->comm();
+    CommOptions options;
+    options.key_prefix = "behind-another";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator second,
+                              Communicator::create(device(), Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(second.uses_native_engine()) << second.engine_description();
+    const Stream s = Stream::create(device()).value();
+    const Stream later = Stream::create(device()).value();
+    Buffer b = Buffer::allocate(s, 4096).value();
+    Buffer c = Buffer::allocate(later, 4096).value();
+    KEEL_ASSERT_OK(s.memset(b.view(), 0));
+    KEEL_ASSERT_OK(later.memset(c.view(), 0));
+    KEEL_ASSERT_OK(later.synchronize());
+    std::atomic<bool> go{false};
+    KEEL_ASSERT_OK(s.enqueue_host_func([&go](Status) {
+        while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+    KEEL_ASSERT_OK(first.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    KEEL_ASSERT_OK(second.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    std::thread release([&go] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        go = true;
+    });
+    first.abort();
+    EXPECT_FALSE(s.synchronize().ok());
+    release.join();
+    // The second one's watchdog looks every few milliseconds.
+    Result<void> refused = second.all_reduce(later, c.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    for (int i = 0; i < 250 && refused.ok(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        refused = second.all_reduce(later, c.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    }
+    ASSERT_FALSE(refused.ok()) << "the communicator whose all_reduce ran behind another's failure stayed usable";
+    EXPECT_NE(refused.error().message().find("its stream failed before it"), std::string::npos)
+        << refused.error().message();
+    (void)later.synchronize();
 }
 
 // keel.h: an operation's timeout counts from when its stream reaches it.

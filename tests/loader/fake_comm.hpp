@@ -3,7 +3,8 @@
 // input to its output on the stream), so the runtime's dispatch to native
 // entries and keel-cts's checks of the set run without a GPU. A larger group
 // is declined with UNIMPLEMENTED on every rank alike, as keel.h asks, and
-// the runtime falls back to its generic path. Included by fake_plugin.cpp
+// the runtime falls back to its generic path. These variants also have
+// stream_enqueue_fallible_host_func (fake_plugin.cpp). Included by fake_plugin.cpp
 // at global scope (keel_comm_t is keel.h's); uses its device, stream and
 // worker types and its helpers.
 #pragma once
@@ -164,6 +165,9 @@ void fill(keel_plugin_api& t) {
     t.comm_all_gather = &comm_all_gather;
     t.comm_reduce_scatter = &comm_reduce_scatter;
     t.comm_send_recv = &comm_send_recv;
+    // A host function that fails its stream while work queued behind it
+    // still runs (as CUDA's): what the runtime must guard collectives against.
+    t.stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func;
 #if defined(KEEL_FAKE_MINOR) && KEEL_FAKE_MINOR < 5
     // As a plugin built against keel.h 1.4: its table ends before 1.5.
     t.abi_minor = KEEL_FAKE_MINOR;

@@ -44,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -187,6 +188,28 @@ struct RecordPoint {
     std::shared_ptr<Worker> worker;
     std::uint64_t ticket = 0;
     std::chrono::steady_clock::time_point time;
+    std::optional<Error> failed;  // the stream's error when it reached the record
+};
+
+// A stream's sticky error: set by a failing fallible host function (the
+// comm variants have stream_enqueue_fallible_host_func) or a failed stream
+// it waited on. Work already queued behind the failure still runs, as on a
+// device that cannot skip submitted work (keel.h [host-func.fallible]).
+struct StreamFailure {
+    std::mutex mutex;
+    std::optional<Error> error;
+    void set(Error e) {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::move(e);
+    }
+    std::optional<Error> get() {
+        std::lock_guard lock(mutex);
+        return error;
+    }
+    keel_status status() {
+        std::lock_guard lock(mutex);
+        return error ? error->code() : KEEL_STATUS_OK;
+    }
 };
 
 struct EventState {
@@ -226,6 +249,7 @@ struct keel_device_t {
 struct keel_stream_t {
     keel_device_t* device = nullptr;
     std::shared_ptr<Worker> worker;
+    std::shared_ptr<StreamFailure> failure = std::make_shared<StreamFailure>();
 };
 
 struct keel_event_t {
@@ -263,8 +287,15 @@ void trace(const char* what) {
     }
 }
 
-Result<void> require_stream(keel_stream s) {
+Result<void> require_stream_handle(keel_stream s) {
     if (s == nullptr || !s->worker) return Error(KEEL_STATUS_INVALID_ARGUMENT, "stream is null");
+    return ok();
+}
+
+// For enqueues: a stream already known to have failed refuses them.
+Result<void> require_stream(keel_stream s) {
+    KEEL_TRY(require_stream_handle(s));
+    if (std::optional<Error> failed = s->failure->get()) return *failed;
     return ok();
 }
 
@@ -404,7 +435,7 @@ keel_error* stream_create(keel_device d, std::uint32_t flags, keel_stream* out) 
 
 keel_error* stream_destroy(keel_stream s) {
     return entry(KEEL_FAKE_TYPE " stream_destroy", [&]() -> Result<void> {
-        KEEL_TRY(require_stream(s));
+        KEEL_TRY(require_stream_handle(s));
         std::unique_ptr<keel_stream_t> owned(s);
         owned->worker->stop();
         trace("stream_destroy");
@@ -416,8 +447,9 @@ keel_error* stream_destroy(keel_stream s) {
 keel_error* stream_synchronize(keel_stream s) {
     return entry(KEEL_FAKE_TYPE " stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_synchronize"));
-        KEEL_TRY(require_stream(s));
+        KEEL_TRY(require_stream_handle(s));
         s->worker->wait_until(s->worker->enqueued());
+        if (std::optional<Error> failed = s->failure->get()) return *failed;
         return ok();
     });
 }
@@ -425,8 +457,9 @@ keel_error* stream_synchronize(keel_stream s) {
 keel_error* stream_query(keel_stream s, std::int32_t* out_done) {
     return entry(KEEL_FAKE_TYPE " stream_query", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_query"));
-        KEEL_TRY(require_stream(s));
+        KEEL_TRY(require_stream_handle(s));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
+        if (std::optional<Error> failed = s->failure->get()) return *failed;
         *out_done = s->worker->reached(s->worker->enqueued()) ? 1 : 0;
         return ok();
     });
@@ -445,7 +478,10 @@ keel_error* stream_wait_event(keel_stream s, keel_event e) {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         std::shared_ptr<RecordPoint> point = current_point(e);
         if (!point) return ok();  // never recorded: already complete
-        s->worker->push([point] { point->worker->wait_until(point->ticket); });
+        s->worker->push([point, failure = s->failure] {
+            point->worker->wait_until(point->ticket);
+            if (point->failed) failure->set(*point->failed);
+        });
         return ok();
     });
 }
@@ -455,7 +491,25 @@ keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_
         KEEL_TRY(injected_failure("stream_enqueue_host_func"));
         KEEL_TRY(require_stream(s));
         if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
-        s->worker->push([fn, user_data] { fn(user_data, KEEL_STATUS_OK); });
+        s->worker->push([fn, user_data, failure = s->failure] { fn(user_data, failure->status()); });
+        return ok();
+    });
+}
+
+// keel.h 1.4: its error fails the stream at that point (the comm variants'
+// table has it: fake_comm.hpp).
+[[maybe_unused]] keel_error* stream_enqueue_fallible_host_func(keel_stream s, keel_fallible_host_fn fn, void* user_data) {
+    return entry(KEEL_FAKE_TYPE " stream_enqueue_fallible_host_func", [&]() -> Result<void> {
+        KEEL_TRY(require_stream(s));
+        if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
+        s->worker->push([fn, user_data, failure = s->failure] {
+            const keel_status status = failure->status();
+            keel_error* e = fn(user_data, status);
+            if (e == nullptr) return;
+            if (status == KEEL_STATUS_OK)
+                failure->set(Error(e->code, std::string("a host function failed its stream: ") + e->message));
+            keel_error_destroy(e);
+        });
         return ok();
     });
 }
@@ -490,8 +544,9 @@ keel_error* event_record(keel_event e, keel_stream s) {
         auto point = std::make_shared<RecordPoint>();
         point->worker = s->worker;
         const bool timing = e->state->timing;
-        point->ticket = s->worker->push([point, timing] {
+        point->ticket = s->worker->push([point, timing, failure = s->failure] {
             if (timing) point->time = std::chrono::steady_clock::now();
+            point->failed = failure->get();
         });
         std::lock_guard lock(e->state->mutex);
         e->state->point = std::move(point);
@@ -506,6 +561,7 @@ keel_error* event_query(keel_event e, std::int32_t* out_done) {
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
         std::shared_ptr<RecordPoint> point = current_point(e);
         *out_done = !point || point->worker->reached(point->ticket) ? 1 : 0;
+        if (*out_done != 0 && point && point->failed) return *point->failed;
         return ok();
     });
 }
@@ -514,8 +570,10 @@ keel_error* event_synchronize(keel_event e) {
     return entry(KEEL_FAKE_TYPE " event_synchronize", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_synchronize"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
-        if (std::shared_ptr<RecordPoint> point = current_point(e))
+        if (std::shared_ptr<RecordPoint> point = current_point(e)) {
             point->worker->wait_until(point->ticket);
+            if (point->failed) return *point->failed;
+        }
         return ok();
     });
 }
@@ -725,7 +783,7 @@ keel_error* device_native_handle(keel_device d, keel_native_handle* out) {
 keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
     return entry(KEEL_FAKE_TYPE " stream_native_handle", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_native_handle"));
-        KEEL_TRY(require_stream(s));
+        KEEL_TRY(require_stream_handle(s));
         return keel::plugin::write_native_handle(out, kFakeHandleKind,
                                                  reinterpret_cast<std::uintptr_t>(s->worker.get()));
     });

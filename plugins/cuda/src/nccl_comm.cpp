@@ -286,6 +286,8 @@ void NcclCommunicator::watch() {
         std::string failure;
         Status code = KEEL_STATUS_DEVICE_ERROR;
         while (!pending_.empty()) {
+            // Complete or not, one whose stream failed before it is judged below.
+            if (!pending_.front().stream_failure->check_before(pending_.front().point).ok()) break;
             const cudaError_t state = cudaEventQuery(pending_.front().done);
             if (state == cudaErrorNotReady) break;
             if (state != cudaSuccess) {
@@ -296,6 +298,23 @@ void NcclCommunicator::watch() {
             (void)cudaEventDestroy(pending_.front().done);
             pending_.pop_front();
             cv_.notify_all();
+        }
+        // An operation whose stream failed at an earlier point (another
+        // communicator's operation failed there, or a host function) runs,
+        // or ran, on what the failure left in its input: CUDA does not skip
+        // work queued behind it. Its peers must not take that for data, so
+        // this communicator fails and aborts too (from this thread: never
+        // from a CUDA callback, which is where a host function fails a
+        // stream).
+        if (failure.empty()) {
+            for (const Pending& p : pending_) {
+                Result<void> before = p.stream_failure->check_before(p.point);
+                if (before.ok()) continue;
+                failure = p.what + ": not run on its input: its stream failed before it (" + before.error().message() +
+                          "); the communicator is aborted so its peers do not receive that";
+                code = before.error().code();
+                break;
+            }
         }
         // The oldest operation's clock starts once its stream reached it
         // (keel.h: the timeout counts from there), not at its enqueue nor

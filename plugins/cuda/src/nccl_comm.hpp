@@ -18,6 +18,10 @@
 // recorded after the operation and later enqueues on it report the error,
 // as they do on the generic path. It is recorded before ncclCommAbort ends
 // the kernels, so whoever waits on the stream sees it once the wait ends.
+// The watchdog of every other communicator with an operation queued on such
+// a stream after the failing point sees it too (within its watch period) and
+// fails and aborts that communicator: CUDA runs work queued behind the
+// failure, so that operation would hand its peers the failed one's output.
 //
 // On NCCL 2.14 and later the communicator is non-blocking
 // (ncclCommInitRankConfig, blocking = 0): creation returns at once and

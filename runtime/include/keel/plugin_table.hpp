@@ -9,6 +9,8 @@
 #include <keel/stream.hpp>
 #include <keel/keel.h>
 
+#include <chrono>
+
 namespace keel {
 
 // The table of the plugin behind `device`, as the runtime reads it: entries
@@ -22,5 +24,19 @@ namespace keel {
 // entries: valid while the object lives; never destroy them through the table.
 [[nodiscard]] KEEL_API keel_device plugin_handle(const Device& device) noexcept;
 [[nodiscard]] KEEL_API keel_stream plugin_handle(const Stream& stream) noexcept;
+
+// Work handed to the plugin through its table after a host function that can
+// fail the stream (Stream::enqueue_host_func with a callable returning
+// Result<void>) may run even if that host function fails: keel.h lets a
+// device that cannot skip work already submitted behind it run that work
+// over unspecified data. An extension whose work others receive (a
+// collective, a send) calls this first: when such host functions of
+// `stream` are still pending it waits for them on this thread, at most
+// `timeout`, and returns the first failure one of them returned or saw as
+// its status (the stream had failed before it), as soon as one did;
+// UNAVAILABLE when they did not run in that time. Returns at once when none is pending (the
+// usual case: nothing waits). Any thread except a host function's.
+[[nodiscard]] KEEL_API Result<void> settle_fallible_host_funcs(const Stream& stream,
+                                                             std::chrono::milliseconds timeout);
 
 }  // namespace keel

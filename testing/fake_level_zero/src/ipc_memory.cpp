@@ -24,12 +24,12 @@ namespace fake_ze {
 namespace {
 
 constexpr const char* kMemfdName = "fake-ze-device-memory";
-constexpr std::uint32_t kMagic = 0x657a4b46;  // "FKze"
+constexpr std::uint32_t kIpcHandleMagic = 0x657a4b46;  // "FKze"
 
 // The fake's layout of ze_ipc_mem_handle_t::data.
 struct HandleData {
     std::int32_t fd;      // first: what applications swap for their own descriptor
-    std::uint32_t magic;  // kMagic
+    std::uint32_t magic;  // kIpcHandleMagic
     std::uint64_t size;   // bytes of the allocation
     std::uint64_t base;   // the exporter's address (names it in messages only)
 };
@@ -106,7 +106,7 @@ ze_result_t ZE_APICALL zeMemGetIpcHandle(ze_context_handle_t context, const void
     // memfd behind it (allocated with ze_external_memory_export_desc_t).
     if (a->sharing != Sharing::exportable) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
     // The descriptor stays the driver's (valid until zeMemFree).
-    const HandleData data{a->memfd.get(), kMagic, a->size, a->base};
+    const HandleData data{a->memfd.get(), kIpcHandleMagic, a->size, a->base};
     std::memset(handle->data, 0, sizeof handle->data);
     std::memcpy(handle->data, &data, sizeof data);
     return ZE_RESULT_SUCCESS;
@@ -120,7 +120,7 @@ ze_result_t ZE_APICALL zeMemOpenIpcHandle(ze_context_handle_t context, ze_device
     if (flags > 0x3) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
     HandleData data{};
     std::memcpy(&data, handle.data, sizeof data);
-    if (data.magic != kMagic || data.size == 0 || data.fd < 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (data.magic != kIpcHandleMagic || data.size == 0 || data.fd < 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     const std::size_t length = page_rounded(data.size);
     if (!is_device_memfd(data.fd, length)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     // The caller's descriptor is read, never kept: the mapping holds the pages.

@@ -26,7 +26,7 @@ using testing::receive_byte;
 using testing::run_two_processes;
 using testing::send_byte;
 
-constexpr std::uint64_t kLzBytes = 1 << 20;
+constexpr std::uint64_t kLzBytes = 64 * 1024;
 
 std::vector<std::uint8_t> lz_pattern(std::uint8_t seed) {
     std::vector<std::uint8_t> v(kLzBytes);
@@ -72,7 +72,7 @@ TEST(LevelZeroIpcMemory, WritesOfEitherProcessAreSeenByTheOtherAndOutliveTheExpo
             IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
             IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::receive_handle(socket));
-            IPC_SIDE_EXPECT(mh.kind() == KEEL_IPC_HANDLE_MEMORY && mh.size() == kLzBytes, "a memory handle of 1 MiB");
+            IPC_SIDE_EXPECT(mh.kind() == KEEL_IPC_HANDLE_MEMORY && mh.size() == kLzBytes, "a memory handle of 64 KiB");
             IPC_SIDE_ASSIGN(ipc::ImportedBuffer mem, ipc::import_memory(dev, mh));
             IPC_SIDE_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(mem.view()));
             IPC_SIDE_ASSIGN(std::vector<std::uint8_t> got, std::move(future).get());

@@ -35,7 +35,10 @@ Plugin::~Plugin() {
         keep_forever(std::move(services_));
         return;
     }
-    for (const auto& slot : devices_) slot->helpers->close(api_);
+    for (const auto& slot : devices_) {
+        slot->helpers->close(api_);
+        slot->staging_blocks->close(api_, slot->handle);
+    }
     api_.plugin_shutdown();
     logger()->debug("[loader] plugin {} shut down; unloading {}", type_, path_.string());
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cross_device/helper_streams.hpp"
+#include "cross_device/staging_blocks.hpp"
 #include "host_services.hpp"
 #include "plugin_api.hpp"
 #include "plugin_shares.hpp"
@@ -37,6 +38,9 @@ struct DeviceSlot {
     // Streams the runtime keeps for work across devices (cross_device/),
     // destroyed before plugin_shutdown.
     std::unique_ptr<cross_device::HelperStreams> helpers = std::make_unique<cross_device::HelperStreams>();
+    // Host blocks its staged copies with other devices reuse, freed before
+    // plugin_shutdown.
+    std::unique_ptr<cross_device::StagingBlocks> staging_blocks = std::make_unique<cross_device::StagingBlocks>();
 
     [[nodiscard]] const PluginApi& api() const noexcept;
 };

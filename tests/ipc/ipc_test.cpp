@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <future>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -126,9 +127,15 @@ TEST(IpcEvent, AWaitOnARecordMadeAfterTheExportersStreamFailedFailsWithItsError)
             IPC_SIDE_ASSIGN(Device dev, rt.device("cpu:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
             IPC_SIDE_ASSIGN(Event ev, ipc::create_event(dev));
-            IPC_SIDE_OK(s.enqueue_host_func(
-                []() -> Result<void> { return Error(KEEL_STATUS_UNAVAILABLE, "planted exporter failure 5150"); }));
+            // The failure waits until the record is enqueued: a record on a
+            // stream already failed is refused at the call.
+            std::promise<void> recorded;
+            IPC_SIDE_OK(s.enqueue_host_func([after = recorded.get_future().share()]() -> Result<void> {
+                after.wait();
+                return Error(KEEL_STATUS_UNAVAILABLE, "planted exporter failure 5150");
+            }));
             IPC_SIDE_OK(ev.record(s));
+            recorded.set_value();
             IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::export_event(ev));
             IPC_SIDE_OK(ipc::send_handle(socket, eh));
             IPC_SIDE_STEP(receive_byte(socket));

@@ -12,6 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#ifdef KEEL_MULTIDEVICE_FAKE_ZE_CONTROL
+#include <fake_ze/control.h>
+#endif
+
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -202,6 +206,37 @@ TEST(CrossDeviceCopy, StagedCopiesOfAnySizeGoThroughBoundedStagingMemory) {
     KEEL_ASSERT_OK(z.order_after(s));  // `there` is freed on z
     EXPECT_TRUE(read(s, back.view()) == want) << "the bytes came back changed";
 }
+
+#ifdef KEEL_MULTIDEVICE_FAKE_ZE_CONTROL
+// Staged copies keep their host blocks for the next copy: once warm, small
+// copies there and back make no pinned allocation (the fake driver refuses
+// every zeMemAllocHost from then on) and the bytes still arrive.
+TEST(CrossDeviceCopy, RepeatedStagedCopiesReuseTheirPinnedBlocks) {
+    KEEL_PAIR_OR_SKIP(p, "cpu:0", "level_zero:0");
+    constexpr std::size_t kBytes = 64 * 1024;
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(p.a));
+    KEEL_ASSERT_OK_AND_ASSIGN(Stream z, Stream::create(p.b));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer src, Buffer::allocate(s, kBytes));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer back, Buffer::allocate(s, kBytes));
+    KEEL_ASSERT_OK_AND_ASSIGN(Buffer there, Buffer::allocate(z, kBytes));
+    KEEL_ASSERT_OK(s.order_after(z));  // `there` was allocated on z
+    KEEL_ASSERT_OK_AND_ASSIGN(MemoryPool pool, s.memory());
+    struct Healed {
+        ~Healed() { fake_ze_reset(); }
+    } healed;
+    for (int round = 0; round < 3; ++round) {
+        const Bytes want = pattern(kBytes, static_cast<std::uint8_t>(round));
+        KEEL_ASSERT_OK(s.copy(src.view(), want));
+        KEEL_ASSERT_OK(s.memset(back, 0));
+        KEEL_ASSERT_OK(s.copy(there.view(), src.view()));   // this stream reads
+        KEEL_ASSERT_OK(s.copy(back.view(), there.view()));  // this stream writes
+        EXPECT_TRUE(read(s, back.view()) == want) << "round " << round;
+        pool.synchronize();  // the copies' holds have given their blocks back
+        if (round == 0) fake_ze_fail_calls("zeMemAllocHost", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 0, 1000);
+    }
+    KEEL_ASSERT_OK(z.order_after(s));  // `there` is freed on z
+}
+#endif
 
 TEST(CrossDeviceCopy, StagedCopiesBetweenTwoDevicesOfAPluginWithoutPeerAccessDeliverTheBytes) {
     KEEL_PAIR_OR_SKIP(p, "level_zero:0", "level_zero:1");

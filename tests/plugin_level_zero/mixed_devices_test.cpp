@@ -1,7 +1,9 @@
-// The plugin on a fake driver with a VPU and two GPUs without fp64 (ctest
-// sets FAKE_ZE_DEVICES=vpu,gpu,gpu and FAKE_ZE_NO_FP64=1): only GPUs become
-// keel devices, objects of one device are refused on another by name, and
-// lerp in f64 is UNIMPLEMENTED where the device has no fp64.
+// The plugin on a fake driver with a VPU and two GPUs without fp64 or IPC
+// (ctest sets FAKE_ZE_DEVICES=vpu,gpu,gpu, FAKE_ZE_NO_FP64=1 and
+// FAKE_ZE_NO_IPC=1): only GPUs become keel devices, objects of one device
+// are refused on another by name, lerp in f64 is UNIMPLEMENTED where the
+// device has no fp64, and a driver without memory IPC gives neither the
+// capability nor the entries.
 #include "fake_fixture.hpp"
 
 #include <vector>
@@ -18,6 +20,21 @@ TEST_F(OnFakeDriver, OnlyGpusBecomeDevicesAndTheStatusSaysWhatWasSkipped) {
     KEEL_ASSERT_OK(api().device_properties(device(1), &props));
     EXPECT_STREQ(props.name, "keel fake Level Zero device 2");
     EXPECT_STREQ(props.vendor, "Intel");
+}
+
+TEST_F(OnFakeDriver, ADriverWithoutMemoryIpcGivesNeitherTheCapabilityNorTheEntries) {
+    for (std::uint32_t i = 0; i < plugin().device_count(); ++i) {
+        keel_device_properties props{};
+        props.struct_size = KEEL_DEVICE_PROPERTIES_STRUCT_SIZE;
+        KEEL_ASSERT_OK(api().device_properties(device(i), &props));
+        EXPECT_EQ(props.capabilities & (KEEL_DEVICE_CAP_IPC_MEMORY | KEEL_DEVICE_CAP_IPC_EVENTS), 0u) << i;
+    }
+    EXPECT_EQ(api().ipc_memory_alloc, nullptr);
+    EXPECT_EQ(api().ipc_memory_export, nullptr);
+    EXPECT_EQ(api().ipc_memory_import, nullptr);
+    EXPECT_EQ(api().ipc_memory_close, nullptr);
+    EXPECT_EQ(api().ipc_event_export, nullptr);
+    EXPECT_EQ(api().ipc_event_import, nullptr);
 }
 
 TEST_F(OnFakeDriver, MemoryEventsAndKernelsOfAnotherDeviceAreRefusedByName) {

@@ -4,6 +4,7 @@
 
 #include "event_slots.hpp"
 #include "host_buffers.hpp"
+#include "ipc_addresses.hpp"
 #include "modules.hpp"
 
 #include <keel/keel.h>
@@ -84,6 +85,8 @@ public:
     // Copies to and from pageable host memory (transfers.hpp).
     [[nodiscard]] staging::PageableStaging& pageable_staging() noexcept { return pageable_staging_; }
     [[nodiscard]] ModuleCache& modules() noexcept { return modules_; }
+    // Exportable and imported allocations (ipc_entries.cpp).
+    [[nodiscard]] IpcAddresses& ipc() noexcept { return ipc_; }
 
     // The compute queue a new stream uses: round robin over the group.
     [[nodiscard]] std::uint32_t next_queue_index() noexcept;
@@ -104,6 +107,7 @@ private:
     HostBufferPool host_buffers_;
     staging::PageableStaging pageable_staging_;
     ModuleCache modules_;
+    IpcAddresses ipc_;
 };
 
 // What discovery found: drivers with a context, their GPUs, and why there

@@ -44,6 +44,12 @@ keel_error* device_free(keel_device device, keel_device_addr addr) noexcept;
 keel_error* host_alloc(keel_device device, uint64_t size, void** out_ptr) noexcept;
 keel_error* host_free(keel_device device, void* ptr) noexcept;
 
+// ipc_entries.cpp
+keel_error* ipc_memory_alloc(keel_device device, uint64_t size, keel_device_addr* out_addr) noexcept;
+keel_error* ipc_memory_export(keel_device device, keel_device_addr addr, keel_ipc_handle* out) noexcept;
+keel_error* ipc_memory_import(keel_device device, const keel_ipc_handle* handle, keel_device_addr* out_addr) noexcept;
+keel_error* ipc_memory_close(keel_device device, keel_device_addr addr) noexcept;
+
 // copy_entries.cpp
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept;
 keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint64_t size) noexcept;

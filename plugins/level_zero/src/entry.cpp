@@ -15,66 +15,80 @@ namespace {
 // Every entry of keel.h in table order, each set or null here, so that what
 // this plugin lacks is read in one place (the other GPU plugin's table has
 // the same shape and its own entries).
-constexpr keel_plugin_api kApi = {
-    .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
-    .abi_major = KEEL_ABI_VERSION_MAJOR,
-    .abi_minor = KEEL_ABI_VERSION_MINOR,
-    .plugin_info = &Plugin::plugin_info,
-    .plugin_shutdown = &Plugin::plugin_shutdown,
-    .device_count = &Plugin::device_count,
-    .device_get = &Plugin::device_get,
-    .device_properties = &Plugin::device_properties,
-    .stream_create = &stream_create,
-    .stream_destroy = &stream_destroy,
-    .stream_synchronize = &stream_synchronize,
-    .stream_query = &stream_query,
-    .stream_wait_event = &stream_wait_event,
-    .stream_enqueue_host_func = &stream_enqueue_host_func,
-    .event_create = &event_create,
-    .event_destroy = &event_destroy,
-    .event_record = &event_record,
-    .event_query = &event_query,
-    .event_synchronize = &event_synchronize,
-    .device_alloc = &device_alloc,
-    .device_free = &device_free,
-    .memcpy_h2d = &memcpy_h2d,
-    .memcpy_d2h = &memcpy_d2h,
-    .memcpy_d2d = &memcpy_d2d,
-    .memset_d8 = &memset_d8,
-    .device_memory_info = nullptr,
-    .host_alloc = &host_alloc,
-    .host_free = &host_free,
-    .event_elapsed_time = &event_elapsed_time,
-    .kernel_get = &kernel_get,
-    .kernel_launch = &kernel_launch,
-    .memcpy_h2d_inline = &memcpy_h2d_inline,
-    .device_native_handle = &device_native_handle,
-    .stream_native_handle = &stream_native_handle,
-    .device_pageable_staging_stats = &Plugin::device_pageable_staging_stats,
-    .stream_annotate_range = nullptr,  // no checker to tell
-    // No native communication: keel::Communicator's generic path (Gloo) serves it.
-    .comm_create = nullptr,
-    .comm_destroy = nullptr,
-    .comm_abort = nullptr,
-    .comm_all_reduce = nullptr,
-    .comm_broadcast = nullptr,
-    .comm_all_gather = nullptr,
-    .comm_reduce_scatter = nullptr,
-    .comm_send_recv = nullptr,
-    .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
-    .comm_send_recv_sized = nullptr,
-    .plugin_option_info = &Plugin::plugin_option_info,
-    // Not yet: memory and events shared between processes, peer copies
-    // (the runtime stages copies between devices and bridges waits).
-    .ipc_memory_alloc = nullptr,
-    .ipc_memory_export = nullptr,
-    .ipc_memory_import = nullptr,
-    .ipc_memory_close = nullptr,
-    .ipc_event_export = nullptr,
-    .ipc_event_import = nullptr,
-    .device_can_copy_peer = nullptr,
-    .memcpy_peer = nullptr,
-};
+// `ipc`: with the ipc_memory_* entries, for drivers that share memory
+// between processes (the device then sets KEEL_DEVICE_CAP_IPC_MEMORY).
+constexpr keel_plugin_api make_api(bool ipc) {
+    return {
+        .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
+        .abi_major = KEEL_ABI_VERSION_MAJOR,
+        .abi_minor = KEEL_ABI_VERSION_MINOR,
+        .plugin_info = &Plugin::plugin_info,
+        .plugin_shutdown = &Plugin::plugin_shutdown,
+        .device_count = &Plugin::device_count,
+        .device_get = &Plugin::device_get,
+        .device_properties = &Plugin::device_properties,
+        .stream_create = &stream_create,
+        .stream_destroy = &stream_destroy,
+        .stream_synchronize = &stream_synchronize,
+        .stream_query = &stream_query,
+        .stream_wait_event = &stream_wait_event,
+        .stream_enqueue_host_func = &stream_enqueue_host_func,
+        .event_create = &event_create,
+        .event_destroy = &event_destroy,
+        .event_record = &event_record,
+        .event_query = &event_query,
+        .event_synchronize = &event_synchronize,
+        .device_alloc = &device_alloc,
+        .device_free = &device_free,
+        .memcpy_h2d = &memcpy_h2d,
+        .memcpy_d2h = &memcpy_d2h,
+        .memcpy_d2d = &memcpy_d2d,
+        .memset_d8 = &memset_d8,
+        .device_memory_info = nullptr,
+        .host_alloc = &host_alloc,
+        .host_free = &host_free,
+        .event_elapsed_time = &event_elapsed_time,
+        .kernel_get = &kernel_get,
+        .kernel_launch = &kernel_launch,
+        .memcpy_h2d_inline = &memcpy_h2d_inline,
+        .device_native_handle = &device_native_handle,
+        .stream_native_handle = &stream_native_handle,
+        .device_pageable_staging_stats = &Plugin::device_pageable_staging_stats,
+        .stream_annotate_range = nullptr,  // no checker to tell
+        // No native communication: keel::Communicator's generic path (Gloo) serves it.
+        .comm_create = nullptr,
+        .comm_destroy = nullptr,
+        .comm_abort = nullptr,
+        .comm_all_reduce = nullptr,
+        .comm_broadcast = nullptr,
+        .comm_all_gather = nullptr,
+        .comm_reduce_scatter = nullptr,
+        .comm_send_recv = nullptr,
+        .stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func,
+        .comm_send_recv_sized = nullptr,
+        .plugin_option_info = &Plugin::plugin_option_info,
+        .ipc_memory_alloc = ipc ? &ipc_memory_alloc : nullptr,
+        .ipc_memory_export = ipc ? &ipc_memory_export : nullptr,
+        .ipc_memory_import = ipc ? &ipc_memory_import : nullptr,
+        .ipc_memory_close = ipc ? &ipc_memory_close : nullptr,
+        // Not yet: events shared between processes, peer copies (the runtime
+        // stages copies between devices and bridges waits).
+        .ipc_event_export = nullptr,
+        .ipc_event_import = nullptr,
+        .device_can_copy_peer = nullptr,
+        .memcpy_peer = nullptr,
+    };
+}
+
+constexpr keel_plugin_api kApi = make_api(true);
+constexpr keel_plugin_api kApiWithoutIpc = make_api(false);
+
+// The entries come exactly with the capability (keel.h's ipc.memory-set),
+// which discovery gives every device or none.
+bool devices_share_memory() {
+    const auto& devices = state().devices();
+    return !devices.empty() && (devices.front()->properties().capabilities & KEEL_DEVICE_CAP_IPC_MEMORY) != 0;
+}
 
 }  // namespace
 
@@ -82,5 +96,8 @@ constexpr keel_plugin_api kApi = {
 
 extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
                                                            const keel_plugin_api** out_api) {
-    return keel::level_zero::Plugin::init(host, out_api, &keel::level_zero::api::kApi);
+    namespace api = keel::level_zero::api;
+    keel_error* e = keel::level_zero::Plugin::init(host, out_api, &api::kApi);
+    if (e == nullptr && !api::devices_share_memory()) *out_api = &api::kApiWithoutIpc;
+    return e;
 }

@@ -17,7 +17,9 @@
 // chunk into its own block in a host function and copies it out; the reading
 // stream refills a slot only after the write of the chunk before in it (a
 // fence of the writer, waited for across devices). Reading chunk i+1
-// overlaps writing chunk i.
+// overlaps writing chunk i. The blocks come from each device's cache
+// (staging_blocks.hpp) and go back to it once this stream passed the copy,
+// so repeated copies make no host allocation.
 #include <keel/stream.hpp>
 
 #include "../access.hpp"
@@ -46,24 +48,21 @@ namespace {
 constexpr std::uint64_t kStagedChunkBytes = 4ull << 20;
 constexpr std::size_t kStagedRing = 2;
 
-// Device -> pinned memory of that device (its own host_alloc memory, or
-// ordinary memory where it has none), into `block`.
-Result<void> read_into(memory::MemoryCore& core, keel_stream stream, PinnedBuffer& block, keel_device_addr src,
-                       std::uint64_t bytes) {
-    if (block.is_pinned())
-        return detail::Access::slot(block.device()).api().memcpy_d2h(stream, block.data(), src, bytes);
+// Device -> host block of the reading device (its own host_alloc memory,
+// or ordinary memory where it has none).
+Result<void> read_into(const detail::DeviceSlot& device, memory::MemoryCore& core, keel_stream stream,
+                       const cross_device::StagingBlock& block, keel_device_addr src, std::uint64_t bytes) {
+    if (block.pinned) return device.api().memcpy_d2h(stream, block.data, src, bytes);
     return memory::enqueue_pageable_copy(
-        core, stream, [&] { return core.ops().pageable_d2h(stream, block.data(), src, bytes); });
+        core, stream, [&] { return core.ops().pageable_d2h(stream, block.data, src, bytes); });
 }
 
-// Pinned memory of the writing device (or ordinary memory where it has
-// none) -> device.
-Result<void> write_from(memory::MemoryCore& core, keel_stream stream, keel_device_addr dst, const PinnedBuffer& block,
-                        std::uint64_t bytes) {
-    if (block.is_pinned())
-        return detail::Access::slot(block.device()).api().memcpy_h2d(stream, dst, block.data(), bytes);
+// Host block of the writing device -> device.
+Result<void> write_from(const detail::DeviceSlot& device, memory::MemoryCore& core, keel_stream stream,
+                        keel_device_addr dst, const cross_device::StagingBlock& block, std::uint64_t bytes) {
+    if (block.pinned) return device.api().memcpy_h2d(stream, dst, block.data, bytes);
     return memory::enqueue_pageable_copy(
-        core, stream, [&] { return core.ops().pageable_h2d(stream, dst, block.data(), bytes); });
+        core, stream, [&] { return core.ops().pageable_h2d(stream, dst, block.data, bytes); });
 }
 
 // A chunk moved on the host from the reader's block into the writer's.
@@ -87,9 +86,9 @@ keel_error* move_chunk_fallible(void* user_data, keel_status status) noexcept {
 // Enqueues the move on the writer's stream. Fallible where the plugin has it:
 // then it is part of the stream's work that fills the block the next copy
 // reads (a plain host function is a callback, keel.h 1.4).
-Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, PinnedBuffer& to,
-                          const PinnedBuffer& from, std::uint64_t bytes) {
-    auto* m = new (std::nothrow) ChunkMove{to.data(), from.data(), static_cast<std::size_t>(bytes)};
+Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, const cross_device::StagingBlock& to,
+                          const cross_device::StagingBlock& from, std::uint64_t bytes) {
+    auto* m = new (std::nothrow) ChunkMove{to.data, from.data, static_cast<std::size_t>(bytes)};
     if (m == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::copy] out of host memory");
     const detail::PluginApi& api = device.api();
     Result<void> r = api.has_fallible_host_func() ? api.stream_enqueue_fallible_host_func(stream, &move_chunk_fallible, m)
@@ -100,8 +99,55 @@ Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, 
 
 // One slot of the ring: a block of the reading device, one of the writing device.
 struct RingSlot {
-    PinnedBuffer in;
-    PinnedBuffer out;
+    cross_device::StagingBlock in;
+    cross_device::StagingBlock out;
+};
+
+// The ring of one copy; gives its blocks back to their devices' caches when
+// destroyed (held by the copy's stream until it passed the copy). It holds
+// both devices, so their plugins and caches outlive it. Move-only.
+class Ring {
+public:
+    Ring(Device reading, Device writing) noexcept : reading_(std::move(reading)), writing_(std::move(writing)) {}
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+    Ring(Ring&& other) noexcept = default;
+    Ring& operator=(Ring&&) = delete;
+    ~Ring() {
+        if (slots_.empty()) return;  // also moved-from
+        const detail::DeviceSlot& in = detail::Access::slot(reading_);
+        const detail::DeviceSlot& out = detail::Access::slot(writing_);
+        for (const RingSlot& slot : slots_) {
+            in.staging_blocks->give_back(in.api(), in.handle, slot.in);
+            out.staging_blocks->give_back(out.api(), out.handle, slot.out);
+        }
+    }
+
+    // Adds a slot of `bytes` per block.
+    [[nodiscard]] Result<void> add(std::uint64_t bytes) {
+        const detail::DeviceSlot& in = detail::Access::slot(reading_);
+        const detail::DeviceSlot& out = detail::Access::slot(writing_);
+        KEEL_TRY_ASSIGN(const cross_device::StagingBlock a, in.staging_blocks->acquire(in.api(), in.handle, bytes));
+        auto b = out.staging_blocks->acquire(out.api(), out.handle, bytes);
+        if (!b.ok()) {
+            in.staging_blocks->give_back(in.api(), in.handle, a);
+            return std::move(b).error();
+        }
+        try {
+            slots_.push_back(RingSlot{a, *b});
+        } catch (const std::bad_alloc&) {
+            in.staging_blocks->give_back(in.api(), in.handle, a);
+            out.staging_blocks->give_back(out.api(), out.handle, *b);
+            return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::copy] out of host memory");
+        }
+        return ok();
+    }
+    [[nodiscard]] std::vector<RingSlot>& slots() noexcept { return slots_; }
+
+private:
+    Device reading_;
+    Device writing_;
+    std::vector<RingSlot> slots_;
 };
 
 // One side of a staged copy: a stream of a device and that device's memory instance.
@@ -128,10 +174,10 @@ Result<void> enqueue_chunks(const Side& reader, const Side& writer, std::vector<
             KEEL_TRY(cross_device::wait_event(reader.device, reader.stream, writer.device,
                                               detail::Access::event(emptied)));
         }
-        KEEL_TRY(read_into(*reader.core, reader.stream, slot.in, src + offset, n));
+        KEEL_TRY(read_into(reader.device, *reader.core, reader.stream, slot.in, src + offset, n));
         KEEL_TRY(cross_device::order_after(writer.device, writer.stream, reader.device, reader.stream, reader.core));
         KEEL_TRY(enqueue_move(writer.device, writer.stream, slot.out, slot.in, n));
-        KEEL_TRY(write_from(*writer.core, writer.stream, dst + offset, slot.out, n));
+        KEEL_TRY(write_from(writer.device, *writer.core, writer.stream, dst + offset, slot.out, n));
         if (i + ring.size() < chunks) {
             KEEL_TRY_ASSIGN(emptied, memory::record_fence(writer.core, writer.stream));
         }
@@ -160,13 +206,8 @@ Result<void> Stream::copy_across(DeviceView dst, DeviceView src) const {
     const Device& writing_device = writes_here ? device_ : other_device;
     const std::uint64_t chunks = (bytes + kStagedChunkBytes - 1) / kStagedChunkBytes;
     const std::uint64_t block_bytes = std::min(bytes, kStagedChunkBytes);
-    std::vector<RingSlot> ring;
-    ring.reserve(kStagedRing);
-    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(kStagedRing, chunks); ++k) {
-        KEEL_TRY_ASSIGN(PinnedBuffer in, PinnedBuffer::allocate(reading_device, block_bytes));
-        KEEL_TRY_ASSIGN(PinnedBuffer out, PinnedBuffer::allocate(writing_device, block_bytes));
-        ring.push_back(RingSlot{std::move(in), std::move(out)});
-    }
+    Ring ring(reading_device, writing_device);
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(kStagedRing, chunks); ++k) KEEL_TRY(ring.add(block_bytes));
     cross_device::HelperStreams& helpers = *other.helpers;
     KEEL_TRY_ASSIGN(keel_stream helper, helpers.acquire(other.api(), other.handle));
 
@@ -178,7 +219,7 @@ Result<void> Stream::copy_across(DeviceView dst, DeviceView src) const {
     // The helper starts after this stream's earlier work: when it reads, at
     // once; when it writes, through its first wait for this stream's read.
     if (writes_here) r = cross_device::order_after(there.device, there.stream, here.device, here.stream, here.core);
-    if (r.ok()) r = enqueue_chunks(reader, writer, ring, dst.address(), src.address(), bytes);
+    if (r.ok()) r = enqueue_chunks(reader, writer, ring.slots(), dst.address(), src.address(), bytes);
     // This stream's later work runs after the helper's writes.
     if (r.ok() && !writes_here)
         r = cross_device::order_after(here.device, here.stream, there.device, there.stream, there.core);
@@ -189,8 +230,8 @@ Result<void> Stream::copy_across(DeviceView dst, DeviceView src) const {
         (void)mine.api().stream_synchronize(handle_);
     }
     Result<void> given_back = helpers.enqueue_give_back(other.api(), helper);
-    // The ring (and the other device's plugin) stay until this stream passed
-    // the copy.
+    // The ring (back to the caches then) and the other device's plugin stay
+    // until this stream passed the copy.
     Result<void> held = hold(std::move(ring), std::move(other_device), std::move(other_core));
     if (!r.ok()) return std::move(r).error().context("Stream::copy from " + from.name + " to " + to.name);
     KEEL_TRY(std::move(given_back));

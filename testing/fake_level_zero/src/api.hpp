@@ -13,6 +13,7 @@ ze_result_t ZE_APICALL zeInit(ze_init_flags_t flags);
 ze_result_t ZE_APICALL zeDriverGet(uint32_t* count, ze_driver_handle_t* drivers);
 ze_result_t ZE_APICALL zeDriverGetApiVersion(ze_driver_handle_t driver, ze_api_version_t* version);
 ze_result_t ZE_APICALL zeDriverGetProperties(ze_driver_handle_t driver, ze_driver_properties_t* props);
+ze_result_t ZE_APICALL zeDriverGetIpcProperties(ze_driver_handle_t driver, ze_driver_ipc_properties_t* props);
 ze_result_t ZE_APICALL zeDeviceGet(ze_driver_handle_t driver, uint32_t* count, ze_device_handle_t* devices);
 ze_result_t ZE_APICALL zeDeviceGetProperties(ze_device_handle_t device, ze_device_properties_t* props);
 ze_result_t ZE_APICALL zeDeviceGetComputeProperties(ze_device_handle_t device, ze_device_compute_properties_t* props);
@@ -34,6 +35,12 @@ ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t context, void* ptr);
 ze_result_t ZE_APICALL zeMemGetAllocProperties(ze_context_handle_t context, const void* ptr,
                                                ze_memory_allocation_properties_t* props, ze_device_handle_t* device);
 ze_result_t ZE_APICALL zeMemGetAddressRange(ze_context_handle_t context, const void* ptr, void** base, size_t* size);
+
+// ipc_memory.cpp
+ze_result_t ZE_APICALL zeMemGetIpcHandle(ze_context_handle_t context, const void* ptr, ze_ipc_mem_handle_t* handle);
+ze_result_t ZE_APICALL zeMemOpenIpcHandle(ze_context_handle_t context, ze_device_handle_t device,
+                                          ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** ptr);
+ze_result_t ZE_APICALL zeMemCloseIpcHandle(ze_context_handle_t context, const void* ptr);
 
 // events.cpp
 ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_event_pool_desc_t* desc,

@@ -69,6 +69,11 @@ Config read_config() {
         if (!on) bad_setting("FAKE_ZE_NO_FP64", *no_fp64, "1|0|on|off|true|false|yes|no");
         c.fp64 = !*on;
     }
+    if (const auto no_ipc = keel::env::foreign("FAKE_ZE_NO_IPC")) {
+        const auto on = keel::env::parse_switch(*no_ipc);
+        if (!on) bad_setting("FAKE_ZE_NO_IPC", *no_ipc, "1|0|on|off|true|false|yes|no");
+        c.ipc = !*on;
+    }
     return c;
 }
 
@@ -186,6 +191,15 @@ ze_result_t ZE_APICALL zeDriverGetProperties(ze_driver_handle_t driver, ze_drive
     if (props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     std::memset(&props->uuid, 0x4b, sizeof props->uuid);
     props->driverVersion = 1;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeDriverGetIpcProperties(ze_driver_handle_t driver, ze_driver_ipc_properties_t* props) {
+    FAKE_ZE_INJECT("zeDriverGetIpcProperties");
+    if (driver == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    // Memory only: event pools are not shared between processes.
+    props->flags = Driver::get().config.ipc ? ZE_IPC_PROPERTY_FLAG_MEMORY : 0;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -322,7 +336,8 @@ ze_result_t ZE_APICALL zeContextDestroy(ze_context_handle_t handle) {
             continue;
         }
         if (it->second->users != 0) violation("zeContextDestroy while a command still uses its memory");
-        if (it->second->device) it->second->device->used -= it->second->size;
+        if (it->second->device && it->second->sharing != Sharing::imported)
+            it->second->device->used -= it->second->size;
         it = driver.allocations.erase(it);
         --driver.live;
     }

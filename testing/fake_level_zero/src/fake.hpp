@@ -55,6 +55,39 @@ struct StorageFree {
     void operator()(std::byte* p) const noexcept;
 };
 
+// A descriptor the driver owns, closed with its allocation. Move-only.
+class OwnedFd {
+public:
+    OwnedFd() noexcept = default;
+    explicit OwnedFd(int fd) noexcept : fd_(fd) {}
+    OwnedFd(const OwnedFd&) = delete;
+    OwnedFd& operator=(const OwnedFd&) = delete;
+    OwnedFd(OwnedFd&& other) noexcept : fd_(other.release()) {}
+    OwnedFd& operator=(OwnedFd&& other) noexcept;
+    ~OwnedFd();
+    [[nodiscard]] int get() const noexcept { return fd_; }
+    int release() noexcept {
+        const int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// How an allocation can cross a process boundary (ipc_memory.cpp).
+enum class Sharing {
+    none,
+    // Allocated with ze_external_memory_export_desc_t (DMA_BUF): its storage
+    // is a memfd, the fake's stand-in for a dma-buf, which zeMemGetIpcHandle
+    // hands out.
+    exportable,
+    // Opened with zeMemOpenIpcHandle: a mapping of another allocation's
+    // memfd, closed with zeMemCloseIpcHandle, never freed.
+    imported,
+};
+
 // Device memory lives in `storage` and is named by an address the host
 // cannot dereference (non-canonical on x86-64); host memory is its own address.
 struct Allocation {
@@ -66,6 +99,8 @@ struct Allocation {
     using Free = StorageFree;
     std::unique_ptr<std::byte[], Free> storage;
     int users = 0;  // pending commands that use it
+    Sharing sharing = Sharing::none;
+    OwnedFd memfd;  // exportable: the memfd behind `storage`
 };
 
 struct Event;
@@ -159,6 +194,8 @@ struct Config {
     std::uint64_t host_memory = UINT64_MAX;
     bool relaxed = true;
     bool fp64 = true;
+    // zeDriverGetIpcProperties reports memory IPC (FAKE_ZE_NO_IPC=1: none).
+    bool ipc = true;
 };
 
 // The driver: one per process, created at the first zeInit.

@@ -2,6 +2,7 @@
 // faults if it dereferences one) and host memory (the host's own).
 #include "api.hpp"
 #include "fake.hpp"
+#include "ipc_memory.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -61,7 +62,12 @@ ze_result_t ZE_APICALL zeMemAllocDevice(ze_context_handle_t context, const ze_de
     if (size > device->memory) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     if (size > device->memory - device->used) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     auto a = std::make_unique<Allocation>();
-    a->storage = allocate(size, 64);
+    a->size = size;
+    if (asks_for_export(desc->pNext)) {
+        if (!back_with_memfd(*a)) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    } else {
+        a->storage = allocate(size, 64);
+    }
     if (!a->storage) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     const std::uint64_t align = alignment > 256 ? alignment : 256;
     const std::uint64_t base = (driver.next_device_address + align - 1) & ~(align - 1);
@@ -121,6 +127,8 @@ ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t context, void* ptr) {
         std::lock_guard lock(driver.mutex);
         auto it = driver.allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
         if (it == driver.allocations.end()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        // Opened memory is closed with zeMemCloseIpcHandle, never freed.
+        if (it->second->sharing == Sharing::imported) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
         if (it->second->users != 0) violation("zeMemFree of memory a pending command still uses");
         freed = std::move(it->second);
         driver.allocations.erase(it);

@@ -45,6 +45,7 @@ FAKE_ZE_TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t) {
     t->pfnGet = api::zeDriverGet;
     t->pfnGetApiVersion = api::zeDriverGetApiVersion;
     t->pfnGetProperties = api::zeDriverGetProperties;
+    t->pfnGetIpcProperties = api::zeDriverGetIpcProperties;
 }
 
 FAKE_ZE_TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t) {
@@ -91,6 +92,9 @@ FAKE_ZE_TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t) {
     t->pfnFree = api::zeMemFree;
     t->pfnGetAllocProperties = api::zeMemGetAllocProperties;
     t->pfnGetAddressRange = api::zeMemGetAddressRange;
+    t->pfnGetIpcHandle = api::zeMemGetIpcHandle;
+    t->pfnOpenIpcHandle = api::zeMemOpenIpcHandle;
+    t->pfnCloseIpcHandle = api::zeMemCloseIpcHandle;
 }
 
 FAKE_ZE_TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t) {

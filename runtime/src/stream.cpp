@@ -18,6 +18,7 @@
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
 #include "cross_device/bridge.hpp"
+#include "cross_device/origins.hpp"
 #include "plugin.hpp"
 #include "trace/hooks.hpp"
 
@@ -148,6 +149,7 @@ Result<void> Stream::close() {
         if (auto drained = api.stream_synchronize(handle); !drained.ok())
             detail::log_debug("[Stream::close] " + drained.error().message());
     }
+    cross_device::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
     doctor::close_ledger(memory_->ledger);
     memory::unregister_stream(handle);
     Result<void> destroyed = api.stream_destroy(handle);
@@ -248,7 +250,9 @@ Result<void> Stream::wait(const Fence& fence) const {
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
     if (theirs == &mine) {
+        cross_device::Origins carried = cross_device::origins_of_event(detail::Access::event(fence));
         KEEL_TRY(memory::wait_fence(fence, handle_));
+        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -265,7 +269,9 @@ Result<void> Stream::wait(const Event& event) const {
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_event, 0);
     if (theirs == &mine) {
+        cross_device::Origins carried = cross_device::origins_of_event(detail::Access::handle(event));
         KEEL_TRY(mine.api().stream_wait_event(handle_, detail::Access::handle(event)));
+        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -289,6 +295,7 @@ Result<void> Stream::order_after(const Stream& from) const {
     }
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     const doctor::Site target = ledger_of(from).last();
+    cross_device::Origins carried = cross_device::origins_of_stream(from.handle_);
     if (trace::on()) [[unlikely]] {
         // Traced as its two halves: the fence on `from`, the wait here.
         std::optional<trace::OpScope> fenced(std::in_place, from, trace::Kind::fence, 0);
@@ -299,6 +306,7 @@ Result<void> Stream::order_after(const Stream& from) const {
     } else {
         KEEL_TRY(memory::order_after(*core, handle_, from.handle_));
     }
+    KEEL_TRY(cross_device::arrive(detail::Access::slot(device_), handle_, std::move(carried)));
     (void)ledger_of(*this).note_blocking(doctor::OpKind::order_after, target);
     return ok();
 }

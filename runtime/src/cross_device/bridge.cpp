@@ -3,7 +3,6 @@
 #include "../access.hpp"
 #include "../logging.hpp"
 #include "../memory/fence.hpp"
-#include "../memory/shared_memory.hpp"
 #include "helper_streams.hpp"
 #include "origins.hpp"
 
@@ -87,9 +86,9 @@ Result<void> enqueue_pass(const detail::DeviceSlot& to_dev, keel_stream to, cons
 
 // `to` waits for what `from` has enqueued so far, through a gate. `carried`:
 // the origins `from` is ordered after; with them, the point of `from` as an
-// origin of its own where `from_core` is known (origins.hpp).
+// origin of its own (origins.hpp).
 Result<void> bridge(const detail::DeviceSlot& to_dev, keel_stream to, const detail::DeviceSlot& from_dev,
-                    keel_stream from, const std::shared_ptr<memory::MemoryCore>* from_core, Origins carried) {
+                    keel_stream from, Origins carried) {
     GateRef gate;
     try {
         gate = std::make_shared<Gate>("work of " + from_dev.name);
@@ -108,22 +107,10 @@ Result<void> bridge(const detail::DeviceSlot& to_dev, keel_stream to, const deta
     KEEL_TRY(enqueue_pass(to_dev, to, gate));
     // The plugin of `to` sees nothing of the gate: what it now waits for
     // travels on as origins (a plugin that tracks ordering then sees it).
-    if (from_core != nullptr) {
-        Result<Origin> here = make_origin(from_dev, from, *from_core);
-        if (here.ok()) carried.push_back(std::move(*here));
-        else detail::log_debug("[cross-device wait] no fence at the awaited point: " + here.error().message());
-    }
+    Result<Origin> here = make_origin(from_dev, from);
+    if (here.ok()) carried.push_back(std::move(*here));
+    else detail::log_debug("[cross-device wait] no event at the awaited point: " + here.error().message());
     return arrive(to_dev, to, std::move(carried));
-}
-
-// The shared memory instance of `device` (for the fences of origins), or
-// null where there is none.
-std::shared_ptr<memory::MemoryCore> shared_core_of(const detail::DeviceSlot& device) {
-    Result<std::shared_ptr<memory::MemoryCore>> core =
-        memory::shared_core(detail::Access::device(device.plugin->shares().handle(device)), nullptr);
-    if (core.ok()) return std::move(*core);
-    detail::log_debug("[cross-device wait] no memory instance of " + device.name + ": " + core.error().message());
-    return nullptr;
 }
 
 }  // namespace
@@ -144,7 +131,7 @@ Result<void> order_after(const detail::DeviceSlot& to_dev, keel_stream to, const
         KEEL_TRY(from_dev.api().stream_wait_event(to, detail::Access::event(fence)));
         return arrive(to_dev, to, std::move(carried));
     }
-    return bridge(to_dev, to, from_dev, from, &from_core, origins_of_stream(from));
+    return bridge(to_dev, to, from_dev, from, origins_of_stream(from));
 }
 
 Result<void> wait_event(const detail::DeviceSlot& to_dev, keel_stream to, const detail::DeviceSlot& event_dev,
@@ -158,10 +145,8 @@ Result<void> wait_event(const detail::DeviceSlot& to_dev, keel_stream to, const 
     // on its own device), and its end opens the gate.
     HelperStreams& helpers = *event_dev.helpers;
     KEEL_TRY_ASSIGN(keel_stream helper, helpers.acquire(event_dev.api(), event_dev.handle));
-    const std::shared_ptr<memory::MemoryCore> helper_core = shared_core_of(event_dev);
     Result<void> waited = event_dev.api().stream_wait_event(helper, event);
-    if (waited.ok())
-        waited = bridge(to_dev, to, event_dev, helper, helper_core ? &helper_core : nullptr, std::move(carried));
+    if (waited.ok()) waited = bridge(to_dev, to, event_dev, helper, std::move(carried));
     Result<void> given_back = helpers.enqueue_give_back(event_dev.api(), helper);
     KEEL_TRY(std::move(waited));
     return given_back;

@@ -2,7 +2,6 @@
 
 #include "../access.hpp"
 #include "../logging.hpp"
-#include "../memory/fence.hpp"
 #include "bridge.hpp"
 
 #include <keel/base/no_destructor.hpp>
@@ -54,17 +53,21 @@ Origins copy_of(const std::unordered_map<keel_stream, Origins>& map, keel_stream
 
 bool origins_in_use() noexcept { return origin_table().in_use.load(std::memory_order_relaxed); }
 
-Result<Origin> make_origin(const detail::DeviceSlot& from_dev, keel_stream from,
-                           const std::shared_ptr<memory::MemoryCore>& from_core) {
+Result<Origin> make_origin(const detail::DeviceSlot& from_dev, keel_stream from) {
     OriginTable& t = origin_table();
     t.in_use.store(true, std::memory_order_relaxed);
-    KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(from_core, from));
+    const detail::PluginApi& api = from_dev.api();
+    keel_event handle = nullptr;
+    KEEL_TRY(api.event_create(from_dev.handle, KEEL_EVENT_DEFAULT, &handle));
+    // Owned from here: the Event destroys the plugin event on every path.
+    Event point = detail::Access::event(&from_dev, handle, from_dev.plugin->shares().take(), EventTiming::off);
+    if (Result<void> recorded = api.event_record(handle, from); !recorded.ok())
+        return std::move(recorded).error().context("cross-device wait");
     Origin o;
     o.stream = from;
-    o.device = &from_dev;
     o.order = t.next_order.fetch_add(1, std::memory_order_relaxed);
     try {
-        o.fence = std::make_shared<const Fence>(std::move(fence));
+        o.point = std::make_shared<const Event>(std::move(point));
     } catch (const std::bad_alloc&) {
         return Error(KEEL_STATUS_OUT_OF_MEMORY, "[cross-device wait] out of host memory");
     }
@@ -170,8 +173,8 @@ Result<void> arrive(const detail::DeviceSlot& to_dev, keel_stream to, Origins in
     Result<void> waited = ok();
     for (Origin& o : incoming) {
         if (o.stream == to) continue;  // a stream is in order with itself
-        if (native_wait(to_dev, *o.device)) {
-            if (waited.ok()) waited = to_dev.api().stream_wait_event(to, detail::Access::event(*o.fence));
+        if (native_wait(to_dev, *detail::Access::slot(*o.point))) {
+            if (waited.ok()) waited = to_dev.api().stream_wait_event(to, detail::Access::handle(*o.point));
             continue;
         }
         kept.push_back(std::move(o));

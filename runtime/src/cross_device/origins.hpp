@@ -12,20 +12,27 @@
 // natively, it does (after the bridge, so the wait is already satisfied
 // and costs no time), and the plugin sees the edge; the others are kept.
 //
+// Ownership: an origin owns its point, a plugin event of its own (with a
+// share of the plugin, as an Event), and refers to nothing else: dropping
+// one destroys that event ([event.destroy-pending] lets a pending one go)
+// and never touches its stream, the stream's memory instance or a
+// thread's state, so an origin may go anywhere and at any time (another
+// stream's close, a helper's retirement, the process's exit) whether or
+// not its stream is still open. A stream handle in an origin is a key only.
+//
 // Kept per stream handle and per event handle, latest point per origin
 // stream; a stream's origins go when it closes, as does every origin at a
-// point of it (its work is done). Until the first bridge every call is a
-// no-op behind one relaxed load (in_use()).
+// point of it (its work is done: memory, not correctness). Until the first
+// bridge every call is a no-op behind one relaxed load (in_use()).
 //
 // Sync: every function may be called from any thread except a host
-// function. No lock is held while a plugin is called or a fence goes.
+// function. No lock is held while a plugin is called or an origin goes.
 #pragma once
 
-#include <keel/fence.hpp>
+#include <keel/event.hpp>
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
-#include "../memory/memory_core.hpp"
 #include "../plugin.hpp"
 
 #include <cstdint>
@@ -34,21 +41,20 @@
 
 namespace keel::cross_device {
 
-// A point of one stream's work, held by a fence.
+// A point of one stream's work: an event recorded there, owned.
 struct Origin {
-    keel_stream stream = nullptr;
-    const detail::DeviceSlot* device = nullptr;
-    std::shared_ptr<const Fence> fence;
-    std::uint64_t order = 0;  // later points of one stream have larger values
+    keel_stream stream = nullptr;         // whose point (a key: never called through)
+    std::shared_ptr<const Event> point;  // keeps its plugin, and so its device slot, alive
+    std::uint64_t order = 0;             // later points of one stream have larger values
 };
 using Origins = std::vector<Origin>;
 
 // False until the first origin was made (by a bridge).
 [[nodiscard]] bool origins_in_use() noexcept;
 
-// A fence at the current end of `from`'s work, as an origin.
-[[nodiscard]] Result<Origin> make_origin(const detail::DeviceSlot& from_dev, keel_stream from,
-                                         const std::shared_ptr<memory::MemoryCore>& from_core);
+// An event recorded at the current end of `from`'s work, as an origin. The
+// caller holds a Device of `from_dev`'s plugin.
+[[nodiscard]] Result<Origin> make_origin(const detail::DeviceSlot& from_dev, keel_stream from);
 
 [[nodiscard]] Origins origins_of_stream(keel_stream stream);
 [[nodiscard]] Origins origins_of_event(keel_event event);

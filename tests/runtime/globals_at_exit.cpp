@@ -19,6 +19,7 @@ struct Globals {
     std::optional<keel::MemoryPool> private_memory;
     std::optional<keel::Stream> private_stream;
     std::optional<keel::Buffer> buffer;
+    std::optional<keel::Fence> fence;  // given back to its memory instance's tracker at exit
     std::optional<keel::Stream> other_stream;  // on argv[2]
     std::optional<keel::Event> other_event;
 };
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
         s->hold(std::move(held)).expect("a hold");
     }
     globals.buffer.emplace(keel::Buffer::allocate(*globals.stream, 4096).expect("a buffer kept to the end"));
+    // A fence of one memory instance kept, then one of another made last.
+    globals.fence.emplace(globals.private_stream->fence().expect("a fence kept to the end"));
+    (void)globals.stream->fence().expect("a fence of the shared instance");
     if (argc > 2) {
         keel::Device other = globals.runtime->device(argv[2]).expect("the second device");
         globals.other_stream.emplace(keel::Stream::create(other).expect("a stream of the second device"));

@@ -20,6 +20,7 @@
 #include "cross_device/bridge.hpp"
 #include "cross_device/origins.hpp"
 #include "plugin.hpp"
+#include "trace/event_times.hpp"
 #include "trace/hooks.hpp"
 
 #include <algorithm>
@@ -53,6 +54,11 @@ struct Stream::Memory {
     std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
     memory::StreamGeneration generation = 0;   // from the stream registry, at creation
     std::atomic<std::uint32_t> trace_seen{0};  // the last trace session that named it
+    // Event timing for traces: made once under times_mu, then read through
+    // times_state (0: not yet, 1: none, 2: `times`).
+    std::mutex times_mu;
+    std::atomic<int> times_state{0};
+    std::shared_ptr<trace::StreamTimes> times;
     // What the stream enqueued and how far it got, for the hang doctor.
     std::shared_ptr<doctor::StreamLedger> ledger;
 };
@@ -76,6 +82,21 @@ std::uint64_t detail::Access::generation(const Stream& stream) noexcept { return
 
 std::atomic<std::uint32_t>& detail::Access::trace_seen(const Stream& stream) noexcept {
     return stream.memory_->trace_seen;
+}
+
+trace::StreamTimes* detail::Access::stream_times(const Stream& stream) noexcept {
+    Stream::Memory& m = *stream.memory_;
+    int state = m.times_state.load(std::memory_order_acquire);
+    if (state == 0) {
+        std::lock_guard lock(m.times_mu);
+        state = m.times_state.load(std::memory_order_relaxed);
+        if (state == 0) {
+            m.times = trace::make_stream_times(slot(stream.device()), stream.handle_);
+            state = m.times ? 2 : 1;
+            m.times_state.store(state, std::memory_order_release);
+        }
+    }
+    return state == 2 ? m.times.get() : nullptr;
 }
 
 Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const Stream& stream) {
@@ -150,6 +171,8 @@ Result<void> Stream::close() {
             detail::log_debug("[Stream::close] " + drained.error().message());
     }
     cross_device::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
+    // The trace's times of its last operations, while its events can still be read.
+    if (memory_->times_state.load(std::memory_order_acquire) == 2) memory_->times->close();
     doctor::close_ledger(memory_->ledger);
     memory::unregister_stream(handle);
     Result<void> destroyed = api.stream_destroy(handle);

@@ -42,6 +42,7 @@ struct Slice {
     std::uint64_t tid = 0;
     double ts_us = 0;
     double dur_us = 0;
+    double enq_us = -1;  // -1: not written (an untimed slice starts at its enqueue)
     bool untimed = false;
     bool failed = false;
 };
@@ -63,6 +64,7 @@ std::vector<Slice> stream_slices(const std::string& text) {
         s.tid = static_cast<std::uint64_t>(number_after(line, "\"tid\":"));
         s.ts_us = number_after(line, "\"ts\":");
         s.dur_us = number_after(line, "\"dur\":");
+        s.enq_us = number_after(line, "\"enq\":");
         const std::size_t name = line.find("\"name\":\"") + 8;
         s.name = line.substr(name, line.find('"', name) - name);
         s.untimed = line.find("\"untimed\":1") != std::string::npos;
@@ -115,6 +117,8 @@ TEST_F(EventTimesTest, EachOperationIsTimedByTheDevicesTimerInEnqueueOrder) {
     double previous_end_us = -1;
     for (const Slice& sl : slices) {
         EXPECT_FALSE(sl.untimed) << sl.name;
+        EXPECT_GE(sl.enq_us, 0.0) << sl.name << " has no enqueue time";
+        EXPECT_GE(sl.ts_us + 0.0015, sl.enq_us) << sl.name << " starts before it was enqueued";
         EXPECT_GE(sl.ts_us + 0.0015, previous_end_us) << sl.name << " starts before the operation ahead of it ends";
         previous_end_us = sl.ts_us + sl.dur_us;
         for (double at_ns : {sl.ts_us * 1000, (sl.ts_us + sl.dur_us) * 1000}) {
@@ -122,7 +126,9 @@ TEST_F(EventTimesTest, EachOperationIsTimedByTheDevicesTimerInEnqueueOrder) {
             EXPECT_NEAR((ticks - std::round(ticks)) * tick_ns, 0.0, 3.0)
                 << sl.name << " at " << at_ns << " ns is off the device timer's grid";
         }
-        if (sl.name == "host function") EXPECT_GE(sl.dur_us, 20000.0) << "the device saw the function's 20 ms";
+        if (sl.name == "host function") {
+            EXPECT_GE(sl.dur_us, 20000.0) << "the device saw the function's 20 ms";
+        }
     }
     std::filesystem::remove(path);
 }

@@ -54,40 +54,79 @@ void StreamTimes::give_back(keel_event event) noexcept {
     }
 }
 
+std::atomic<std::int64_t>* StreamTimes::take_cell() noexcept {
+    if (!spare_cells_.empty()) {
+        std::atomic<std::int64_t>* c = spare_cells_.back();
+        spare_cells_.pop_back();
+        return c;
+    }
+    try {
+        return &cells_.emplace_back(0);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+namespace {
+
+// A cell whose host function ran (it holds a time) is free again; one
+// whose host function may still run stays where it is.
+void reuse_cell(std::vector<std::atomic<std::int64_t>*>& spare, std::atomic<std::int64_t>* cell) noexcept {
+    if (cell == nullptr || cell->load(std::memory_order_acquire) == 0) return;
+    cell->store(0, std::memory_order_relaxed);
+    try {
+        spare.push_back(cell);
+    } catch (...) {
+        // Out of host memory: the cell stays unused in the deque.
+    }
+}
+
+}  // namespace
+
 void StreamTimes::anchor_reached(void* cell, keel_status /*status*/) {
     static_cast<std::atomic<std::int64_t>*>(cell)->store(now_ns(), std::memory_order_release);
 }
 
-// A new anchor for `session`: a host function that reads the host's clock,
-// then an event right behind it.
-bool StreamTimes::anchor_locked(std::uint32_t session) noexcept {
-    drop_locked();
-    session_ = session;
+// The anchor: an event, then a host function that reads the host's clock.
+// The stream runs the host function after the event completed, so the time
+// it reads is an upper bound of the event's.
+bool StreamTimes::push_anchor_locked() noexcept {
     keel_event e = take_event();
     if (e == nullptr) return false;
-    std::atomic<std::int64_t>* cell = nullptr;
+    std::atomic<std::int64_t>* cell = take_cell();
+    if (cell == nullptr) {
+        give_back(e);
+        return false;
+    }
+    auto fail = [&] {
+        give_back(e);  // recorded or not, it may be recorded again
+        try {
+            spare_cells_.push_back(cell);  // its host function never runs
+        } catch (...) {
+        }
+        return false;
+    };
+    if (!api_.event_record(e, stream_).ok()) return fail();
     try {
-        cell = &cells_.emplace_back(0);
+        points_.push_back(Point{e, nullptr, false, cell});
     } catch (...) {
-        give_back(e);
-        return false;
+        return fail();
     }
-    if (!api_.stream_enqueue_host_func(stream_, &anchor_reached, cell).ok() ||
-        !api_.event_record(e, stream_).ok()) {
-        give_back(e);
-        return false;
+    if (!api_.stream_enqueue_host_func(stream_, &anchor_reached, cell).ok()) {
+        points_.pop_back();
+        return fail();
     }
-    anchor_ = e;
-    anchor_ns_ = 0;
-    anchor_cell_ = cell;
     return true;
 }
 
 bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
     if (closed_ || !on() || record->session != current_session()) return false;
-    if (anchor_ == nullptr || session_ != record->session) {
-        if (!anchor_locked(record->session)) return false;
+    if (session_ != record->session) {
+        drop_locked();
+        session_ = record->session;
     }
+    // The session's first point on the stream is its anchor: times start there.
+    if (last_ == nullptr && points_.empty() && !push_anchor_locked()) return false;
     keel_event e = take_event();
     if (e == nullptr) return false;
     if (Result<void> recorded = api_.event_record(e, stream_); !recorded.ok()) {
@@ -97,7 +136,7 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
         return false;
     }
     try {
-        points_.push_back(Point{e, record, is_end});
+        points_.push_back(Point{e, record, is_end, nullptr});
     } catch (...) {
         give_back(e);
         return false;
@@ -117,34 +156,45 @@ bool StreamTimes::end(Record* record) noexcept {
     return push_locked(record, true);
 }
 
-// From the anchor forward, in stream order, while the events have completed.
+// In stream order, while the events have completed: the anchor's time is
+// its host function's, each later point's the previous one's plus the
+// elapsed time between their events (upper bounds all).
 void StreamTimes::resolve_locked() noexcept {
-    if (anchor_ == nullptr) return;
-    if (anchor_ns_ == 0) {
-        anchor_ns_ = static_cast<double>(anchor_cell_->load(std::memory_order_acquire));
-        if (anchor_ns_ == 0) return;  // the stream has not reached the anchor yet
-    }
     while (!points_.empty()) {
         const Point p = points_.front();
-        float ms = 0;
-        Result<void> elapsed = api_.event_elapsed_time(anchor_, p.event, &ms);
-        if (!elapsed.ok()) {
-            // Not complete yet: the later points are not either.
-            if (elapsed.error().code() == KEEL_STATUS_FAILED_PRECONDITION) return;
-            // The stream failed: this point never gets a time.
-            if (p.is_end) p.record->status.store(elapsed.error().code(), std::memory_order_relaxed);
-            points_.pop_front();
-            give_back(p.event);
-            point_settled(p.record);
-            continue;
+        double at = 0;
+        if (last_ == nullptr) {
+            // The anchor: its host function has run once the event
+            // completed and the stream went on.
+            const std::int64_t host = p.cell != nullptr ? p.cell->load(std::memory_order_acquire) : 0;
+            if (host == 0) return;
+            at = static_cast<double>(host);
+        } else {
+            float ms = 0;
+            Result<void> elapsed = api_.event_elapsed_time(last_, p.event, &ms);
+            if (!elapsed.ok()) {
+                // Not complete yet: the later points are not either.
+                if (elapsed.error().code() == KEEL_STATUS_FAILED_PRECONDITION) return;
+                // The stream failed: this point never gets a time.
+                if (p.record != nullptr && p.is_end)
+                    p.record->status.store(elapsed.error().code(), std::memory_order_relaxed);
+                points_.pop_front();
+                give_back(p.event);
+                reuse_cell(spare_cells_, p.cell);
+                if (p.record != nullptr) point_settled(p.record);
+                continue;
+            }
+            // Rounded up by the float's last place: still an upper bound.
+            at = last_ns_ + static_cast<double>(std::nextafter(ms, HUGE_VALF)) * 1e6;
         }
-        const double at = anchor_ns_ + static_cast<double>(ms) * 1e6;
-        (p.is_end ? p.record->end_ns : p.record->start_ns).store(std::llround(at), std::memory_order_release);
+        if (p.record != nullptr)
+            (p.is_end ? p.record->end_ns : p.record->start_ns).store(std::llround(at), std::memory_order_release);
         points_.pop_front();
-        give_back(anchor_);
-        anchor_ = p.event;
-        anchor_ns_ = at;
-        point_settled(p.record);
+        reuse_cell(spare_cells_, p.cell);
+        give_back(last_);
+        last_ = p.event;
+        last_ns_ = at;
+        if (p.record != nullptr) point_settled(p.record);
     }
 }
 
@@ -154,15 +204,16 @@ void StreamTimes::drop_locked() noexcept {
     std::int32_t done = 0;
     Result<void> state = points_.empty() ? Result<void>(ok()) : api_.stream_query(stream_, &done);
     for (const Point& p : points_) {
-        if (!state.ok() && p.is_end) p.record->status.store(state.error().code(), std::memory_order_relaxed);
         give_back(p.event);
+        reuse_cell(spare_cells_, p.cell);
+        if (p.record == nullptr) continue;
+        if (!state.ok() && p.is_end) p.record->status.store(state.error().code(), std::memory_order_relaxed);
         point_settled(p.record);
     }
     points_.clear();
-    give_back(anchor_);
-    anchor_ = nullptr;
-    anchor_ns_ = 0;
-    anchor_cell_ = nullptr;
+    give_back(last_);
+    last_ = nullptr;
+    last_ns_ = 0;
 }
 
 void StreamTimes::finish_session() noexcept {

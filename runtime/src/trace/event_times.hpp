@@ -1,11 +1,21 @@
 // Device times through timing events: where a device's plugin offers event
 // timing, a traced operation records a timing event before and after it on
 // its stream instead of two host functions, and its start and end are
-// resolved later, without waiting, as the elapsed time from the stream's
-// anchor: the session's first event on the stream, whose host time a host
-// function enqueued just before it reads. Each resolved event becomes the
-// next anchor, so every elapsed time is short (float milliseconds stay
-// exact to the device's resolution) and events are reused.
+// resolved later, without waiting, from elapsed times between the events.
+//
+// Host time comes from the anchor, the session's first event on the
+// stream, which a host function reading the host's clock follows on the
+// stream: the stream runs it after the event completed, so its time is an
+// upper bound of the event's (a host function enqueued before the event,
+// ran while the host was still enqueuing, up to milliseconds
+// before the event under load, and put operations' starts before their
+// enqueue). Each later point's time is its predecessor's plus the elapsed
+// time between their events, rounded up, so every point's time is an upper
+// bound of when the stream reached it and never precedes its enqueue; the
+// stream's slices may sit late by the anchor host function's delay, all by
+// the same amount. Each resolved event becomes the next reference, so
+// every elapsed time is short (float milliseconds stay exact to the
+// device's resolution) and events are reused.
 //
 // Resolution happens every kResolveBatch events, when the session stops and
 // when the stream closes (after its work is done): never a host wait.
@@ -56,16 +66,21 @@ public:
     void close() noexcept;
 
 private:
+    // An event recorded on the stream: an operation's start or end
+    // (`record`), or the anchor (`cell`: where its host function writes).
     struct Point {
         keel_event event;
         Record* record;
         bool is_end;
+        std::atomic<std::int64_t>* cell;
     };
     static constexpr std::size_t kResolveBatch = 64;
 
     [[nodiscard]] keel_event take_event() noexcept;
     void give_back(keel_event event) noexcept;
-    [[nodiscard]] bool anchor_locked(std::uint32_t session) noexcept;
+    [[nodiscard]] std::atomic<std::int64_t>* take_cell() noexcept;
+    // Records the anchor's event and enqueues its host function behind it.
+    [[nodiscard]] bool push_anchor_locked() noexcept;
     [[nodiscard]] bool push_locked(Record* record, bool is_end) noexcept;
     void resolve_locked() noexcept;
     void drop_locked() noexcept;
@@ -76,15 +91,17 @@ private:
     const keel_device device_;
     const keel_stream stream_;
     bool closed_ = false;
-    std::uint32_t session_ = 0;        // of the anchor and the points
-    keel_event anchor_ = nullptr;      // the last event with a known time
-    // Its steady time (0: its host function has not run yet); a double, so
-    // that rounding to nanoseconds never accumulates along the chain.
-    double anchor_ns_ = 0;
-    std::atomic<std::int64_t>* anchor_cell_ = nullptr;  // where that host function writes
-    // One cell per anchor ever enqueued: a host function may run after its
-    // session ended; cells never move (deque) and live as long as this.
+    std::uint32_t session_ = 0;        // of the points
+    keel_event last_ = nullptr;        // the last resolved event: the reference of the next
+    // Its time, an upper bound of when the stream reached it (0: no point of
+    // the session resolved yet); a double, so that rounding to nanoseconds
+    // never accumulates along the chain.
+    double last_ns_ = 0;
+    // One cell per anchor host function that may still run (one a session):
+    // a host function may run after its session ended; cells never move (deque) and live as
+    // long as this. A cell read after its host function ran is reused.
     std::deque<std::atomic<std::int64_t>> cells_;
+    std::vector<std::atomic<std::int64_t>*> spare_cells_;
     std::deque<Point> points_;         // recorded, not resolved, in stream order
     std::vector<keel_event> spare_;    // created, free to record again
 };

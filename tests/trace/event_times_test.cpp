@@ -113,21 +113,28 @@ TEST_F(EventTimesTest, EachOperationIsTimedByTheDevicesTimerInEnqueueOrder) {
     ASSERT_EQ(count_named(slices, "memset", false), 101u);
     ASSERT_EQ(count_named(slices, "host function", false), 1u);
     const double tick_ns = 1e9 / 19.2e6;
-    const double origin_ns = slices.front().ts_us * 1000;
     double previous_end_us = -1;
+    double previous_at_ns = -1;
     for (const Slice& sl : slices) {
         EXPECT_FALSE(sl.untimed) << sl.name;
         EXPECT_GE(sl.enq_us, 0.0) << sl.name << " has no enqueue time";
         EXPECT_GE(sl.ts_us + 0.0015, sl.enq_us) << sl.name << " starts before it was enqueued";
         EXPECT_GE(sl.ts_us + 0.0015, previous_end_us) << sl.name << " starts before the operation ahead of it ends";
         previous_end_us = sl.ts_us + sl.dur_us;
+        // Each time is the one before it plus the device's elapsed time, a
+        // whole number of ticks: within the file's nanoseconds and the
+        // elapsed time's rounding up by one float place (a nanosecond or two
+        // for the 20 ms step); a tick off would be 52 ns.
         for (double at_ns : {sl.ts_us * 1000, (sl.ts_us + sl.dur_us) * 1000}) {
-            const double ticks = (at_ns - origin_ns) / tick_ns;
-            // Within the file's nanosecond and each elapsed time's rounding up by
-            // one float place (about 2 ns for the 20 ms step here, far less for
-            // the others): a 52 ns tick apart would be off by far more.
-            EXPECT_NEAR((ticks - std::round(ticks)) * tick_ns, 0.0, 6.0)
-                << sl.name << " at " << at_ns << " ns is off the device timer's grid";
+            if (previous_at_ns >= 0) {
+                const double step_ns = at_ns - previous_at_ns;
+                const float step_ms = static_cast<float>(step_ns / 1e6);
+                const double place_ns = (std::nextafter(step_ms, HUGE_VALF) - step_ms) * 1e6;
+                const double ticks = step_ns / tick_ns;
+                EXPECT_NEAR((ticks - std::round(ticks)) * tick_ns, 0.0, 2.5 + place_ns)
+                    << sl.name << " at " << at_ns << " ns is off the device timer's grid";
+            }
+            previous_at_ns = at_ns;
         }
         if (sl.name == "host function") {
             EXPECT_GE(sl.dur_us, 20000.0) << "the device saw the function's 20 ms";

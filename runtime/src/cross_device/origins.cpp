@@ -32,7 +32,7 @@ OriginTable& origin_table() {
 }
 
 // Adds `o` to `into` (the later point of its stream wins); what is replaced
-// goes to `dropped`, whose fences go after the lock is released.
+// goes to `dropped`, whose events go after the lock is released.
 void merge_origin(Origins& into, Origin o, Origins& dropped) {
     auto same = std::find_if(into.begin(), into.end(), [&](const Origin& e) { return e.stream == o.stream; });
     if (same == into.end()) {

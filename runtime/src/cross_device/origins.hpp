@@ -5,8 +5,9 @@
 // so a plugin that tracks ordering itself (the CPU plugin's race checker)
 // would miss an edge that passes through another plugin's stream: cpu:0
 // work -> a level_zero:0 stream (bridged) -> its event -> a second cpu:0
-// stream (bridged). So every bridge leaves, on the waiting stream, a fence
-// at the awaited point (an origin), and origins travel with the ordering:
+// stream (bridged). So every bridge leaves, on the waiting stream, an event
+// recorded at the awaited point (an origin), and origins travel with the
+// ordering:
 // into events and fences recorded on the stream, along later waits and
 // bridges. When origins reach a stream whose plugin can wait for them
 // natively, it does (after the bridge, so the wait is already satisfied

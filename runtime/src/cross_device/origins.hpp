@@ -7,9 +7,8 @@
 // work -> a level_zero:0 stream (bridged) -> its event -> a second cpu:0
 // stream (bridged). So every bridge leaves, on the waiting stream, an event
 // recorded at the awaited point (an origin), and origins travel with the
-// ordering:
-// into events and fences recorded on the stream, along later waits and
-// bridges. When origins reach a stream whose plugin can wait for them
+// ordering: into events and fences recorded on the stream, along later
+// waits and bridges. When origins reach a stream whose plugin can wait for them
 // natively, it does (after the bridge, so the wait is already satisfied
 // and costs no time), and the plugin sees the edge; the others are kept.
 //

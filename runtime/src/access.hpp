@@ -24,6 +24,10 @@ namespace keel::doctor {
 class StreamLedger;
 }
 
+namespace keel::trace {
+class StreamTimes;
+}
+
 namespace keel::detail {
 
 struct DeviceSlot;
@@ -53,6 +57,9 @@ struct Access {
     [[nodiscard]] static keel_stream handle(const Stream& stream) noexcept { return stream.handle_; }
     // The last trace session that named the stream (stream.cpp).
     [[nodiscard]] static std::atomic<std::uint32_t>& trace_seen(const Stream& stream) noexcept;
+    // The stream's event timing for traces, made on first use (null where
+    // the device has none; trace/event_times.hpp).
+    [[nodiscard]] static trace::StreamTimes* stream_times(const Stream& stream) noexcept;
     [[nodiscard]] static keel_event handle(const Event& event) noexcept { return event.handle_; }
     [[nodiscard]] static const DeviceSlot* slot(const Event& event) noexcept { return event.device_; }
     // An Event around a plugin event made outside Event::create (keel::ipc).

@@ -19,7 +19,9 @@
 #include "memory/shared_memory.hpp"
 #include "memory/transfer.hpp"
 #include "cross_device/bridge.hpp"
+#include "cross_device/origins.hpp"
 #include "plugin.hpp"
+#include "trace/event_times.hpp"
 #include "trace/hooks.hpp"
 
 #include <algorithm>
@@ -53,6 +55,11 @@ struct Stream::Memory {
     std::shared_ptr<memory::MemoryCore> core;  // written once under mu, before `bound`
     memory::StreamGeneration generation = 0;   // from the stream registry, at creation
     std::atomic<std::uint32_t> trace_seen{0};  // the last trace session that named it
+    // Event timing for traces: made once under times_mu, then read through
+    // times_state (0: not yet, 1: none, 2: `times`).
+    std::mutex times_mu;
+    std::atomic<int> times_state{0};
+    std::shared_ptr<trace::StreamTimes> times;
     // What the stream enqueued and how far it got, for the hang doctor.
     std::shared_ptr<doctor::StreamLedger> ledger;
     // Its fallible host functions not finished yet (settle_fallible_host_funcs).
@@ -82,6 +89,21 @@ std::uint64_t detail::Access::generation(const Stream& stream) noexcept { return
 
 std::atomic<std::uint32_t>& detail::Access::trace_seen(const Stream& stream) noexcept {
     return stream.memory_->trace_seen;
+}
+
+trace::StreamTimes* detail::Access::stream_times(const Stream& stream) noexcept {
+    Stream::Memory& m = *stream.memory_;
+    int state = m.times_state.load(std::memory_order_acquire);
+    if (state == 0) {
+        std::lock_guard lock(m.times_mu);
+        state = m.times_state.load(std::memory_order_relaxed);
+        if (state == 0) {
+            m.times = trace::make_stream_times(slot(stream.device()), stream.handle_);
+            state = m.times ? 2 : 1;
+            m.times_state.store(state, std::memory_order_release);
+        }
+    }
+    return state == 2 ? m.times.get() : nullptr;
 }
 
 Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const Stream& stream) {
@@ -155,6 +177,9 @@ Result<void> Stream::close() {
         if (auto drained = api.stream_synchronize(handle); !drained.ok())
             detail::log_debug("[Stream::close] " + drained.error().message());
     }
+    cross_device::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
+    // The trace's times of its last operations, while its events can still be read.
+    if (memory_->times_state.load(std::memory_order_acquire) == 2) memory_->times->close();
     doctor::close_ledger(memory_->ledger);
     memory::unregister_stream(handle);
     Result<void> destroyed = api.stream_destroy(handle);
@@ -255,7 +280,9 @@ Result<void> Stream::wait(const Fence& fence) const {
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_fence, 0);
     if (theirs == &mine) {
+        cross_device::Origins carried = cross_device::origins_of_event(detail::Access::event(fence));
         KEEL_TRY(memory::wait_fence(fence, handle_));
+        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -272,7 +299,9 @@ Result<void> Stream::wait(const Event& event) const {
     const detail::DeviceSlot& mine = detail::Access::slot(device_);
     trace::OpScope traced(*this, trace::Kind::wait_event, 0);
     if (theirs == &mine) {
+        cross_device::Origins carried = cross_device::origins_of_event(detail::Access::handle(event));
         KEEL_TRY(mine.api().stream_wait_event(handle_, detail::Access::handle(event)));
+        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -296,6 +325,7 @@ Result<void> Stream::order_after(const Stream& from) const {
     }
     KEEL_TRY_ASSIGN(const std::shared_ptr<memory::MemoryCore>* core, detail::Access::core(*this));
     const doctor::Site target = ledger_of(from).last();
+    cross_device::Origins carried = cross_device::origins_of_stream(from.handle_);
     if (trace::on()) [[unlikely]] {
         // Traced as its two halves: the fence on `from`, the wait here.
         std::optional<trace::OpScope> fenced(std::in_place, from, trace::Kind::fence, 0);
@@ -306,6 +336,7 @@ Result<void> Stream::order_after(const Stream& from) const {
     } else {
         KEEL_TRY(memory::order_after(*core, handle_, from.handle_));
     }
+    KEEL_TRY(cross_device::arrive(detail::Access::slot(device_), handle_, std::move(carried)));
     (void)ledger_of(*this).note_blocking(doctor::OpKind::order_after, target);
     return ok();
 }

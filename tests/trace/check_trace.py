@@ -10,6 +10,7 @@ summary and draw on it (draw skipped, with the reason, without matplotlib).
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -95,9 +96,11 @@ def check_run(workload, work, device_times):
                 if after["ts"] + 1e-3 < before["ts"] + before["dur"]:
                     fail(f"stream {which}: {after['name']} starts at {after['ts']} before {before['name']} "
                          f"ended at {before['ts'] + before['dur']}")
-            for e in plain:
+            # Every operation, a named range too: no start before its enqueue.
+            for e in ops:
                 if e["ts"] + 1e-3 < e["args"]["enq"]:
-                    fail(f"stream {which}: {e['name']} starts before it was enqueued")
+                    fail(f"stream {which}: {e['name']} starts at {e['ts']}, before it was enqueued at "
+                         f"{e['args']['enq']}")
             rng = [e for e in ops if kind_of(e) == "range"]
             if rng and (rng[0]["args"].get("rank") != 0 or rng[0]["args"].get("peer") != 1
                         or rng[0]["name"] != "my range" or rng[0]["cat"] != "user"):
@@ -134,6 +137,8 @@ def check_run(workload, work, device_times):
 
 def main():
     workload, keel_trace, work = sys.argv[1:4]
+    # A folder of this run's own: copies of the test may run at once.
+    work = os.path.join(work, str(os.getpid()))
     os.makedirs(work, exist_ok=True)
     path = check_run(workload, work, True)
     check_run(workload, work, False)
@@ -152,6 +157,7 @@ def main():
         if f.read(8) != b"\x89PNG\r\n\x1a\n":
             fail("keel-trace draw did not write a PNG")
     print(f"ok: {path}, {png}")
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -23,9 +23,11 @@
 // tags) is MemoryPool::snapshot().to_json(); see the memory history below.
 //
 // Cost: off, one relaxed atomic load per operation. On, each thread appends
-// to a buffer of its own (no lock); each stream operation enqueues two host
-// functions (the start and end marks) on its stream. The file is written
-// when the session stops.
+// to a buffer of its own (no lock); each stream operation enqueues its start
+// and end marks on its stream: two timing events where the device offers
+// event timing (resolved without waiting, when the session stops or the
+// stream closes), else two host functions. The file is written when the
+// session stops.
 #pragma once
 
 #include <keel/export.hpp>
@@ -41,10 +43,10 @@ class Stream;
 struct TraceOptions {
     // Where the JSON goes ("%p", "%r": see above).
     std::string path;
-    // Start and end of each operation on its stream, from host functions
-    // enqueued around it. Off: operations carry their enqueue time only
-    // (no host function per operation, as a GPU may want: each one costs
-    // stream latency there).
+    // Start and end of each operation on its stream, from timing events
+    // recorded around it where the device offers event timing, else from
+    // host functions enqueued around it. Off: operations carry their
+    // enqueue time only.
     bool device_times = true;
 };
 

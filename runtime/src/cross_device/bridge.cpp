@@ -4,6 +4,7 @@
 #include "../logging.hpp"
 #include "../memory/fence.hpp"
 #include "helper_streams.hpp"
+#include "origins.hpp"
 
 #include <keel/c_error.hpp>
 
@@ -83,9 +84,11 @@ Result<void> enqueue_pass(const detail::DeviceSlot& to_dev, keel_stream to, cons
     return r;
 }
 
-// `to` waits for what `from` has enqueued so far, through a gate.
+// `to` waits for what `from` has enqueued so far, through a gate. `carried`:
+// the origins `from` is ordered after; with them, the point of `from` as an
+// origin of its own (origins.hpp).
 Result<void> bridge(const detail::DeviceSlot& to_dev, keel_stream to, const detail::DeviceSlot& from_dev,
-                    keel_stream from) {
+                    keel_stream from, Origins carried) {
     GateRef gate;
     try {
         gate = std::make_shared<Gate>("work of " + from_dev.name);
@@ -101,7 +104,13 @@ Result<void> bridge(const detail::DeviceSlot& to_dev, keel_stream to, const deta
         gate->open(opened.error().code() == KEEL_STATUS_OK ? KEEL_STATUS_INTERNAL : opened.error().code());
     }
     // If the waiting half cannot be enqueued, the gate opens harmlessly.
-    return enqueue_pass(to_dev, to, gate);
+    KEEL_TRY(enqueue_pass(to_dev, to, gate));
+    // The plugin of `to` sees nothing of the gate: what it now waits for
+    // travels on as origins (a plugin that tracks ordering then sees it).
+    Result<Origin> here = make_origin(from_dev, from);
+    if (here.ok()) carried.push_back(std::move(*here));
+    else detail::log_debug("[cross-device wait] no event at the awaited point: " + here.error().message());
+    return arrive(to_dev, to, std::move(carried));
 }
 
 }  // namespace
@@ -116,22 +125,28 @@ bool native_wait(const detail::DeviceSlot& waiter, const detail::DeviceSlot& sou
 Result<void> order_after(const detail::DeviceSlot& to_dev, keel_stream to, const detail::DeviceSlot& from_dev,
                          keel_stream from, const std::shared_ptr<memory::MemoryCore>& from_core) {
     if (native_wait(to_dev, from_dev)) {
+        Origins carried = origins_of_stream(from);
         // A fence of `from`'s memory instance: its event is recycled once reached.
         KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(from_core, from));
-        return from_dev.api().stream_wait_event(to, detail::Access::event(fence));
+        KEEL_TRY(from_dev.api().stream_wait_event(to, detail::Access::event(fence)));
+        return arrive(to_dev, to, std::move(carried));
     }
-    return bridge(to_dev, to, from_dev, from);
+    return bridge(to_dev, to, from_dev, from, origins_of_stream(from));
 }
 
 Result<void> wait_event(const detail::DeviceSlot& to_dev, keel_stream to, const detail::DeviceSlot& event_dev,
                         keel_event event) {
-    if (native_wait(to_dev, event_dev)) return event_dev.api().stream_wait_event(to, event);
+    Origins carried = origins_of_event(event);
+    if (native_wait(to_dev, event_dev)) {
+        KEEL_TRY(event_dev.api().stream_wait_event(to, event));
+        return arrive(to_dev, to, std::move(carried));
+    }
     // A helper stream of the event's device captures the point now (a wait
     // on its own device), and its end opens the gate.
     HelperStreams& helpers = *event_dev.helpers;
     KEEL_TRY_ASSIGN(keel_stream helper, helpers.acquire(event_dev.api(), event_dev.handle));
     Result<void> waited = event_dev.api().stream_wait_event(helper, event);
-    if (waited.ok()) waited = bridge(to_dev, to, event_dev, helper);
+    if (waited.ok()) waited = bridge(to_dev, to, event_dev, helper, std::move(carried));
     Result<void> given_back = helpers.enqueue_give_back(event_dev.api(), helper);
     KEEL_TRY(std::move(waited));
     return given_back;

@@ -10,6 +10,10 @@
 // error's code (where its plugin lets host functions fail, ABI 1.4; else it
 // is logged), as ABI 1.3's error propagation asks of a native wait.
 //
+// A bridge is invisible to the plugins, so the points it orders after
+// travel on as origins (origins.hpp): a plugin that tracks ordering (the
+// CPU checker) then sees an edge that passed through another plugin.
+//
 // A bridged wait holds back the waiting stream's host-function thread until
 // the awaited work is done: on plugins that run host functions of several
 // streams on one thread, those streams wait too (never a deadlock: the

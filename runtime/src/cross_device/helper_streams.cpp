@@ -1,6 +1,7 @@
 #include "helper_streams.hpp"
 
 #include "../logging.hpp"
+#include "origins.hpp"
 
 #include <memory>
 #include <utility>
@@ -32,6 +33,7 @@ Result<keel_stream> HelperStreams::acquire(const detail::PluginApi& api, keel_de
 }
 
 Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel_stream helper) {
+    forget_stream_origins(helper);
     auto* payload = new (std::nothrow) GiveBack{this, helper};
     Result<void> enqueued =
         payload == nullptr ? Result<void>(Error(KEEL_STATUS_OUT_OF_MEMORY, "out of host memory"))
@@ -44,6 +46,7 @@ Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel
                                  payload);
     if (!enqueued.ok()) {
         delete payload;
+        stream_gone(helper);
         if (auto destroyed = api.stream_destroy(helper); !destroyed.ok())
             detail::log_debug("[cross-device] helper stream: " + destroyed.error().message());
     }
@@ -66,7 +69,10 @@ void HelperStreams::destroy_retired(const detail::PluginApi& api) noexcept {
         if (retired_.empty()) return;
         retired.swap(retired_);
     }
-    for (keel_stream s : retired) (void)api.stream_destroy(s);  // its sticky error is someone else's
+    for (keel_stream s : retired) {
+        stream_gone(s);
+        (void)api.stream_destroy(s);  // its sticky error is someone else's
+    }  // its sticky error is someone else's
 }
 
 void HelperStreams::close(const detail::PluginApi& api) noexcept {
@@ -76,8 +82,10 @@ void HelperStreams::close(const detail::PluginApi& api) noexcept {
         std::lock_guard lock(mu_);
         idle.swap(idle_);
     }
-    for (keel_stream s : idle)
+    for (keel_stream s : idle) {
+        stream_gone(s);
         if (auto r = api.stream_destroy(s); !r.ok()) detail::log_debug("[cross-device] helper stream: " + r.error().message());
+    }
 }
 
 }  // namespace keel::cross_device

@@ -5,6 +5,7 @@
 #include "memory/peak.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
 namespace keel::memory {
@@ -17,10 +18,20 @@ thread_local int t_finish_depth = 0;
 
 std::atomic<std::uint64_t> g_next_tracker_id{1};
 
+// Set once this thread's cache below is destroyed: a thread that is
+// exiting (the main thread while static objects are destroyed at exit, a
+// Fence or buffer in a global among them) still tracks work, through the
+// map. A bool without a destructor stays readable until the thread ends.
+thread_local bool t_queue_cache_gone = false;
+
 // The queue this thread used last (one stream per thread is the common
 // case), so that it is found without the map's lock, which every thread
 // would write. Holds a reference: a queue forgotten meanwhile says so.
 struct QueueCache {
+    QueueCache() = default;
+    QueueCache(const QueueCache&) = delete;
+    QueueCache& operator=(const QueueCache&) = delete;
+    ~QueueCache() { t_queue_cache_gone = true; }
     std::uint64_t tracker_id = 0;
     keel_stream stream = nullptr;
     std::shared_ptr<void> queue;
@@ -61,6 +72,7 @@ void CompletionTracker::shutdown() noexcept {
 }
 
 CompletionTracker::StreamQueue& CompletionTracker::cached_queue(keel_stream stream) {
+    assert(!t_queue_cache_gone);  // callers take the map's queue then
     QueueCache& cache = t_queue_cache;
     if (cache.tracker_id == id_ && cache.stream == stream) {
         auto* q = static_cast<StreamQueue*>(cache.queue.get());
@@ -69,11 +81,14 @@ CompletionTracker::StreamQueue& CompletionTracker::cached_queue(keel_stream stre
         if (!q->forgotten.load(std::memory_order_acquire)) return *q;
     }
     std::shared_ptr<StreamQueue> q = queue_in_map(stream);
-    cache = QueueCache{id_, stream, q};
+    cache.tracker_id = id_;
+    cache.stream = stream;
+    cache.queue = q;
     return *q;
 }
 
 std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_for(keel_stream stream) {
+    if (t_queue_cache_gone) [[unlikely]] return queue_in_map(stream);
     (void)cached_queue(stream);
     return std::static_pointer_cast<StreamQueue>(t_queue_cache.queue);
 }
@@ -94,6 +109,7 @@ std::shared_ptr<CompletionTracker::StreamQueue> CompletionTracker::queue_in_map(
 }
 
 std::uint64_t CompletionTracker::next_seq(keel_stream stream) {
+    if (t_queue_cache_gone) [[unlikely]] return queue_in_map(stream)->next_seq.fetch_add(1, std::memory_order_relaxed);
     return cached_queue(stream).next_seq.fetch_add(1, std::memory_order_relaxed);
 }
 

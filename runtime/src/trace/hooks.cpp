@@ -10,6 +10,7 @@
 #include "memory/memory_core.hpp"
 #include "memory/stream_registry.hpp"
 #include "plugin.hpp"
+#include "trace/event_times.hpp"
 #include "trace/session.hpp"
 
 namespace keel::trace {
@@ -55,16 +56,25 @@ void OpScope::begin(const Stream& stream, Kind kind, std::uint64_t bytes, const 
     api_ = &detail::Access::slot(stream.device()).api();
     stream_ = detail::Access::handle(stream);
     if (device_times()) {
+        if (StreamTimes* times = stream_times(stream); times != nullptr && times->start(r)) {
+            times_ = times;
+            return;
+        }
         marks_pending(r, 1);
         if (!api_->stream_enqueue_host_func(stream_, &mark_start, r).ok()) mark_dropped(r);
     }
 }
 
-void OpScope::end(Record* r, const detail::PluginApi* api, keel_stream stream) noexcept {
+void OpScope::end(Record* r, const detail::PluginApi* api, keel_stream stream, StreamTimes* times) noexcept {
     r->host_end_ns.store(now_ns(), std::memory_order_relaxed);
     if (!device_times() || api == nullptr) return;
+    if (times != nullptr && times->end(r)) return;
     marks_pending(r, 1);
-    if (!api->stream_enqueue_host_func(stream, &mark_end, r).ok()) mark_dropped(r);
+    if (Result<void> enqueued = api->stream_enqueue_host_func(stream, &mark_end, r); !enqueued.ok()) {
+        // A failed stream refuses the mark: its error is the operation's status.
+        r->status.store(enqueued.error().code(), std::memory_order_relaxed);
+        mark_dropped(r);
+    }
 }
 
 WaitScope::WaitScope(const char* what, const Stream& stream) noexcept {
@@ -225,7 +235,7 @@ TraceRange::~TraceRange() {
         return;
     }
     trace::OpScope::end(static_cast<trace::Record*>(record_), &detail::Access::slot(stream_->device()).api(),
-                        detail::Access::handle(*stream_));
+                        detail::Access::handle(*stream_), trace::stream_times(*stream_));
 }
 
 }  // namespace keel

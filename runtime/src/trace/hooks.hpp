@@ -23,9 +23,13 @@ class MemoryCore;
 
 namespace keel::trace {
 
+class StreamTimes;
+
 // An operation enqueued on a stream, from the constructor (before the
 // enqueue) to the destructor (after it): its enqueue time, the host time of
-// the call, and, with device times on, its start and end on the stream.
+// the call, and, with device times on, its start and end on the stream:
+// through timing events where the device offers them (event_times.hpp),
+// else through host-function marks.
 // More about an operation, written before its record is published.
 struct OpInfo {
     std::string_view interned_name;  // a name that may not outlive the call (a kernel's)
@@ -56,16 +60,18 @@ public:
         return r;
     }
 
-    // The end of a record handed over with release().
-    static void end(Record* record, const detail::PluginApi* api, keel_stream stream) noexcept;
+    // The end of a record handed over with release() (`times`: the stream's
+    // event timing, null for host-function marks).
+    static void end(Record* record, const detail::PluginApi* api, keel_stream stream, StreamTimes* times) noexcept;
     [[nodiscard]] const detail::PluginApi* api() const noexcept { return api_; }
     [[nodiscard]] keel_stream stream() const noexcept { return stream_; }
 
 private:
     void begin(const Stream& stream, Kind kind, std::uint64_t bytes, const char* name, const OpInfo* info) noexcept;
-    void end() noexcept { end(record_, api_, stream_); }
+    void end() noexcept { end(record_, api_, stream_, times_); }
 
     Record* record_ = nullptr;
+    StreamTimes* times_ = nullptr;  // set when the start went through an event
     const detail::PluginApi* api_ = nullptr;
     keel_stream stream_ = nullptr;
 };

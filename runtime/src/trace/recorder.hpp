@@ -7,9 +7,9 @@
 // the session they belong to: a record a thread appends while the session
 // stops is dropped, never written into the next one.
 //
-// Device times come from two host functions enqueued around an operation
-// (its start and end marks): on a device whose streams run host functions
-// in order on a host thread (cpu:0) they are exact; elsewhere they say
+// Device times come from timing events where the device offers them, else
+// from two host functions around an operation (its start and end marks):
+// exact where a stream runs host functions in order on a host thread, else
 // when the host learned that the stream reached the point.
 //
 // Threads: Sync. A record is written by its thread only; its start and end

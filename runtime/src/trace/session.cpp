@@ -1,5 +1,7 @@
 #include "trace/session.hpp"
 
+#include "trace/event_times.hpp"
+
 #include <keel/base/no_destructor.hpp>
 
 #include <keel/environment.hpp>
@@ -72,6 +74,8 @@ Result<TraceReport> Registry::stop() {
     if (!active_) return Error(KEEL_STATUS_FAILED_PRECONDITION, "[Trace::stop] no session records");
     end_session();
     active_ = false;
+    // Event-timed operations get what their events tell by now (no wait).
+    finish_stream_times();
     std::vector<std::shared_ptr<ThreadBuffer>> buffers;
     std::map<std::uint64_t, std::string> names;
     {

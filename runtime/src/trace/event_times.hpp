@@ -1,0 +1,123 @@
+// Device times through timing events: where a device's plugin offers event
+// timing, a traced operation records a timing event before and after it on
+// its stream instead of two host functions, and its start and end are
+// resolved later, without waiting, from elapsed times between the events.
+//
+// Host time comes from the anchor, the session's first event on the
+// stream, which a host function reading the host's clock follows on the
+// stream: the stream runs it after the event completed, so its time is an
+// upper bound of the event's (a host function enqueued before the event,
+// ran while the host was still enqueuing, up to milliseconds
+// before the event under load, and put operations' starts before their
+// enqueue). Each later point's time is its predecessor's plus the elapsed
+// time between their events, rounded up, so every point's time is an upper
+// bound of when the stream reached it and never precedes its enqueue; the
+// stream's slices may sit late by the anchor host function's delay, all by
+// the same amount. Each resolved event becomes the next reference, so
+// every elapsed time is short (float milliseconds stay exact to the
+// device's resolution) and events are reused.
+//
+// Resolution happens every kResolveBatch events, when the session stops and
+// when the stream closes (after its work is done): never a host wait.
+//
+// Threads: Sync. One mutex per stream guards its events; enqueuing threads,
+// the thread that stops the session and the stream's close take it.
+#pragma once
+
+#include "trace/recorder.hpp"
+
+#include <keel/keel.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace keel {
+class Stream;
+}  // namespace keel
+
+namespace keel::detail {
+class PluginApi;
+struct DeviceSlot;
+}  // namespace keel::detail
+
+namespace keel::trace {
+
+class StreamTimes {
+public:
+    StreamTimes(const detail::PluginApi& api, keel_device device, keel_stream stream) noexcept
+        : api_(api), device_(device), stream_(stream) {}
+    StreamTimes(const StreamTimes&) = delete;
+    StreamTimes& operator=(const StreamTimes&) = delete;
+    ~StreamTimes();
+
+    // Records the start event of `record` (a record of the current session):
+    // false when it could not (the caller falls back to host-function marks).
+    [[nodiscard]] bool start(Record* record) noexcept;
+    // Records the end event of `record`; false as for start().
+    [[nodiscard]] bool end(Record* record) noexcept;
+    // The session stopped: resolves what completed, forgets the rest.
+    void finish_session() noexcept;
+    // The stream's work is done and the stream goes: resolves everything and
+    // destroys the events. No call after it records anything.
+    void close() noexcept;
+
+private:
+    // An event recorded on the stream: an operation's start or end
+    // (`record`), or the anchor (`cell`: where its host function writes).
+    struct Point {
+        keel_event event;
+        Record* record;
+        bool is_end;
+        std::atomic<std::int64_t>* cell;
+    };
+    static constexpr std::size_t kResolveBatch = 64;
+
+    [[nodiscard]] keel_event take_event() noexcept;
+    void give_back(keel_event event) noexcept;
+    [[nodiscard]] std::atomic<std::int64_t>* take_cell() noexcept;
+    // Records the anchor's event and enqueues its host function behind it.
+    [[nodiscard]] bool push_anchor_locked() noexcept;
+    [[nodiscard]] bool push_locked(Record* record, bool is_end) noexcept;
+    void resolve_locked() noexcept;
+    void drop_locked() noexcept;
+    static void anchor_reached(void* cell, keel_status status);
+
+    std::mutex mu_;
+    const detail::PluginApi& api_;
+    const keel_device device_;
+    const keel_stream stream_;
+    bool closed_ = false;
+    std::uint32_t session_ = 0;        // of the points
+    keel_event last_ = nullptr;        // the last resolved event: the reference of the next
+    // Its time, an upper bound of when the stream reached it (0: no point of
+    // the session resolved yet); a double, so that rounding to nanoseconds
+    // never accumulates along the chain.
+    double last_ns_ = 0;
+    // One cell per anchor host function that may still run (one a session):
+    // a host function may run after its session ended; cells never move (deque) and live as
+    // long as this. A cell read after its host function ran is reused.
+    std::deque<std::atomic<std::int64_t>> cells_;
+    std::vector<std::atomic<std::int64_t>*> spare_cells_;
+    std::deque<Point> points_;         // recorded, not resolved, in stream order
+    std::vector<keel_event> spare_;    // created, free to record again
+};
+
+// The stream's event timing, created on first use in a session; null where
+// the device offers no event timing, or runs its streams on host threads
+// (host functions are exact there, and cheaper).
+[[nodiscard]] StreamTimes* stream_times(const Stream& stream) noexcept;
+
+// A stream's event timing, registered for finish_stream_times(); null
+// where stream_times() says (stream.cpp calls it once per stream).
+[[nodiscard]] std::shared_ptr<StreamTimes> make_stream_times(const detail::DeviceSlot& slot,
+                                                             keel_stream stream) noexcept;
+void add_stream_times(const std::shared_ptr<StreamTimes>& times);
+
+// Every stream's timing of the session that stopped (Registry::stop).
+void finish_stream_times() noexcept;
+
+}  // namespace keel::trace

@@ -315,7 +315,8 @@ def check_a_device_fault_then_a_new_group():
     message = expect_error(lambda: dist.all_reduce(late[1], group=other), fault, "make a new group")
     print("the other failed group raised:", message.splitlines()[0])
     # A new group (1.13's init_process_group after destroy_process_group()
-    # waits forever at its store barrier once a second group was made).
+    # waits forever at its store barrier while another group still holds
+    # the old store, as `other` does here).
     fresh = dist.new_group(backend="keel")
     t = torch.full((4,), 1.0 + RANK, device=DEV)  # the old t's data is unknown
     dist.all_reduce(t, group=fresh)

@@ -48,7 +48,7 @@ keel::Result<keel::Store> keel_store_of(c10::intrusive_ptr<c10d::Store> store) {
                                                                     std::to_string(timeout.count()) + " ms");
                 std::this_thread::sleep_for(
                     std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
-                pause = std::min(pause * 2, std::chrono::microseconds(10000));
+                pause = std::min(pause * 2, std::chrono::microseconds(2000));
             }
             const std::vector<std::uint8_t> value = store->get(k);
             const auto* begin = reinterpret_cast<const std::byte*>(value.data());

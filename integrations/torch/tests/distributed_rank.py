@@ -332,9 +332,9 @@ def check_a_device_fault_then_a_new_group():
 
 SCENARIOS = {
     "collectives": [check_all_reduce, check_broadcast_gather_scatter, check_send_recv, check_bad_input,
-                    check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered],
+                    check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered,
+                    check_future_then],
     "peer_gone": [check_a_peer_gone_is_an_error],
-    "future_then": [check_future_then],
     "device_fault": [check_a_device_fault_then_a_new_group],
     "against_gloo": [check_against_gloo],
 }

@@ -7,6 +7,7 @@
 // views of that argument's keel storage.
 #include "errors.hpp"
 #include "fallback.hpp"
+#include "mirror_pool.hpp"
 #include "tensors.hpp"
 
 #include <ATen/ATen.h>
@@ -234,7 +235,8 @@ private:
         copies.reserve(storages_.size());
         for (MirroredStorage& s : storages_) {
             s.hi = std::min<std::uint64_t>(s.hi, s.keel.nbytes());
-            s.host = at::empty({static_cast<std::int64_t>(s.hi - s.lo)}, at::TensorOptions().dtype(at::kByte));
+            s.host = at::empty({0}, at::TensorOptions().dtype(at::kByte));
+            s.host.set_(mirror_storage(s.hi - s.lo), 0, {static_cast<std::int64_t>(s.hi - s.lo)}, {1});
             if (s.out_only) continue;
             const TorchDevice& device = torch_device(s.device);
             const keel::DeviceView from(device.device(), reinterpret_cast<std::uintptr_t>(s.keel.data()) + s.lo,

@@ -288,33 +288,53 @@ def check_a_peer_gone_is_an_error():
 def check_a_device_fault_then_a_new_group():
     # Rank 0's device faults before an all-reduce: the operation never sends
     # stale data, and fails the group on both ranks at once (not at the
-    # timeout). The group stays failed after recover(); every rank recovers
-    # its device, destroys the group and makes a new one, which works.
+    # timeout). Once the fault is known, an operation of another group
+    # raises at the call, naming it, and fails that group too. Both groups
+    # stay failed after recover(); every rank recovers its device and makes
+    # a new group, which works.
     t = torch.full((4,), 1.0 + RANK, device=DEV)
     dist.all_reduce(t)
     same(t, torch.full((4,), 3.0))
+    other = dist.new_group(backend="keel")
+    x = torch.ones(2, device=DEV)
+    dist.all_reduce(x, group=other)
+    same(x, torch.full((2,), 2.0))
+    late = [torch.ones(2, device=DEV) for _ in range(2)]  # made before the fault
     if RANK == 0:
         keel_torch.fail_current_stream(DEV, "rank 0's device")
-    # Rank 0 raises at once (its stream failed), rank 1 when it reads.
+    # Rank 0 raises at the call or when it reads, rank 1 when it reads.
     message = expect_error(lambda: (dist.all_reduce(t), t.cpu()))
     print("read after the fault raised:", message.splitlines()[0])
+    fault = "rank 0's device" if RANK == 0 else "comm 'keel_torch/comm/0'"
+    if RANK == 0:
+        # Its current stream is known to have failed: the call raises.
+        message = expect_error(lambda: dist.all_reduce(late[0], group=other), fault, "make a new group")
+    else:
+        # Its operation may be enqueued before rank 0's failure of the
+        # group arrives: then reading its result raises.
+        message = expect_error(lambda: (dist.all_reduce(late[0], group=other), late[0].cpu()))
+    print("the other group raised:", message.splitlines()[0])
     cleared = keel_torch.recover(DEV)
     assert cleared, "recover() found no failed stream"
     message = expect_error(lambda: dist.all_reduce(torch.ones(2, device=DEV)), "make a new group")
     print("the failed group raised:", message.splitlines()[0])
-    dist.destroy_process_group()
-    dist.init_process_group(backend="keel", timeout=datetime.timedelta(seconds=60))
+    message = expect_error(lambda: dist.all_reduce(late[1], group=other), fault, "make a new group")
+    print("the other failed group raised:", message.splitlines()[0])
+    # A new group (1.13's init_process_group after destroy_process_group()
+    # waits forever at its store barrier while another group still holds
+    # the old store, as `other` does here).
+    fresh = dist.new_group(backend="keel")
     t = torch.full((4,), 1.0 + RANK, device=DEV)  # the old t's data is unknown
-    dist.all_reduce(t)
+    dist.all_reduce(t, group=fresh)
     same(t, torch.full((4,), 3.0))
     print("a new group after recover() ok")
 
 
 SCENARIOS = {
     "collectives": [check_all_reduce, check_broadcast_gather_scatter, check_send_recv, check_bad_input,
-                    check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered],
+                    check_wait_does_not_block_the_host, check_the_current_stream_is_the_one_ordered,
+                    check_future_then],
     "peer_gone": [check_a_peer_gone_is_an_error],
-    "future_then": [check_future_then],
     "device_fault": [check_a_device_fault_then_a_new_group],
     "against_gloo": [check_against_gloo],
 }

@@ -101,6 +101,50 @@ const ProcessGroupKeel::Channel& ProcessGroupKeel::channel(c10::DeviceIndex devi
     return *channels_.emplace(device, std::move(made)).first->second;
 }
 
+namespace {
+
+constexpr const char* kWayOn =
+    "\n[ProcessGroupKeel] this group failed and stays failed (its peers saw the failure too): after "
+    "keel_torch.recover(), make a new group on every rank (dist.destroy_process_group(), then "
+    "dist.init_process_group(...), or dist.new_group(...))";
+
+std::string keel_error_text(const keel::Error& error) {
+    return std::string("keel ") + keel::status_name(error.code()) + ": " + error.message();
+}
+
+std::string exception_text(const std::exception& e) {
+    if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+    return e.what();
+}
+
+}  // namespace
+
+void ProcessGroupKeel::check_not_failed(const Channel& ch) {
+    std::string failure;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure = failure_;
+    }
+    if (failure.empty()) {
+        keel::Result<void> failed = ch.comm->error();
+        if (failed.ok()) return;
+        fail_group(keel_error_text(failed.error()));
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure = failure_;
+    }
+    TORCH_CHECK(false, failure, kWayOn);
+}
+
+void ProcessGroupKeel::fail_group(const std::string& what) {
+    std::vector<std::shared_ptr<const keel::Communicator>> comms;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (failure_.empty()) failure_ = what;
+        for (const auto& [device, ch] : channels_) comms.push_back(ch->comm);
+    }
+    for (const auto& comm : comms) comm->abort();
+}
+
 template <class Enqueue>
 c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::run(OpType type, c10::DeviceIndex device,
                                                      const std::vector<at::Tensor>& uses,
@@ -108,23 +152,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::run(OpType type, c10::DeviceInd
                                                      bool host_blocking) {
     const Channel& ch = channel(device);
     const shared::DeviceHold hold(device);
-    if (keel::Result<void> failed = ch.comm->error(); !failed.ok())
-        TORCH_CHECK(false, "keel ", keel::status_name(failed.error().code()), ": ", failed.error().message(),
-                    "\n[ProcessGroupKeel] this group failed and stays failed (its peers saw the failure too): "
-                    "after keel_torch.recover(), make a new group on every rank (dist.destroy_process_group(), "
-                    "then dist.init_process_group(...), or dist.new_group(...))");
-    const c10::impl::VirtualGuardImpl guard(kKeel);
-    const keel::Stream& current = shared::keel_stream(guard.getStream(c10::Device(kKeel, device)));
-    const keel::Stream& stream = shared::keel_stream(ch.stream);
-    unwrap(stream.order_after(current));
-    for (const at::Tensor& t : uses)
-        if (t.has_storage()) guard.recordDataPtrOnStream(t.storage().data_ptr(), ch.stream);
-    {
-        // Temporaries are allocated, and copies run, on the channel's stream.
-        const c10::StreamGuard on_channel(ch.stream);
-        enqueue(stream, *ch.comm);
+    check_not_failed(ch);
+    // From here on the peers may have enqueued their side of this
+    // operation: whatever keeps this rank from enqueuing its side fails the
+    // group on every rank, or the peers would wait for it until the timeout
+    // and their next operations would pair with the wrong ones.
+    try {
+        const c10::impl::VirtualGuardImpl guard(kKeel);
+        const keel::Stream& current = shared::keel_stream(guard.getStream(c10::Device(kKeel, device)));
+        // A stream known to have failed never produced this operation's
+        // input: raise now instead of when its result is read.
+        if (keel::Result<bool> before = current.query(); !before.ok())
+            TORCH_CHECK(false, keel_error_text(before.error()),
+                        "\n[ProcessGroupKeel] the current stream had failed before this operation: its input "
+                        "was never produced");
+        const keel::Stream& stream = shared::keel_stream(ch.stream);
+        unwrap(stream.order_after(current));
+        for (const at::Tensor& t : uses)
+            if (t.has_storage()) guard.recordDataPtrOnStream(t.storage().data_ptr(), ch.stream);
+        {
+            // Temporaries are allocated, and copies run, on the channel's stream.
+            const c10::StreamGuard on_channel(ch.stream);
+            enqueue(stream, *ch.comm);
+        }
+        return c10::make_intrusive<KeelWork>(rank_, type, std::move(outputs), ch.stream, ch.comm, host_blocking);
+    } catch (const std::exception& e) {
+        const std::string what = exception_text(e);
+        fail_group(what);
+        TORCH_CHECK(false, what, kWayOn);
     }
-    return c10::make_intrusive<KeelWork>(rank_, type, std::move(outputs), ch.stream, ch.comm, host_blocking);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupKeel::broadcast(std::vector<at::Tensor>& tensors,

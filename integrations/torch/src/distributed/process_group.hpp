@@ -13,6 +13,11 @@
 // RuntimeError) for bad input, before anything is enqueued; an operation
 // that fails while it runs (a peer gone, the timeout) fails its stream and
 // every stream that waits for it, and every later operation of the group.
+// So does an operation this rank could not hand to its communicator once the
+// peers may have theirs (the current stream failed before it, a refused
+// fence or event, a temporary that failed): the group is failed on every
+// rank at once (the communicators are aborted), and every later operation
+// raises the first failure until the user makes a new group.
 //
 // Sync: the operations may be called from several threads (their order is
 // the order the calls return, and must be the same on every rank).
@@ -86,6 +91,13 @@ private:
     // root as a rank, or a c10::Error naming `where`.
     [[nodiscard]] int check_root(std::int64_t root, const char* where) const;
 
+    // Throws the group's failure, if it has one (its own, or a
+    // communicator's), naming it and the way on.
+    void check_not_failed(const Channel& ch);
+    // Keeps `what` as the group's failure (the first one stays) and aborts
+    // every communicator of the group, so that the peers fail at once.
+    void fail_group(const std::string& what);
+
     // Orders the channel's stream after the current one, records `uses` on
     // it, runs enqueue(stream, comm) with that stream current, and returns
     // the Work of `outputs`.
@@ -99,6 +111,7 @@ private:
     std::mutex mutex_;
     std::map<c10::DeviceIndex, std::unique_ptr<Channel>> channels_;
     c10::DeviceIndex last_device_ = -1;
+    std::string failure_;  // the first failure of the group; empty: none
 };
 
 }  // namespace keel_torch

@@ -125,8 +125,9 @@ TEST(CopyPath, SaysWhichPathEachPairTakes) {
         EXPECT_FALSE(waits_natively(p.a, *z));
         EXPECT_FALSE(waits_natively(*z, p.a));
     }
-    if (auto z0 = find("level_zero:0"), z1 = find("level_zero:1"); z0 && z1)
+    if (auto z0 = find("level_zero:0"), z1 = find("level_zero:1"); z0 && z1) {
         EXPECT_EQ(copy_path(*z0, *z1), CopyPath::staged);
+    }
 }
 
 // The copy is the stream's work whichever side the stream is on: it runs

@@ -60,7 +60,9 @@ TEST(Half, Bf16RoundsToNearestEvenAndWidensExactly) {
     for (std::uint32_t b = 0; b < 0x10000; ++b) {
         const float f = keel::bf16_to_float(static_cast<std::uint16_t>(b));
         EXPECT_EQ(std::bit_cast<std::uint32_t>(f), b << 16);
-        if (!std::isnan(f)) EXPECT_EQ(keel::float_to_bf16(f), b);
+        if (!std::isnan(f)) {
+            EXPECT_EQ(keel::float_to_bf16(f), b);
+        }
     }
     // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to the even one, 1.
     EXPECT_EQ(keel::float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80u);

@@ -210,8 +210,12 @@ TEST(CrossDeviceCopy, StagedCopiesOfAnySizeGoThroughBoundedStagingMemory) {
 
 #ifdef KEEL_MULTIDEVICE_FAKE_ZE_CONTROL
 // Staged copies keep their host blocks for the next copy: once warm, small
-// copies there and back make no pinned allocation (the fake driver refuses
-// every zeMemAllocHost from then on) and the bytes still arrive.
+// copies there and back make almost no pinned allocation (the fake driver
+// refuses every zeMemAllocHost after two more) and the bytes still arrive.
+// A copy gives its blocks back from the runtime's hold thread, which may
+// not have run yet when the next round starts (seen under ASan): the two
+// allowed allocations are one round's worth of blocks given back late.
+// Without the reuse, every round makes two.
 TEST(CrossDeviceCopy, RepeatedStagedCopiesReuseTheirPinnedBlocks) {
     KEEL_PAIR_OR_SKIP(p, "cpu:0", "level_zero:0");
     constexpr std::size_t kBytes = 64 * 1024;
@@ -225,15 +229,15 @@ TEST(CrossDeviceCopy, RepeatedStagedCopiesReuseTheirPinnedBlocks) {
     struct Healed {
         ~Healed() { fake_ze_reset(); }
     } healed;
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 6; ++round) {
         const Bytes want = pattern(kBytes, static_cast<std::uint8_t>(round));
         KEEL_ASSERT_OK(s.copy(src.view(), want));
         KEEL_ASSERT_OK(s.memset(back, 0));
         KEEL_ASSERT_OK(s.copy(there.view(), src.view()));   // this stream reads
         KEEL_ASSERT_OK(s.copy(back.view(), there.view()));  // this stream writes
         EXPECT_TRUE(read(s, back.view()) == want) << "round " << round;
-        pool.synchronize();  // the copies' holds have given their blocks back
-        if (round == 0) fake_ze_fail_calls("zeMemAllocHost", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 0, 1000);
+        pool.synchronize();  // the copies ran; their blocks come back from the hold thread
+        if (round == 0) fake_ze_fail_calls("zeMemAllocHost", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 2, 1000);
     }
     KEEL_ASSERT_OK(z.order_after(s));  // `there` is freed on z
 }

@@ -46,7 +46,12 @@ if [ "${KEEL_TEST_SANITIZERS:-1}" != 0 ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # The large lerp shapes on level_zero:0 run the fake driver's host copies
   # of the kernels for minutes under ASan; the normal build runs them.
-  run_suite build-asan "-E LargeShapes.*level_zero" "" -DKEEL_SANITIZE=address "${sanitized[@]}" \
+  # A failed test runs once more here, and only here: LeakSanitizer's exit
+  # check itself crashes now and then ("Tracer caught signal 11 ...
+  # LeakSanitizer has encountered a fatal error", google/sanitizers#1353),
+  # seen once in two runs of this suite in a rank process whose test then
+  # passed 8 of 8 times. ctest's output keeps the failed attempt.
+  run_suite build-asan "-E LargeShapes.*level_zero --repeat until-pass:2" "" -DKEEL_SANITIZE=address "${sanitized[@]}" \
             -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1
   # Asserts stay on (no NDEBUG): they are checks worth having under TSan too.
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"

@@ -1,5 +1,7 @@
 #include "comm_diagnosis.hpp"
 
+#include "key_owner.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,11 +119,7 @@ std::string diagnosis_text(const std::string& name, int rank, int size, const Ra
     return out.str();
 }
 
-std::string this_process() {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    return std::string(host[0] != '\0' ? host : "host") + ":" + std::to_string(::getpid());
-}
+std::string this_process() { return this_host() + ":" + std::to_string(::getpid()); }
 
 namespace {
 

@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 namespace keel::comm {
-namespace {
 
 std::string this_host() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return "?";
     return name;
 }
+
+namespace {
 
 // The field `name` of a tag, or empty.
 std::string_view field(std::string_view tag, std::string_view name) {

@@ -9,6 +9,9 @@
 
 namespace keel::comm {
 
+// This machine's host name ("?" when it cannot be read).
+[[nodiscard]] std::string this_host();
+
 // "host=<hostname>;pid=<pid>;nonce=<random>": unique per call.
 [[nodiscard]] std::string owner_tag();
 

@@ -105,8 +105,8 @@ namespace {
 
 constexpr const char* kWayOn =
     "\n[ProcessGroupKeel] this group failed and stays failed (its peers saw the failure too): after "
-    "keel_torch.recover(), make a new group on every rank (dist.destroy_process_group(), then "
-    "dist.init_process_group(...), or dist.new_group(...))";
+    "keel_torch.recover(), make a new group on every rank (dist.new_group(backend=\"keel\"); on PyTorch 1.13, "
+    "destroy_process_group() then init_process_group() can hang while another group holds the store)";
 
 std::string keel_error_text(const keel::Error& error) {
     return std::string("keel ") + keel::status_name(error.code()) + ": " + error.message();

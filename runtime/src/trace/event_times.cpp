@@ -5,6 +5,7 @@
 #include "access.hpp"
 #include "plugin.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -107,16 +108,38 @@ bool StreamTimes::push_anchor_locked() noexcept {
         return false;
     };
     if (!api_.event_record(e, stream_).ok()) return fail();
-    try {
-        points_.push_back(Point{e, nullptr, false, cell});
-    } catch (...) {
-        return fail();
-    }
+    if (!append_locked(Point{e, nullptr, false, cell, 0})) return fail();
     if (!api_.stream_enqueue_host_func(stream_, &anchor_reached, cell).ok()) {
         points_.pop_back();
         return fail();
     }
+    tail_is_end_ = false;
     return true;
+}
+
+bool StreamTimes::append_locked(const Point& p) noexcept {
+    if (head_ == points_.size()) {
+        points_.clear();
+        head_ = 0;
+    } else if (head_ >= kResolveBatch && head_ * 2 >= points_.size()) {
+        // What resolved is at the front: move the rest there (amortised).
+        points_.erase(points_.begin(), points_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+    }
+    try {
+        points_.push_back(p);
+    } catch (...) {
+        return false;
+    }
+    return true;
+}
+
+void StreamTimes::pop_front_locked() noexcept {
+    ++head_;
+    if (head_ == points_.size()) {
+        points_.clear();
+        head_ = 0;
+    }
 }
 
 bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
@@ -125,8 +148,15 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
         drop_locked();
         session_ = record->session;
     }
+    if (!is_end && tail_is_end_) {
+        // The end event just ahead on the stream is this operation's start.
+        if (!append_locked(Point{nullptr, record, false, nullptr, now_ns()})) return false;
+        marks_pending(record, 1);
+        tail_is_end_ = false;
+        return true;
+    }
     // The session's first point on the stream is its anchor: times start there.
-    if (last_ == nullptr && points_.empty() && !push_anchor_locked()) return false;
+    if (last_ == nullptr && head_ == points_.size() && !push_anchor_locked()) return false;
     keel_event e = take_event();
     if (e == nullptr) return false;
     if (Result<void> recorded = api_.event_record(e, stream_); !recorded.ok()) {
@@ -135,14 +165,17 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
         give_back(e);
         return false;
     }
-    try {
-        points_.push_back(Point{e, record, is_end, nullptr});
-    } catch (...) {
+    if (!append_locked(Point{e, record, is_end, nullptr, 0})) {
         give_back(e);
         return false;
     }
     marks_pending(record, 1);
-    if (points_.size() >= kResolveBatch) resolve_locked();
+    tail_is_end_ = is_end;
+    if (points_.size() - head_ >= resolve_at_) {
+        resolve_locked();
+        // A stream far behind is tried again a batch later, not at every point.
+        resolve_at_ = points_.size() - head_ + kResolveBatch;
+    }
     return true;
 }
 
@@ -158,11 +191,20 @@ bool StreamTimes::end(Record* record) noexcept {
 
 // In stream order, while the events have completed: the anchor's time is
 // its host function's, each later point's the previous one's plus the
-// elapsed time between their events (upper bounds all).
+// elapsed time between their events (upper bounds all); a start without an
+// event of its own takes the end just ahead of it, or its enqueue if later.
 void StreamTimes::resolve_locked() noexcept {
-    while (!points_.empty()) {
-        const Point p = points_.front();
+    while (head_ < points_.size()) {
+        const Point p = points_[head_];
         double at = 0;
+        if (p.event == nullptr) {
+            if (last_timed_)
+                p.record->start_ns.store(std::llround(std::max(last_ns_, static_cast<double>(p.not_before))),
+                                         std::memory_order_release);
+            pop_front_locked();
+            point_settled(p.record);
+            continue;
+        }
         if (last_ == nullptr) {
             // The anchor: its host function has run once the event
             // completed and the stream went on.
@@ -178,9 +220,10 @@ void StreamTimes::resolve_locked() noexcept {
                 // The stream failed: this point never gets a time.
                 if (p.record != nullptr && p.is_end)
                     p.record->status.store(elapsed.error().code(), std::memory_order_relaxed);
-                points_.pop_front();
+                pop_front_locked();
                 give_back(p.event);
                 reuse_cell(spare_cells_, p.cell);
+                last_timed_ = false;
                 if (p.record != nullptr) point_settled(p.record);
                 continue;
             }
@@ -189,11 +232,12 @@ void StreamTimes::resolve_locked() noexcept {
         }
         if (p.record != nullptr)
             (p.is_end ? p.record->end_ns : p.record->start_ns).store(std::llround(at), std::memory_order_release);
-        points_.pop_front();
+        pop_front_locked();
         reuse_cell(spare_cells_, p.cell);
         give_back(last_);
         last_ = p.event;
         last_ns_ = at;
+        last_timed_ = true;
         if (p.record != nullptr) point_settled(p.record);
     }
 }
@@ -202,8 +246,9 @@ void StreamTimes::drop_locked() noexcept {
     // A failed stream may never complete the events behind its failure: its
     // error is the status of those operations, as a host function's would be.
     std::int32_t done = 0;
-    Result<void> state = points_.empty() ? Result<void>(ok()) : api_.stream_query(stream_, &done);
-    for (const Point& p : points_) {
+    Result<void> state = head_ == points_.size() ? Result<void>(ok()) : api_.stream_query(stream_, &done);
+    for (std::size_t i = head_; i < points_.size(); ++i) {
+        const Point& p = points_[i];
         give_back(p.event);
         reuse_cell(spare_cells_, p.cell);
         if (p.record == nullptr) continue;
@@ -211,9 +256,13 @@ void StreamTimes::drop_locked() noexcept {
         point_settled(p.record);
     }
     points_.clear();
+    head_ = 0;
     give_back(last_);
     last_ = nullptr;
     last_ns_ = 0;
+    last_timed_ = false;
+    tail_is_end_ = false;
+    resolve_at_ = kResolveBatch;
 }
 
 void StreamTimes::finish_session() noexcept {

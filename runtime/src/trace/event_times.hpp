@@ -1,7 +1,17 @@
 // Device times through timing events: where a device's plugin offers event
-// timing, a traced operation records a timing event before and after it on
-// its stream instead of two host functions, and its start and end are
-// resolved later, without waiting, from elapsed times between the events.
+// timing, a traced operation records a timing event after it on its stream
+// (its end) instead of host functions, and its start and end are resolved
+// later, without waiting, from elapsed times between the events.
+//
+// One event per operation: the end event of the operation ahead on the
+// stream is the start of the next one, whose start is then the later of
+// that end and the host's clock just before it was enqueued (a stream
+// reaches an operation only after both). While the stream is busy that is
+// the exact start; on a stream that idled by the enqueue it is the enqueue,
+// early by the stream's wake-up at most and never before the enqueue. An
+// operation with no end event just ahead of it (the first of the session on
+// the stream, one behind an operation whose end is not recorded yet) records
+// a start event of its own.
 //
 // Host time comes from the anchor, the session's first event on the
 // stream, which a host function reading the host's clock follows on the
@@ -30,6 +40,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -68,11 +79,14 @@ public:
 private:
     // An event recorded on the stream: an operation's start or end
     // (`record`), or the anchor (`cell`: where its host function writes).
+    // A start with no event of its own (`event` null) is the end just ahead
+    // of it, no earlier than `not_before` (host time before its enqueue).
     struct Point {
         keel_event event;
         Record* record;
         bool is_end;
         std::atomic<std::int64_t>* cell;
+        std::int64_t not_before;
     };
     static constexpr std::size_t kResolveBatch = 64;
 
@@ -84,6 +98,9 @@ private:
     [[nodiscard]] bool push_locked(Record* record, bool is_end) noexcept;
     void resolve_locked() noexcept;
     void drop_locked() noexcept;
+    void pop_front_locked() noexcept;
+    // A point that waits for its time; false (nothing changed) when out of host memory.
+    [[nodiscard]] bool append_locked(const Point& p) noexcept;
     static void anchor_reached(void* cell, keel_status status);
 
     std::mutex mu_;
@@ -97,12 +114,22 @@ private:
     // the session resolved yet); a double, so that rounding to nanoseconds
     // never accumulates along the chain.
     double last_ns_ = 0;
+    // Whether the last point resolved got its time (a failed stream's do not):
+    // a start that shares it takes that time only then.
+    bool last_timed_ = false;
+    // Whether the last point recorded is an operation's end event: the next
+    // operation's start, with nothing of the trace's in between.
+    bool tail_is_end_ = false;
     // One cell per anchor host function that may still run (one a session):
     // a host function may run after its session ended; cells never move (deque) and live as
     // long as this. A cell read after its host function ran is reused.
     std::deque<std::atomic<std::int64_t>> cells_;
     std::vector<std::atomic<std::int64_t>*> spare_cells_;
-    std::deque<Point> points_;         // recorded, not resolved, in stream order
+    // Recorded, not resolved, in stream order: points_[head_, size). A vector
+    // whose storage stays from batch to batch (no allocation per operation).
+    std::vector<Point> points_;
+    std::size_t head_ = 0;
+    std::size_t resolve_at_ = kResolveBatch;  // pending points that bring the next resolve
     std::vector<keel_event> spare_;    // created, free to record again
 };
 

@@ -6,11 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -32,6 +37,39 @@ std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
     for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
+}
+
+// A stream operation's slice as the writer puts it (one event a line), µs.
+struct OpSlice {
+    std::string name;
+    double ts = 0;
+    double dur = 0;
+    double enq = -1;   // -1: not written
+    double call = 0;   // how long the enqueue call took
+};
+
+double value_after(const std::string& line, const std::string& key) {
+    const std::size_t at = line.find(key);
+    return at == std::string::npos ? -1 : std::stod(line.substr(at + key.size()));
+}
+
+std::vector<OpSlice> op_slices(const std::string& text) {
+    std::vector<OpSlice> out;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.find("{\"ph\":\"X\"") == std::string::npos || line.find("\"cat\":\"wait\"") != std::string::npos)
+            continue;
+        OpSlice s;
+        const std::size_t name = line.find("\"name\":\"") + 8;
+        s.name = line.substr(name, line.find('"', name) - name);
+        s.ts = value_after(line, "\"ts\":");
+        s.dur = value_after(line, "\"dur\":");
+        s.enq = value_after(line, "\"enq\":");
+        s.call = std::max(0.0, value_after(line, "\"call\":"));
+        out.push_back(s);
+    }
+    return out;
 }
 
 class TraceTest : public ::testing::Test {
@@ -147,6 +185,49 @@ TEST_F(TraceTest, AHostFunctionsErrorShowsAsTheStatusOfLaterOperations) {
     ASSERT_TRUE(trace.stop().ok());
     const std::string text = read_file(path);
     EXPECT_NE(text.find("\"status\":"), std::string::npos) << "the failed stream's status is in the trace";
+    std::filesystem::remove(path);
+}
+
+// One timing event between consecutive operations: an operation enqueued
+// before the one ahead of it ended starts exactly at that end; none starts
+// before its enqueue, on a busy stream or an idle one.
+TEST_F(TraceTest, AnOperationQueuedBehindAnotherStartsAtItsEndAndNeverBeforeItsEnqueue) {
+    const std::string path = temp_path("boundaries.json");
+    keel::Stream s = keel::Stream::create(*device_).value();
+    keel::Buffer buf = keel::Buffer::allocate(s, 4096).value();
+    std::atomic<bool> go{false};
+    keel::Trace trace = keel::Trace::start({path}).value();
+    ASSERT_TRUE(s.memset(buf, 0).ok());
+    // Everything below is enqueued while this blocks the stream.
+    ASSERT_TRUE(s.enqueue_host_func(keel::HostFunc([&go] {
+                    while (!go.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+                })).ok());
+    constexpr int kQueued = 100;  // more than a batch of resolves
+    for (int i = 0; i < kQueued; ++i) ASSERT_TRUE(s.memset(buf, static_cast<std::uint8_t>(i)).ok());
+    go.store(true);
+    ASSERT_TRUE(s.synchronize().ok());
+    ASSERT_TRUE(s.memset(buf, 1).ok());  // on an idle stream
+    ASSERT_TRUE(s.synchronize().ok());
+    ASSERT_TRUE(trace.stop().ok());
+
+    const std::vector<OpSlice> slices = op_slices(read_file(path));
+    ASSERT_EQ(slices.size(), static_cast<std::size_t>(kQueued + 3)) << read_file(path);
+    std::size_t exact = 0;
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+        const OpSlice& sl = slices[i];
+        ASSERT_GE(sl.enq, 0.0) << sl.name << " " << i << " is untimed";
+        EXPECT_GE(sl.ts + 0.0015, sl.enq) << sl.name << " " << i << " starts before it was enqueued";
+        if (i == 0) continue;
+        const double previous_end = slices[i - 1].ts + slices[i - 1].dur;
+        EXPECT_GE(sl.ts + 0.0015, previous_end) << sl.name << " " << i << " starts before the one ahead ends";
+        // Its enqueue call returned before the operation ahead ended: the
+        // stream went straight from that end to this start.
+        if (sl.enq + sl.call < previous_end) {
+            EXPECT_NEAR(sl.ts, previous_end, 0.0015) << sl.name << " " << i;
+            ++exact;
+        }
+    }
+    EXPECT_GE(exact, static_cast<std::size_t>(kQueued)) << "the memsets behind the blocked host function";
     std::filesystem::remove(path);
 }
 

@@ -54,6 +54,13 @@ public:
     };
     void set(Record r);
     [[nodiscard]] Record get() const;
+    // A TIMING record's time, read in place (no copy of the record):
+    // FAILED_PRECONDITION while not recorded or not complete, the stream's
+    // error when it failed at or before the record.
+    [[nodiscard]] Result<std::int64_t> completed_ns() const;
+    // The timing slot of the last record, for the next record to reuse when
+    // nothing else holds it (its op ran and no reader copied it); else a new one.
+    [[nodiscard]] std::shared_ptr<TimingSlot> reusable_slot();
 
 private:
     std::uint32_t magic_ = kMagic;

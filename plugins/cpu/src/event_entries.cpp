@@ -11,6 +11,7 @@
 
 #include <keel/plugin/boundary.hpp>
 
+#include <atomic>
 #include <mutex>
 
 namespace keel::cpu {
@@ -40,6 +41,33 @@ Result<void> point_error(const TimelinePoint& p) {
                                     " after it failed: " + e->message());
     return ok();
 }
+
+}  // namespace
+
+Result<std::int64_t> Event::completed_ns() const {
+    std::lock_guard lock(lock_);
+    if (!latest_.timing) return Error(KEEL_STATUS_FAILED_PRECONDITION, "both events must have been recorded");
+    if (!latest_.point.done()) return Error(KEEL_STATUS_FAILED_PRECONDITION, "an event has not completed yet");
+    KEEL_TRY(point_error(latest_.point));
+    return latest_.timing->steady_ns.load(std::memory_order_acquire);
+}
+
+std::shared_ptr<TimingSlot> Event::reusable_slot() {
+    {
+        std::lock_guard lock(lock_);
+        // One owner: the op that wrote it is gone, and readers copy only under this lock.
+        if (latest_.timing && latest_.timing.use_count() == 1) {
+            // After the op's last use of it (its release of the count).
+            std::atomic_thread_fence(std::memory_order_acquire);
+            std::shared_ptr<TimingSlot> slot = std::move(latest_.timing);
+            slot->steady_ns.store(0, std::memory_order_relaxed);
+            return slot;
+        }
+    }
+    return std::make_shared<TimingSlot>();
+}
+
+namespace {
 
 // Checker mode: the record and the clock it captures are taken under the
 // checker's lock, so that no op enqueued on `s` meanwhile slips in between.
@@ -141,7 +169,7 @@ keel_error* event_record(keel_event event, keel_stream stream) {
             e->set({s->current_point(), nullptr, nullptr});
             return ok();
         }
-        auto slot = std::make_shared<TimingSlot>();
+        std::shared_ptr<TimingSlot> slot = e->reusable_slot();
         KEEL_TRY_ASSIGN(std::uint64_t position, s->enqueue([&](Op& op) {
             op.kind = OpKind::timestamp;
             op.timing = slot;
@@ -189,16 +217,14 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         KEEL_TRY(plugin::require_non_null(out_ms, "out_ms"));
         if (!a->timing() || !b->timing())
             return Error(KEEL_STATUS_FAILED_PRECONDITION, "both events must be created with KEEL_EVENT_TIMING");
-        const Event::Record ra = a->get();
-        const Event::Record rb = b->get();
-        if (!ra.timing || !rb.timing)
-            return Error(KEEL_STATUS_FAILED_PRECONDITION, "both events must have been recorded");
-        if (!ra.point.done() || !rb.point.done())
-            return Error(KEEL_STATUS_FAILED_PRECONDITION, "an event has not completed yet");
-        KEEL_TRY(point_error(ra.point));
-        KEEL_TRY(point_error(rb.point));
-        const std::int64_t ns = rb.timing->steady_ns.load(std::memory_order_acquire) -
-                                ra.timing->steady_ns.load(std::memory_order_acquire);
+        Result<std::int64_t> ta = a->completed_ns();
+        Result<std::int64_t> tb = b->completed_ns();
+        // "Not yet" before a failure, as a stream reports them.
+        for (Result<std::int64_t>* t : {&ta, &tb})
+            if (!t->ok() && t->error().code() == KEEL_STATUS_FAILED_PRECONDITION) return t->error();
+        if (!ta.ok()) return ta.error();
+        if (!tb.ok()) return tb.error();
+        const std::int64_t ns = *tb - *ta;
         *out_ms = static_cast<float>(static_cast<double>(ns) / 1e6);
         return ok();
     });

@@ -120,23 +120,25 @@ TEST_F(EventTimesTest, EachOperationIsTimedByTheDevicesTimerInEnqueueOrder) {
         EXPECT_GE(sl.enq_us, 0.0) << sl.name << " has no enqueue time";
         EXPECT_GE(sl.ts_us + 0.0015, sl.enq_us) << sl.name << " starts before it was enqueued";
         EXPECT_GE(sl.ts_us + 0.0015, previous_end_us) << sl.name << " starts before the operation ahead of it ends";
-        previous_end_us = sl.ts_us + sl.dur_us;
-        // Each time is the one before it plus the device's elapsed time, a
-        // whole number of ticks: within the file's nanoseconds, the float's
-        // rounding and the rounding up by one more float place (a few
-        // nanoseconds for the 20 ms step, more for a step a loaded machine
-        // made long); a tick off would be 52 ns.
-        for (double at_ns : {sl.ts_us * 1000, (sl.ts_us + sl.dur_us) * 1000}) {
-            if (previous_at_ns >= 0) {
-                const double step_ns = at_ns - previous_at_ns;
-                const float step_ms = static_cast<float>(step_ns / 1e6);
-                const double place_ns = (std::nextafter(step_ms, HUGE_VALF) - step_ms) * 1e6;
-                const double ticks = step_ns / tick_ns;
-                EXPECT_NEAR((ticks - std::round(ticks)) * tick_ns, 0.0, 2.0 + 2.0 * place_ns)
-                    << sl.name << " at " << at_ns << " ns is off the device timer's grid";
-            }
-            previous_at_ns = at_ns;
+        // Each end is the end before it plus the device's elapsed times (one
+        // step, or two through a start event of its own), whole numbers of
+        // ticks: within the file's nanoseconds, the float's rounding and the
+        // rounding up by one more float place each (a few nanoseconds for
+        // the 20 ms step, more for a step a loaded machine made long); a
+        // tick off would be 52 ns. A start is the end ahead of it, or its
+        // enqueue on a stream that idled by then (a host time, off the grid),
+        // or a start event of its own on the grid: the ends carry the check.
+        const double at_ns = (sl.ts_us + sl.dur_us) * 1000;
+        if (previous_at_ns >= 0) {
+            const double step_ns = at_ns - previous_at_ns;
+            const float step_ms = static_cast<float>(step_ns / 1e6);
+            const double place_ns = (std::nextafter(step_ms, HUGE_VALF) - step_ms) * 1e6;
+            const double ticks = step_ns / tick_ns;
+            EXPECT_NEAR((ticks - std::round(ticks)) * tick_ns, 0.0, 2.0 + 4.0 * place_ns)
+                << sl.name << " ending at " << at_ns << " ns is off the device timer's grid";
         }
+        previous_at_ns = at_ns;
+        previous_end_us = sl.ts_us + sl.dur_us;
         if (sl.name == "host function") {
             EXPECT_GE(sl.dur_us, 20000.0) << "the device saw the function's 20 ms";
         }

@@ -149,11 +149,17 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
         session_ = record->session;
     }
     if (!is_end && tail_is_end_) {
-        // The end event just ahead on the stream is this operation's start.
-        if (!append_locked(Point{nullptr, record, false, nullptr, now_ns()})) return false;
-        marks_pending(record, 1);
-        tail_is_end_ = false;
-        return true;
+        // The end event just ahead on the stream is this operation's start
+        // while the stream has not reached it: the stream goes straight on
+        // to this operation then. One it reached already may have idled
+        // since: this operation gets a start event of its own.
+        std::int32_t done = 1;
+        if (api_.event_query(tail_event_, &done).ok() && done == 0) {
+            if (!append_locked(Point{nullptr, record, false, nullptr, now_ns()})) return false;
+            marks_pending(record, 1);
+            tail_is_end_ = false;
+            return true;
+        }
     }
     // The session's first point on the stream is its anchor: times start there.
     if (last_ == nullptr && head_ == points_.size() && !push_anchor_locked()) return false;
@@ -171,6 +177,7 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
     }
     marks_pending(record, 1);
     tail_is_end_ = is_end;
+    tail_event_ = e;
     if (points_.size() - head_ >= resolve_at_) {
         resolve_locked();
         // A stream far behind is tried again a batch later, not at every point.

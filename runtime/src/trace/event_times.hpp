@@ -3,14 +3,14 @@
 // (its end) instead of host functions, and its start and end are resolved
 // later, without waiting, from elapsed times between the events.
 //
-// One event per operation: the end event of the operation ahead on the
-// stream is the start of the next one, whose start is then the later of
-// that end and the host's clock just before it was enqueued (a stream
-// reaches an operation only after both). While the stream is busy that is
-// the exact start; on a stream that idled by the enqueue it is the enqueue,
-// early by the stream's wake-up at most and never before the enqueue. An
-// operation with no end event just ahead of it (the first of the session on
-// the stream, one behind an operation whose end is not recorded yet) records
+// One event per operation on a busy stream: when the end event of the
+// operation ahead has not completed at the enqueue (one event query), it is
+// also this operation's start: the stream goes straight on from it. The
+// start is then the later of that end and the host's clock just before the
+// enqueue, so that it never precedes the enqueue even when the stream
+// reached the end in between. An operation with no such end just ahead of
+// it (the first of the session on the stream, one behind a range's start,
+// one on a stream that reached the end already and may have idled) records
 // a start event of its own.
 //
 // Host time comes from the anchor, the session's first event on the
@@ -120,6 +120,7 @@ private:
     // Whether the last point recorded is an operation's end event: the next
     // operation's start, with nothing of the trace's in between.
     bool tail_is_end_ = false;
+    keel_event tail_event_ = nullptr;  // that end's event (pending, or last_)
     // One cell per anchor host function that may still run (one a session):
     // a host function may run after its session ended; cells never move (deque) and live as
     // long as this. A cell read after its host function ran is reused.

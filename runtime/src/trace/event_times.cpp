@@ -178,6 +178,12 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
     marks_pending(record, 1);
     tail_is_end_ = is_end;
     tail_event_ = e;
+    // Later anchors, at doubling intervals, tighten the stream's times:
+    // each bounds how late they all sit.
+    if (++pushed_ >= next_anchor_ && is_end) {
+        next_anchor_ = pushed_ * 2;
+        (void)push_anchor_locked();
+    }
     if (points_.size() - head_ >= resolve_at_) {
         resolve_locked();
         // A stream far behind is tried again a batch later, not at every point.
@@ -205,9 +211,11 @@ void StreamTimes::resolve_locked() noexcept {
         const Point p = points_[head_];
         double at = 0;
         if (p.event == nullptr) {
-            if (last_timed_)
+            if (last_timed_) {
                 p.record->start_ns.store(std::llround(std::max(last_ns_, static_cast<double>(p.not_before))),
                                          std::memory_order_release);
+                note_timed(p.record, false, p.not_before);
+            }
             pop_front_locked();
             point_settled(p.record);
             continue;
@@ -235,10 +243,22 @@ void StreamTimes::resolve_locked() noexcept {
                 continue;
             }
             // Rounded up by the float's last place: still an upper bound.
-            at = last_ns_ + static_cast<double>(std::nextafter(ms, HUGE_VALF)) * 1e6;
+            const float up = std::nextafter(ms, HUGE_VALF);
+            at = last_ns_ + static_cast<double>(up) * 1e6;
+            // At most what the chain may sit late by, past its anchor's
+            // slack: the plugin's rounding to a float (half a place) and ours.
+            rounded_up_ns_ += 1.5 * static_cast<double>(up - ms) * 1e6;
+            if (p.cell != nullptr) {
+                // A later anchor: its host function's time bounds the event's
+                // too, and by how much every time of the stream sits late.
+                const std::int64_t host = p.cell->load(std::memory_order_acquire);
+                if (host != 0) late_by_ns_ = std::max(late_by_ns_, at - static_cast<double>(host) - rounded_up_ns_);
+            }
         }
-        if (p.record != nullptr)
+        if (p.record != nullptr) {
             (p.is_end ? p.record->end_ns : p.record->start_ns).store(std::llround(at), std::memory_order_release);
+            note_timed(p.record, p.is_end, 0);
+        }
         pop_front_locked();
         reuse_cell(spare_cells_, p.cell);
         give_back(last_);
@@ -249,7 +269,33 @@ void StreamTimes::resolve_locked() noexcept {
     }
 }
 
+void StreamTimes::note_timed(Record* record, bool is_end, std::int64_t not_before) noexcept {
+    try {
+        timed_.push_back(Timed{record, not_before, is_end});
+    } catch (...) {
+        // Out of host memory: this time keeps the first anchor's bound.
+    }
+}
+
+// Every time of the session resolved on the stream moves earlier by what the
+// tightest anchor says they all sit late by (never before a start's floor).
+void StreamTimes::tighten_locked() noexcept {
+    const auto shift = static_cast<std::int64_t>(std::floor(late_by_ns_));
+    if (shift > 0) {
+        for (const Timed& t : timed_) {
+            std::atomic<std::int64_t>& field = t.is_end ? t.record->end_ns : t.record->start_ns;
+            const std::int64_t v = field.load(std::memory_order_relaxed);
+            if (v != 0) field.store(std::max(v - shift, t.not_before), std::memory_order_release);
+        }
+    }
+    timed_.clear();
+    late_by_ns_ = 0;
+}
+
 void StreamTimes::drop_locked() noexcept {
+    // Their session may be over, their records reused: never moved now.
+    timed_.clear();
+    late_by_ns_ = 0;
     // A failed stream may never complete the events behind its failure: its
     // error is the status of those operations, as a host function's would be.
     std::int32_t done = 0;
@@ -270,11 +316,15 @@ void StreamTimes::drop_locked() noexcept {
     last_timed_ = false;
     tail_is_end_ = false;
     resolve_at_ = kResolveBatch;
+    rounded_up_ns_ = 0;
+    pushed_ = 0;
+    next_anchor_ = kResolveBatch;
 }
 
 void StreamTimes::finish_session() noexcept {
     std::lock_guard lock(mu_);
     resolve_locked();
+    tighten_locked();
     drop_locked();
 }
 
@@ -282,6 +332,7 @@ void StreamTimes::close() noexcept {
     std::lock_guard lock(mu_);
     if (closed_) return;
     resolve_locked();
+    if (on() && session_ == current_session()) tighten_locked();
     drop_locked();
     closed_ = true;
     // A pending record completes harmlessly ([event.destroy-pending]).

@@ -99,6 +99,8 @@ private:
     void resolve_locked() noexcept;
     void drop_locked() noexcept;
     void pop_front_locked() noexcept;
+    void note_timed(Record* record, bool is_end, std::int64_t not_before) noexcept;
+    void tighten_locked() noexcept;
     // A point that waits for its time; false (nothing changed) when out of host memory.
     [[nodiscard]] bool append_locked(const Point& p) noexcept;
     static void anchor_reached(void* cell, keel_status status);
@@ -132,6 +134,20 @@ private:
     std::size_t head_ = 0;
     std::size_t resolve_at_ = kResolveBatch;  // pending points that bring the next resolve
     std::vector<keel_event> spare_;    // created, free to record again
+    // The session's points so far, and the count that brings the next anchor.
+    std::size_t pushed_ = 0;
+    std::size_t next_anchor_ = kResolveBatch;
+    // What the chain's rounding up may have added since the first anchor.
+    double rounded_up_ns_ = 0;
+    // How late every time of the session sits at least (from later anchors).
+    double late_by_ns_ = 0;
+    // Times written in the session, moved by late_by_ns_ when it ends.
+    struct Timed {
+        Record* record;
+        std::int64_t not_before;  // a start's floor: its enqueue
+        bool is_end;
+    };
+    std::vector<Timed> timed_;
 };
 
 // The stream's event timing, created on first use in a session; null where

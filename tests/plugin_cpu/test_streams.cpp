@@ -208,6 +208,37 @@ TEST_F(CpuStreams, TimingEventsMeasureTheTimeBetweenTwoRecords) {
     EXPECT_LT(ms, 5000.0f);
 }
 
+// A timing event recorded again (its earlier timestamp's storage reused
+// once its op ran) is not complete until the new record runs, then tells
+// the new time, never the old one.
+TEST_F(CpuStreams, ATimingEventRecordedAgainTellsItsNewTimeOnlyOnceReached) {
+    keel_stream s = stream();
+    keel_event first = event(KEEL_EVENT_TIMING);
+    keel_event again = event(KEEL_EVENT_TIMING);
+    KEEL_ASSERT_OK(api().event_record(first, s));
+    KEEL_ASSERT_OK(api().event_record(again, s));
+    KEEL_ASSERT_OK(api().event_synchronize(again));
+    float ms = -1;
+    KEEL_ASSERT_OK(api().event_elapsed_time(first, again, &ms));
+    EXPECT_GE(ms, 0.0f);
+    Gate* gate = block(s);
+    KEEL_ASSERT_OK(api().stream_enqueue_host_func(
+        s, [](void*, keel_status) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, nullptr));
+    KEEL_ASSERT_OK(api().event_record(again, s));
+    auto pending = take(api().event_elapsed_time(first, again, &ms));
+    ASSERT_TRUE(pending) << "the new record has not run";
+    EXPECT_EQ(pending->code, KEEL_STATUS_FAILED_PRECONDITION);
+    gate->open();
+    KEEL_ASSERT_OK(api().event_synchronize(again));
+    KEEL_ASSERT_OK(api().event_elapsed_time(first, again, &ms));
+    EXPECT_GE(ms, 19.0f) << "the time of the new record";
+    for (int i = 0; i < 3; ++i) KEEL_ASSERT_OK(api().event_record(first, s));
+    KEEL_ASSERT_OK(api().event_synchronize(first));
+    KEEL_ASSERT_OK(api().event_elapsed_time(again, first, &ms));
+    EXPECT_GE(ms, 0.0f);
+    EXPECT_LT(ms, 5000.0f);
+}
+
 TEST_F(CpuStreams, ElapsedTimeRefusesEventsWithoutTiming) {
     keel_stream s = stream();
     keel_event a = event();

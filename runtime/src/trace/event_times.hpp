@@ -21,11 +21,21 @@
 // before the event under load, and put operations' starts before their
 // enqueue). Each later point's time is its predecessor's plus the elapsed
 // time between their events, rounded up, so every point's time is an upper
-// bound of when the stream reached it and never precedes its enqueue; the
-// stream's slices may sit late by the anchor host function's delay, all by
-// the same amount. Each resolved event becomes the next reference, so
-// every elapsed time is short (float milliseconds stay exact to the
-// device's resolution) and events are reused.
+// bound of when the stream reached it and never precedes its enqueue. Each
+// resolved event becomes the next reference, so every elapsed time is short
+// (float milliseconds stay exact to the device's resolution) and events
+// are reused.
+//
+// The first anchor sits late by its host function's delay (on an idle
+// stream, the host's own step from recording the event to enqueuing the
+// function), and every time of the stream with it. Later anchors, after
+// the 64th, 128th, 256th... point, are upper bounds too: the tightest says
+// how late all the stream's times sit at least (less what rounding up may
+// have added), and when the session ends or the stream closes every time
+// of the session moves earlier by that much (a start never before its
+// enqueue). Anchors recorded while the stream is busy follow their event
+// at once: the times end up within the stream's step between two of its
+// operations of the truth.
 //
 // Resolution happens every kResolveBatch events, when the session stops and
 // when the stream closes (after its work is done): never a host wait.
@@ -39,8 +49,8 @@
 #include <keel/keel.h>
 
 #include <atomic>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>

@@ -153,8 +153,12 @@ bool StreamTimes::push_locked(Record* record, bool is_end) noexcept {
         // while the stream has not reached it: the stream goes straight on
         // to this operation then. One it reached already may have idled
         // since: this operation gets a start event of its own.
-        std::int32_t done = 1;
-        if (api_.event_query(tail_event_, &done).ok() && done == 0) {
+        // Asked through elapsed time (none while not complete), not a query:
+        // a query may tell a checking plugin that the host learned of the
+        // work before the event, which the program itself never did.
+        float ms = 0;
+        Result<void> reached = api_.event_elapsed_time(tail_event_, tail_event_, &ms);
+        if (!reached.ok() && reached.error().code() == KEEL_STATUS_FAILED_PRECONDITION) {
             if (!append_locked(Point{nullptr, record, false, nullptr, now_ns()})) return false;
             marks_pending(record, 1);
             tail_is_end_ = false;

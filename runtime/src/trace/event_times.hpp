@@ -4,7 +4,9 @@
 // later, without waiting, from elapsed times between the events.
 //
 // One event per operation on a busy stream: when the end event of the
-// operation ahead has not completed at the enqueue (one event query), it is
+// operation ahead has not completed at the enqueue (one elapsed-time query
+// of it, which has no side effect: an event query may tell a checking
+// plugin that the host learned of the work before it), it is
 // also this operation's start: the stream goes straight on from it. The
 // start is then the later of that end and the host's clock just before the
 // enqueue, so that it never precedes the enqueue even when the stream

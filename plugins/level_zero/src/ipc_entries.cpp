@@ -6,8 +6,7 @@
 // SCM_RIGHTS), and the importer writes its own descriptor number back into
 // those bytes before opening the handle. Memory is exportable when it comes
 // from ipc_memory_alloc, which asks for dma-buf export
-// (ze_external_memory_export_desc_t). Events are not shared (no
-// ipc_event_*: the device does not set KEEL_DEVICE_CAP_IPC_EVENTS).
+// (ze_external_memory_export_desc_t). Events: ipc_event_entries.cpp.
 #include "device_memory.hpp"
 #include "entries.hpp"
 #include "handles.hpp"

@@ -42,6 +42,12 @@ ze_result_t ZE_APICALL zeMemOpenIpcHandle(ze_context_handle_t context, ze_device
                                           ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** ptr);
 ze_result_t ZE_APICALL zeMemCloseIpcHandle(ze_context_handle_t context, const void* ptr);
 
+// ipc_events.cpp
+ze_result_t ZE_APICALL zeEventPoolGetIpcHandle(ze_event_pool_handle_t pool, ze_ipc_event_pool_handle_t* handle);
+ze_result_t ZE_APICALL zeEventPoolOpenIpcHandle(ze_context_handle_t context, ze_ipc_event_pool_handle_t handle,
+                                                ze_event_pool_handle_t* pool);
+ze_result_t ZE_APICALL zeEventPoolCloseIpcHandle(ze_event_pool_handle_t pool);
+
 // events.cpp
 ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_event_pool_desc_t* desc,
                                          uint32_t device_count, ze_device_handle_t* devices,

@@ -198,8 +198,7 @@ ze_result_t ZE_APICALL zeDriverGetIpcProperties(ze_driver_handle_t driver, ze_dr
     FAKE_ZE_INJECT("zeDriverGetIpcProperties");
     if (driver == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    // Memory only: event pools are not shared between processes.
-    props->flags = Driver::get().config.ipc ? ZE_IPC_PROPERTY_FLAG_MEMORY : 0;
+    props->flags = Driver::get().config.ipc ? ZE_IPC_PROPERTY_FLAG_MEMORY | ZE_IPC_PROPERTY_FLAG_EVENT_POOL : 0;
     return ZE_RESULT_SUCCESS;
 }
 

@@ -74,6 +74,9 @@ FAKE_ZE_TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t) {
 FAKE_ZE_TABLE(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t) {
     t->pfnCreate = api::zeEventPoolCreate;
     t->pfnDestroy = api::zeEventPoolDestroy;
+    t->pfnGetIpcHandle = api::zeEventPoolGetIpcHandle;
+    t->pfnOpenIpcHandle = api::zeEventPoolOpenIpcHandle;
+    t->pfnCloseIpcHandle = api::zeEventPoolCloseIpcHandle;
 }
 
 FAKE_ZE_TABLE(zeGetEventProcAddrTable, ze_event_dditable_t) {

@@ -83,6 +83,18 @@ TEST_F(OnFakeDriver, NoEnqueueEntryWaitsForTheDevice) {
     KEEL_EXPECT_OK(api().device_free(device(), b));
 }
 
+TEST_F(OnFakeDriver, AnInterprocessEventIsNeverATimingEvent) {
+    ASSERT_NE(api().ipc_event_export, nullptr) << "the fake driver shares event pools";
+    keel_event e = nullptr;
+    const CError both = outcome(api().event_create(device(), KEEL_EVENT_INTERPROCESS | KEEL_EVENT_TIMING, &e));
+    EXPECT_EQ(both.code, KEEL_STATUS_INVALID_ARGUMENT) << both.message;
+    EXPECT_TRUE(contains(both.message, "KEEL_EVENT_TIMING")) << both.message;
+    KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_INTERPROCESS, &e));
+    float ms = 0;
+    EXPECT_EQ(outcome(api().event_elapsed_time(e, e, &ms)).code, KEEL_STATUS_FAILED_PRECONDITION);
+    KEEL_EXPECT_OK(api().event_destroy(e));
+}
+
 TEST_F(OnFakeDriver, ANullDeviceAddressIsRefusedAsSuch) {
     // Not in the driver's words ("zeMemGetAllocProperties: null pointer").
     const keel_stream s = new_stream();

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace keel::level_zero_test {
 namespace {
 
@@ -92,6 +94,21 @@ TEST_F(OnFakeDriver, AnInterprocessEventIsNeverATimingEvent) {
     KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_INTERPROCESS, &e));
     float ms = 0;
     EXPECT_EQ(outcome(api().event_elapsed_time(e, e, &ms)).code, KEEL_STATUS_FAILED_PRECONDITION);
+    // Imported in this process (the fake driver allows it): waited for, never recorded or timed.
+    keel_ipc_handle h{};
+    h.struct_size = KEEL_IPC_HANDLE_STRUCT_SIZE;
+    KEEL_ASSERT_OK(api().ipc_event_export(e, &h));
+    keel_event seen = nullptr;
+    KEEL_ASSERT_OK(api().ipc_event_import(device(), &h, &seen));
+    ::close(h.fd);
+    const keel_stream s = new_stream();
+    EXPECT_EQ(outcome(api().event_record(seen, s)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(outcome(api().event_elapsed_time(seen, seen, &ms)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(outcome(api().event_elapsed_time(e, seen, &ms)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_OK(api().stream_wait_event(s, seen));
+    KEEL_EXPECT_OK(api().stream_synchronize(s));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().event_destroy(seen));
     KEEL_EXPECT_OK(api().event_destroy(e));
 }
 

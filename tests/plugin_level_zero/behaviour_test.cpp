@@ -112,6 +112,22 @@ TEST_F(OnFakeDriver, AnInterprocessEventIsNeverATimingEvent) {
     KEEL_EXPECT_OK(api().event_destroy(e));
 }
 
+TEST_F(OnFakeDriver, MemoryTheDriverSplitOverSeveralObjectsIsRefusedAtExport) {
+    // One descriptor would share only the first object: refused, never half shared.
+    keel_device_addr a = 0;
+    KEEL_ASSERT_OK(api().ipc_memory_alloc(device(), 4096, &a));
+    keel_ipc_handle h{};
+    h.struct_size = KEEL_IPC_HANDLE_STRUCT_SIZE;
+    fake_ze_split_ipc_memory(2);
+    const CError split = outcome(api().ipc_memory_export(device(), a, &h));
+    fake_ze_split_ipc_memory(1);
+    EXPECT_EQ(split.code, KEEL_STATUS_UNIMPLEMENTED) << split.message;
+    EXPECT_TRUE(contains(split.message, "2 memory objects")) << split.message;
+    KEEL_ASSERT_OK(api().ipc_memory_export(device(), a, &h));
+    ::close(h.fd);
+    KEEL_EXPECT_OK(api().device_free(device(), a));
+}
+
 TEST_F(OnFakeDriver, ANullDeviceAddressIsRefusedAsSuch) {
     // Not in the driver's words ("zeMemGetAllocProperties: null pointer").
     const keel_stream s = new_stream();

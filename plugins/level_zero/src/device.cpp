@@ -161,7 +161,11 @@ void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, IpcS
                 add_note(found.status, which + " skipped: " + c.error().message());
                 return;
             }
-            found.drivers.push_back(std::make_unique<DriverContext>(driver, raw));
+            void* ipc_handles = nullptr;  // stays null where the driver lacks the extension
+            if (!KEEL_ZE(zeDriverGetExtensionFunctionAddress, driver, "zexMemGetIpcHandles", &ipc_handles).ok())
+                ipc_handles = nullptr;
+            found.drivers.push_back(std::make_unique<DriverContext>(
+                driver, raw, reinterpret_cast<IpcHandlesFunction>(ipc_handles)));
             context = found.drivers.back().get();
         }
         const auto index = static_cast<std::uint32_t>(found.devices.size());

@@ -232,6 +232,9 @@ public:
     std::uint64_t host_used = 0;  // bytes of zeMemAllocHost memory alive
     std::atomic<std::uint64_t> completed{0};
     std::atomic<std::int64_t> live{0};
+    // Memory objects an exportable allocation is made of, as
+    // zexMemGetIpcHandles counts them (fake_ze_split_ipc_memory; 1: one).
+    std::atomic<std::uint32_t> ipc_memory_objects{1};
 
     // Reads the configuration and makes the devices, once. Thread-safe.
     void start();

@@ -46,6 +46,7 @@ FAKE_ZE_TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t) {
     t->pfnGetApiVersion = api::zeDriverGetApiVersion;
     t->pfnGetProperties = api::zeDriverGetProperties;
     t->pfnGetIpcProperties = api::zeDriverGetIpcProperties;
+    t->pfnGetExtensionFunctionAddress = api::zeDriverGetExtensionFunctionAddress;
 }
 
 FAKE_ZE_TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t) {

@@ -65,6 +65,12 @@ void fake_ze_lose_device(uint32_t index, uint64_t after_commands);
  * counter, as on Intel GPUs) wrap around `ns` nanoseconds from now. */
 void fake_ze_wrap_kernel_timestamps_in(uint64_t ns);
 
+/* From now on zexMemGetIpcHandles (Intel's extension, found with
+ * zeDriverGetExtensionFunctionAddress) reports every exportable allocation
+ * as made of `objects` memory objects, as a multi-tile GPU under implicit
+ * scaling may split one (0 or 1: one object, the default). */
+void fake_ze_split_ipc_memory(uint32_t objects);
+
 /* Commands every command list has completed since the driver started. */
 uint64_t fake_ze_commands_completed(void);
 
@@ -72,8 +78,8 @@ uint64_t fake_ze_commands_completed(void);
  * modules, kernels and allocations. 0 after a clean shutdown. */
 uint64_t fake_ze_live_objects(void);
 
-/* Drops injected failures, makes lost devices healthy again and puts the
- * timer back. */
+/* Drops injected failures, makes lost devices healthy again, puts the
+ * timer back and allocations in one memory object. */
 void fake_ze_reset(void);
 
 #ifdef __cplusplus

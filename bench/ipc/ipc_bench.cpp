@@ -11,7 +11,18 @@
 // least a handover between processes costs) and RawBuffer::allocate + free
 // (an allocation that stays in the process). Medians of --reps runs per row.
 //
+// With --event-devices, one row per device for an event shared the same way
+// (ipc::create_event, export_event, import_event):
+//
+//   export    ipc::export_event in the exporter
+//   import    ipc::import_event in the importer
+//   wake      from the exporter releasing its stream (a host function holds
+//             it before the record) to the importer's Event::synchronize
+//             returning, as seen by the exporter (one socket message back)
+//   round trip  from export to that wake-up, the handover included
+//
 // Usage: keel-ipc-bench [--device cpu:0] [--reps 200] [--sizes 4096,1048576,67108864]
+//                       [--event-devices cpu:0,level_zero:0]
 #include <keel/ipc.hpp>
 #include <keel/keel.hpp>
 #include <keel/testing/bench_stats.hpp>
@@ -22,6 +33,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <future>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -94,6 +106,73 @@ int importer(int socket, const std::string& device_name, int runs_total) {
     return 0;
 }
 
+// The importer's side of the event rows: per run, import (ack), wait for the
+// record (ack), then the import's time.
+int event_importer(int socket, const std::string& device_name, int runs) {
+    auto rt = keel::Runtime::create();
+    if (!rt.ok()) return 2;
+    auto dev = rt->device(device_name);
+    if (!dev.ok()) return 2;
+    for (int i = 0; i < runs; ++i) {
+        auto h = keel::ipc::receive_handle(socket);
+        if (!h.ok()) return 4;
+        const auto t0 = Clock::now();
+        auto ev = keel::ipc::import_event(*dev, *h);
+        const auto t1 = Clock::now();
+        if (!ev.ok()) return 5;
+        const char imported = 'a';
+        if (!write_all(socket, &imported, 1)) return 3;
+        if (!ev->synchronize().ok()) return 6;
+        const char woken = 'w';
+        if (!write_all(socket, &woken, 1)) return 3;
+        const double import_us = micros(t1 - t0);
+        if (!write_all(socket, &import_us, sizeof import_us)) return 3;
+    }
+    return 0;
+}
+
+struct EventRow {
+    double export_us = 0, import_us = 0, wake_us = 0, trip_us = 0;
+};
+
+// The exporter's side of one device's event row; an error message or "".
+std::string event_row(int socket, const keel::Device& dev, int reps, EventRow& row) {
+    std::vector<double> exp, imp, wake, trip;
+    auto stream = keel::Stream::create(dev);
+    if (!stream.ok()) return stream.error().message();
+    for (int i = 0; i < reps; ++i) {
+        auto ev = keel::ipc::create_event(dev);
+        if (!ev.ok()) return ev.error().message();
+        std::promise<void> gate;
+        if (!stream->enqueue_host_func([held = gate.get_future().share()] { held.wait(); }).ok())
+            return "enqueue_host_func failed";
+        if (!ev->record(*stream).ok()) return "record failed";
+        const auto t0 = Clock::now();
+        auto h = keel::ipc::export_event(*ev);
+        const auto t1 = Clock::now();
+        if (!h.ok()) return h.error().message();
+        if (!keel::ipc::send_handle(socket, *h).ok()) return "send_handle failed";
+        char ack = 0;
+        if (!read_all(socket, &ack, 1)) return "the importer went away (import failed?)";
+        const auto t2 = Clock::now();
+        gate.set_value();
+        if (!read_all(socket, &ack, 1)) return "the importer went away (wait failed?)";
+        const auto t3 = Clock::now();
+        double import_us = 0;
+        if (!read_all(socket, &import_us, sizeof import_us)) return "the importer went away";
+        if (!stream->synchronize().ok()) return "the stream failed";
+        exp.push_back(micros(t1 - t0));
+        imp.push_back(import_us);
+        wake.push_back(micros(t3 - t2));
+        trip.push_back(micros(t3 - t0));
+    }
+    row.export_us = median(exp);
+    row.import_us = median(imp);
+    row.wake_us = median(wake);
+    row.trip_us = median(trip);
+    return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +185,9 @@ int main(int argc, char** argv) {
     app.add_option("--device", device_name, "device to share memory of (both processes)");
     app.add_option("--reps", reps, "runs per row (medians are printed)")->check(CLI::Range(1, 100000));
     app.add_option("--sizes", sizes, "allocation sizes in bytes")->delimiter(',');
+    std::vector<std::string> event_devices;
+    app.add_option("--event-devices", event_devices, "devices to share an event of, one row each (none: no event rows)")
+        ->delimiter(',');
     if (auto code = keel::cli::parse(app, argc, argv)) return *code;
     for (std::uint64_t s : sizes)
         if (s == 0) return keel::cli::fail(app, "--sizes: a size must be > 0");
@@ -113,7 +195,24 @@ int main(int argc, char** argv) {
     int sockets[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sockets) != 0) return keel::cli::fail(app, "socketpair failed");
     const int runs_total = reps * static_cast<int>(sizes.size());
-    const pid_t child = ::fork();  // before any Runtime: one thread
+    // Every importer is forked before any Runtime exists: one thread.
+    std::vector<int> event_sockets;
+    std::vector<pid_t> event_children;
+    for (const std::string& name : event_devices) {
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return keel::cli::fail(app, "socketpair failed");
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            ::close(pair[0]);
+            ::close(sockets[0]);
+            ::close(sockets[1]);
+            ::_exit(event_importer(pair[1], name, reps));
+        }
+        ::close(pair[1]);
+        event_sockets.push_back(pair[0]);
+        event_children.push_back(pid);
+    }
+    const pid_t child = ::fork();
     if (child == 0) {
         ::close(sockets[0]);
         ::_exit(importer(sockets[1], device_name, runs_total));
@@ -123,6 +222,10 @@ int main(int argc, char** argv) {
     auto fail = [&](const std::string& m) {
         ::kill(child, SIGKILL);
         ::waitpid(child, nullptr, 0);
+        for (pid_t pid : event_children) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
         return keel::cli::fail(app, m);
     };
     auto rt = keel::Runtime::create();
@@ -177,9 +280,27 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(size), median(alloc), median(exp), median(imp), median(cls),
                     median(trip), median(trip) / std::max(median(ping), 1e-3), median(plain));
     }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return keel::cli::fail(app, "the importer process failed (status " + std::to_string(status) + ")");
+    if (!event_devices.empty()) {
+        std::printf("\nevents shared between processes, medians of %d runs, microseconds\n", reps);
+        std::printf("%16s %10s %10s %10s %12s %12s\n", "device", "export", "import", "wake", "round trip",
+                    "vs socket");
+    }
+    for (std::size_t d = 0; d < event_devices.size(); ++d) {
+        auto edev = rt->device(event_devices[d]);
+        if (!edev.ok()) return fail(edev.error().message());
+        EventRow row;
+        if (const std::string e = event_row(event_sockets[d], *edev, reps, row); !e.empty())
+            return fail(event_devices[d] + ": " + e);
+        std::printf("%16s %10.1f %10.1f %10.1f %12.1f %11.1fx\n", event_devices[d].c_str(), row.export_us,
+                    row.import_us, row.wake_us, row.trip_us, row.trip_us / std::max(median(ping), 1e-3));
+    }
+    std::vector<pid_t> children = event_children;
+    children.push_back(child);
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return keel::cli::fail(app, "an importer process failed (status " + std::to_string(status) + ")");
+    }
     return 0;
 }

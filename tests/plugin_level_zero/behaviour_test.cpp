@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace keel::level_zero_test {
 namespace {
 
@@ -81,6 +83,49 @@ TEST_F(OnFakeDriver, NoEnqueueEntryWaitsForTheDevice) {
     KEEL_EXPECT_OK(api().stream_destroy(other));
     KEEL_EXPECT_OK(api().device_free(device(), a));
     KEEL_EXPECT_OK(api().device_free(device(), b));
+}
+
+TEST_F(OnFakeDriver, AnInterprocessEventIsNeverATimingEvent) {
+    ASSERT_NE(api().ipc_event_export, nullptr) << "the fake driver shares event pools";
+    keel_event e = nullptr;
+    const CError both = outcome(api().event_create(device(), KEEL_EVENT_INTERPROCESS | KEEL_EVENT_TIMING, &e));
+    EXPECT_EQ(both.code, KEEL_STATUS_INVALID_ARGUMENT) << both.message;
+    EXPECT_TRUE(contains(both.message, "KEEL_EVENT_TIMING")) << both.message;
+    KEEL_ASSERT_OK(api().event_create(device(), KEEL_EVENT_INTERPROCESS, &e));
+    float ms = 0;
+    EXPECT_EQ(outcome(api().event_elapsed_time(e, e, &ms)).code, KEEL_STATUS_FAILED_PRECONDITION);
+    // Imported in this process (the fake driver allows it): waited for, never recorded or timed.
+    keel_ipc_handle h{};
+    h.struct_size = KEEL_IPC_HANDLE_STRUCT_SIZE;
+    KEEL_ASSERT_OK(api().ipc_event_export(e, &h));
+    keel_event seen = nullptr;
+    KEEL_ASSERT_OK(api().ipc_event_import(device(), &h, &seen));
+    ::close(h.fd);
+    const keel_stream s = new_stream();
+    EXPECT_EQ(outcome(api().event_record(seen, s)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(outcome(api().event_elapsed_time(seen, seen, &ms)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(outcome(api().event_elapsed_time(e, seen, &ms)).code, KEEL_STATUS_INVALID_ARGUMENT);
+    KEEL_EXPECT_OK(api().stream_wait_event(s, seen));
+    KEEL_EXPECT_OK(api().stream_synchronize(s));
+    KEEL_EXPECT_OK(api().stream_destroy(s));
+    KEEL_EXPECT_OK(api().event_destroy(seen));
+    KEEL_EXPECT_OK(api().event_destroy(e));
+}
+
+TEST_F(OnFakeDriver, MemoryTheDriverSplitOverSeveralObjectsIsRefusedAtExport) {
+    // One descriptor would share only the first object: refused, never half shared.
+    keel_device_addr a = 0;
+    KEEL_ASSERT_OK(api().ipc_memory_alloc(device(), 4096, &a));
+    keel_ipc_handle h{};
+    h.struct_size = KEEL_IPC_HANDLE_STRUCT_SIZE;
+    fake_ze_split_ipc_memory(2);
+    const CError split = outcome(api().ipc_memory_export(device(), a, &h));
+    fake_ze_split_ipc_memory(1);
+    EXPECT_EQ(split.code, KEEL_STATUS_UNIMPLEMENTED) << split.message;
+    EXPECT_TRUE(contains(split.message, "2 memory objects")) << split.message;
+    KEEL_ASSERT_OK(api().ipc_memory_export(device(), a, &h));
+    ::close(h.fd);
+    KEEL_EXPECT_OK(api().device_free(device(), a));
 }
 
 TEST_F(OnFakeDriver, ANullDeviceAddressIsRefusedAsSuch) {

@@ -35,6 +35,8 @@ TEST_F(OnFakeDriver, ADriverWithoutMemoryIpcGivesNeitherTheCapabilityNorTheEntri
     EXPECT_EQ(api().ipc_memory_close, nullptr);
     EXPECT_EQ(api().ipc_event_export, nullptr);
     EXPECT_EQ(api().ipc_event_import, nullptr);
+    keel_event shared = nullptr;
+    KEEL_EXPECT_ERROR(api().event_create(device(0), KEEL_EVENT_INTERPROCESS, &shared), KEEL_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_F(OnFakeDriver, MemoryEventsAndKernelsOfAnotherDeviceAreRefusedByName) {

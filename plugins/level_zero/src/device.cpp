@@ -42,9 +42,15 @@ void add_note(std::string& status, const std::string& note) {
     status += note;
 }
 
+// What every driver shares between processes.
+struct IpcSupport {
+    bool memory = false;
+    bool events = false;
+};
+
 // Everything keel needs about one device, or why it cannot be used.
 Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, const ze_device_properties_t& props,
-                      bool ipc_memory, keel_device_properties& out, DeviceLimits& limits) {
+                      IpcSupport ipc, keel_device_properties& out, DeviceLimits& limits) {
     ze_api_version_t version = ZE_API_VERSION_1_0;
     KEEL_TRY(KEEL_ZE(zeDriverGetApiVersion, driver, &version).check());
 
@@ -108,9 +114,8 @@ Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, cons
     // Streams are separate immediate command lists, which run concurrently.
     out.capabilities = KEEL_DEVICE_CAP_PINNED_MEMORY | KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
     if (limits.timer_hz != 0) out.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
-    // Events are not shared between processes: keel's events are points of
-    // a stream in this process (event.hpp).
-    if (ipc_memory) out.capabilities |= KEEL_DEVICE_CAP_IPC_MEMORY;
+    if (ipc.memory) out.capabilities |= KEEL_DEVICE_CAP_IPC_MEMORY;
+    if (ipc.events) out.capabilities |= KEEL_DEVICE_CAP_IPC_EVENTS;
     out.compute_units = props.numSlices * props.numSubslicesPerSlice * props.numEUsPerSubslice;
     out.max_allocation = std::min(props.maxMemAllocSize, total);
     out.alloc_alignment = kAllocAlignment;
@@ -118,7 +123,7 @@ Result<void> describe(ze_driver_handle_t driver, ze_device_handle_t device, cons
 }
 
 // The GPUs of one driver, with a context; notes what was skipped.
-void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, bool ipc_memory,
+void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, IpcSupport ipc,
                      const StagingConfig& staging_config, Discovery& found) {
     const std::string which = "Level Zero driver " + std::to_string(driver_index);
     uint32_t count = 0;
@@ -145,7 +150,7 @@ void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, bool
         }
         keel_device_properties keel_props{};
         DeviceLimits limits;
-        if (Result<void> r = describe(driver, handle, props, ipc_memory, keel_props, limits); !r.ok()) {
+        if (Result<void> r = describe(driver, handle, props, ipc, keel_props, limits); !r.ok()) {
             add_note(found.status, std::string("'") + props.name + "' skipped: " + r.error().message());
             continue;
         }
@@ -156,7 +161,11 @@ void discover_driver(ze_driver_handle_t driver, std::uint32_t driver_index, bool
                 add_note(found.status, which + " skipped: " + c.error().message());
                 return;
             }
-            found.drivers.push_back(std::make_unique<DriverContext>(driver, raw));
+            void* ipc_handles = nullptr;  // stays null where the driver lacks the extension
+            if (!KEEL_ZE(zeDriverGetExtensionFunctionAddress, driver, "zexMemGetIpcHandles", &ipc_handles).ok())
+                ipc_handles = nullptr;
+            found.drivers.push_back(std::make_unique<DriverContext>(
+                driver, raw, reinterpret_cast<IpcHandlesFunction>(ipc_handles)));
             context = found.drivers.back().get();
         }
         const auto index = static_cast<std::uint32_t>(found.devices.size());
@@ -225,15 +234,17 @@ Discovery discover_devices() {
         found.status = staging_config.error().message();
         return found;
     }
-    // Memory IPC only where every driver offers it: the plugin's ipc_memory_*
-    // entries come exactly with the capability (keel.h's ipc.memory-set).
-    bool ipc_memory = true;
+    // Memory and event IPC only where every driver offers them: the plugin's
+    // ipc_memory_* and ipc_event_* entries come exactly with the capabilities
+    // (keel.h's ipc.memory-set and ipc.event-set).
+    IpcSupport ipc{true, true};
     for (ze_driver_handle_t driver : drivers) {
-        auto ipc = ze_struct<ze_driver_ipc_properties_t>(ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES);
-        ipc_memory = ipc_memory && KEEL_ZE(zeDriverGetIpcProperties, driver, &ipc).ok() &&
-                     (ipc.flags & ZE_IPC_PROPERTY_FLAG_MEMORY) != 0;
+        auto props = ze_struct<ze_driver_ipc_properties_t>(ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES);
+        const bool known = KEEL_ZE(zeDriverGetIpcProperties, driver, &props).ok();
+        ipc.memory = ipc.memory && known && (props.flags & ZE_IPC_PROPERTY_FLAG_MEMORY) != 0;
+        ipc.events = ipc.events && known && (props.flags & ZE_IPC_PROPERTY_FLAG_EVENT_POOL) != 0;
     }
-    for (std::uint32_t i = 0; i < count; ++i) discover_driver(drivers[i], i, ipc_memory, *staging_config, found);
+    for (std::uint32_t i = 0; i < count; ++i) discover_driver(drivers[i], i, ipc, *staging_config, found);
     if (found.devices.empty()) {
         const std::string why = found.status;
         found.status = "no Level Zero GPU";

@@ -24,10 +24,15 @@ namespace keel::level_zero {
 
 // One driver and the context keel creates on it, shared by its devices
 // (memory from zeMemAllocHost belongs to the context, not to a device).
+// Intel's zexMemGetIpcHandles (extension "ZEX_mem_ipc_handles"): how many
+// memory objects, each with its own descriptor, one allocation is made of.
+using IpcHandlesFunction = ze_result_t(ZE_APICALL*)(ze_context_handle_t, const void*, uint32_t*,
+                                                    ze_ipc_mem_handle_t*);
+
 class DriverContext {
 public:
-    DriverContext(ze_driver_handle_t driver, ze_context_handle_t context) noexcept
-        : driver_(driver), context_(context) {}
+    DriverContext(ze_driver_handle_t driver, ze_context_handle_t context, IpcHandlesFunction ipc_handles) noexcept
+        : driver_(driver), context_(context), ipc_handles_(ipc_handles) {}
     DriverContext(const DriverContext&) = delete;
     DriverContext& operator=(const DriverContext&) = delete;
     DriverContext(DriverContext&&) = delete;
@@ -36,12 +41,15 @@ public:
 
     [[nodiscard]] ze_driver_handle_t driver() const noexcept { return driver_; }
     [[nodiscard]] ze_context_handle_t context() const noexcept { return context_; }
+    // Null where the driver does not offer zexMemGetIpcHandles.
+    [[nodiscard]] IpcHandlesFunction ipc_handles() const noexcept { return ipc_handles_; }
     // zeContextDestroy, which also frees allocations the caller leaked.
     void destroy() noexcept;
 
 private:
     const ze_driver_handle_t driver_;
     const ze_context_handle_t context_;
+    const IpcHandlesFunction ipc_handles_;
 };
 
 // What the plugin needs to know about a device beyond keel's properties.
@@ -77,6 +85,7 @@ public:
     [[nodiscard]] const DeviceLimits& limits() const noexcept { return limits_; }
     [[nodiscard]] ze_device_handle_t handle() const noexcept { return handle_; }
     [[nodiscard]] ze_context_handle_t context() const noexcept { return driver_.context(); }
+    [[nodiscard]] const DriverContext& driver() const noexcept { return driver_; }
 
     [[nodiscard]] EventSlotPool& slots() noexcept { return slots_; }
     // Slots with kernel timestamps, for timing events.

@@ -50,6 +50,10 @@ keel_error* ipc_memory_export(keel_device device, keel_device_addr addr, keel_ip
 keel_error* ipc_memory_import(keel_device device, const keel_ipc_handle* handle, keel_device_addr* out_addr) noexcept;
 keel_error* ipc_memory_close(keel_device device, keel_device_addr addr) noexcept;
 
+// ipc_event_entries.cpp
+keel_error* ipc_event_export(keel_event event, keel_ipc_handle* out) noexcept;
+keel_error* ipc_event_import(keel_device device, const keel_ipc_handle* handle, keel_event* out_event) noexcept;
+
 // copy_entries.cpp
 keel_error* memcpy_h2d(keel_stream stream, keel_device_addr dst, const void* src, uint64_t size) noexcept;
 keel_error* memcpy_d2h(keel_stream stream, void* dst, keel_device_addr src, uint64_t size) noexcept;

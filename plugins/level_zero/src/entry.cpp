@@ -16,8 +16,10 @@ namespace {
 // this plugin lacks is read in one place (the other GPU plugin's table has
 // the same shape and its own entries).
 // `ipc`: with the ipc_memory_* entries, for drivers that share memory
-// between processes (the device then sets KEEL_DEVICE_CAP_IPC_MEMORY).
-constexpr keel_plugin_api make_api(bool ipc) {
+// between processes (the device then sets KEEL_DEVICE_CAP_IPC_MEMORY);
+// `ipc_events`: with ipc_event_*, for drivers that share event pools
+// (KEEL_DEVICE_CAP_IPC_EVENTS).
+constexpr keel_plugin_api make_api(bool ipc, bool ipc_events) {
     return {
         .struct_size = KEEL_PLUGIN_API_STRUCT_SIZE,
         .abi_major = KEEL_ABI_VERSION_MAJOR,
@@ -71,23 +73,31 @@ constexpr keel_plugin_api make_api(bool ipc) {
         .ipc_memory_export = ipc ? &ipc_memory_export : nullptr,
         .ipc_memory_import = ipc ? &ipc_memory_import : nullptr,
         .ipc_memory_close = ipc ? &ipc_memory_close : nullptr,
-        // Not yet: events shared between processes, peer copies (the runtime
-        // stages copies between devices and bridges waits).
-        .ipc_event_export = nullptr,
-        .ipc_event_import = nullptr,
+        .ipc_event_export = ipc_events ? &ipc_event_export : nullptr,
+        .ipc_event_import = ipc_events ? &ipc_event_import : nullptr,
+        // Not yet: peer copies (the runtime stages copies between devices
+        // and bridges waits).
         .device_can_copy_peer = nullptr,
         .memcpy_peer = nullptr,
     };
 }
 
-constexpr keel_plugin_api kApi = make_api(true);
-constexpr keel_plugin_api kApiWithoutIpc = make_api(false);
+constexpr keel_plugin_api kApi = make_api(true, true);
+constexpr keel_plugin_api kApiWithMemoryIpc = make_api(true, false);
+constexpr keel_plugin_api kApiWithEventIpc = make_api(false, true);
+constexpr keel_plugin_api kApiWithoutIpc = make_api(false, false);
 
-// The entries come exactly with the capability (keel.h's ipc.memory-set),
-// which discovery gives every device or none.
-bool devices_share_memory() {
+// The entries come exactly with the capabilities (keel.h's ipc.memory-set
+// and ipc.event-set), which discovery gives every device or none.
+const keel_plugin_api* table_for_devices() {
     const auto& devices = state().devices();
-    return !devices.empty() && (devices.front()->properties().capabilities & KEEL_DEVICE_CAP_IPC_MEMORY) != 0;
+    const std::uint64_t caps = devices.empty() ? 0 : devices.front()->properties().capabilities;
+    const bool memory = (caps & KEEL_DEVICE_CAP_IPC_MEMORY) != 0;
+    const bool events = (caps & KEEL_DEVICE_CAP_IPC_EVENTS) != 0;
+    if (memory && events) return &kApi;
+    if (memory) return &kApiWithMemoryIpc;
+    if (events) return &kApiWithEventIpc;
+    return &kApiWithoutIpc;
 }
 
 }  // namespace
@@ -98,6 +108,6 @@ extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_servi
                                                            const keel_plugin_api** out_api) {
     namespace api = keel::level_zero::api;
     keel_error* e = keel::level_zero::Plugin::init(host, out_api, &api::kApi);
-    if (e == nullptr && !api::devices_share_memory()) *out_api = &api::kApiWithoutIpc;
+    if (e == nullptr) *out_api = api::table_for_devices();
     return e;
 }

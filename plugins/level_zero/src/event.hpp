@@ -1,13 +1,18 @@
 // A keel event: the point of a stream it was last recorded at, as a slot
 // (event_slots.hpp). Recording an event on a stream whose work has all
 // completed captures nothing: the event is complete at once. A timing event
-// is recorded as a barrier whose slot carries kernel timestamps.
+// is recorded as a barrier whose slot carries kernel timestamps. An
+// interprocess event (KEEL_EVENT_INTERPROCESS, or imported) also has an
+// InterprocessEvent: the exporter's records complete it for other
+// processes; an imported event is only that (no point of its own).
 #pragma once
 
 #include "device.hpp"
 #include "event_slots.hpp"
+#include "interprocess_event.hpp"
 #include "stream.hpp"
 
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -17,7 +22,8 @@ namespace keel::level_zero {
 // another): the point is swapped under a mutex.
 class Event {
 public:
-    Event(Device& device, bool timing) noexcept : device_(device), timing_(timing) {}
+    Event(Device& device, bool timing, std::shared_ptr<InterprocessEvent> shared = {}) noexcept
+        : device_(device), timing_(timing), shared_(std::move(shared)) {}
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
     Event(Event&&) = delete;
@@ -26,6 +32,9 @@ public:
 
     [[nodiscard]] Device& device() const noexcept { return device_; }
     [[nodiscard]] bool timing() const noexcept { return timing_; }
+    // Null unless the event is shared with other processes.
+    [[nodiscard]] const std::shared_ptr<InterprocessEvent>& shared() const noexcept { return shared_; }
+    [[nodiscard]] bool imported() const noexcept { return shared_ && shared_->imported(); }
 
     // The point of the most recent record (a null slot: complete, or never
     // recorded).
@@ -46,6 +55,7 @@ public:
 private:
     Device& device_;
     const bool timing_;
+    const std::shared_ptr<InterprocessEvent> shared_;
     mutable std::mutex mutex_;
     StreamPoint point_;      // guarded by mutex_
     bool recorded_ = false;  // guarded by mutex_

@@ -31,18 +31,43 @@ Result<int32_t> completion(const StreamPoint& point) {
     return 1;
 }
 
+// Records an exported (or exportable) event: its point here, and for other
+// processes a host task that completes the record when the stream gets there.
+Result<void> record_interprocess(Event& e, Stream& s) {
+    const std::shared_ptr<InterprocessEvent>& shared = e.shared();
+    KEEL_TRY_ASSIGN(const std::uint64_t record, shared->begin_record());
+    Result<void> queued = s.enqueue_host([shared, record](Status status) { return shared->complete(record, status); });
+    if (!queued.ok()) {
+        shared->abandon(record);
+        return queued;
+    }
+    KEEL_TRY_ASSIGN(StreamPoint point, s.point());
+    e.record(std::move(point));
+    return ok();
+}
+
 }  // namespace
 
 keel_error* event_create(keel_device device, uint32_t flags, keel_event* out_event) noexcept {
     return plugin::entry("level_zero event_create", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Device * d, device_from(device));
         KEEL_TRY(plugin::require_non_null(out_event, "out_event"));
-        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING)) != 0)
+        if ((flags & ~static_cast<uint32_t>(KEEL_EVENT_TIMING | KEEL_EVENT_INTERPROCESS)) != 0)
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "unknown event flags " + std::to_string(flags));
         const bool timing = (flags & KEEL_EVENT_TIMING) != 0;
         if (timing && d->limits().timer_hz == 0)
             return Error(KEEL_STATUS_UNIMPLEMENTED, d->label() + " reports no timer resolution");
-        auto event = std::make_unique<Event>(*d, timing);
+        std::shared_ptr<InterprocessEvent> shared;
+        if ((flags & KEEL_EVENT_INTERPROCESS) != 0) {
+            if ((d->properties().capabilities & KEEL_DEVICE_CAP_IPC_EVENTS) == 0)
+                return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                             "KEEL_EVENT_INTERPROCESS on " + d->label() + ", which shares no events between processes");
+            if (timing)
+                return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                             "KEEL_EVENT_INTERPROCESS with KEEL_EVENT_TIMING: an interprocess event has no timing");
+            KEEL_TRY_ASSIGN(shared, InterprocessEvent::create(*d));
+        }
+        auto event = std::make_unique<Event>(*d, timing, std::move(shared));
         *out_event = to_handle(event.release());
         return ok();
     });
@@ -65,6 +90,9 @@ keel_error* event_record(keel_event event, keel_stream stream) noexcept {
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " recorded on a stream of " + s->device().label());
+        if (e->imported())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT, "an imported event: only its exporter records it");
+        if (e->shared()) return record_interprocess(*e, *s);
         if (!e->timing()) {
             KEEL_TRY_ASSIGN(StreamPoint point, s->point());
             e->record(std::move(point));
@@ -81,6 +109,11 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
     return plugin::entry("level_zero event_query", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
         KEEL_TRY(plugin::require_non_null(out_done, "out_done"));
+        if (e->imported()) {
+            KEEL_TRY_ASSIGN(const bool done, e->shared()->query());
+            *out_done = done ? 1 : 0;
+            return ok();
+        }
         KEEL_TRY_ASSIGN(*out_done, completion(e->point()));
         return ok();
     });
@@ -89,6 +122,7 @@ keel_error* event_query(keel_event event, int32_t* out_done) noexcept {
 keel_error* event_synchronize(keel_event event) noexcept {
     return plugin::entry("level_zero event_synchronize", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Event * e, event_from(event));
+        if (e->imported()) return e->shared()->wait();
         const StreamPoint point = e->point();
         if (point.slot) {
             SlotWait waited = wait_for_slot(*point.slot);
@@ -103,6 +137,9 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
         KEEL_TRY_ASSIGN(Event * a, event_from(start, "start"));
         KEEL_TRY_ASSIGN(Event * b, event_from(end, "end"));
         KEEL_TRY(plugin::require_non_null(out_ms, "out_ms"));
+        if (a->imported() || b->imported())
+            return Error(KEEL_STATUS_INVALID_ARGUMENT,
+                         std::string(a->imported() ? "start" : "end") + " is an imported event: it has no timing");
         if (!a->timing() || !b->timing())
             return Error(KEEL_STATUS_FAILED_PRECONDITION,
                          std::string(!a->timing() ? "start" : "end") + " was not created with KEEL_EVENT_TIMING");

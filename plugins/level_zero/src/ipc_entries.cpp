@@ -6,8 +6,7 @@
 // SCM_RIGHTS), and the importer writes its own descriptor number back into
 // those bytes before opening the handle. Memory is exportable when it comes
 // from ipc_memory_alloc, which asks for dma-buf export
-// (ze_external_memory_export_desc_t). Events are not shared (no
-// ipc_event_*: the device does not set KEEL_DEVICE_CAP_IPC_EVENTS).
+// (ze_external_memory_export_desc_t). Events: ipc_event_entries.cpp.
 #include "device_memory.hpp"
 #include "entries.hpp"
 #include "handles.hpp"
@@ -50,6 +49,24 @@ Result<void> check_struct(const keel_ipc_handle* h, const char* role) {
     return ok();
 }
 
+// One descriptor shares the allocation only when the driver made it of one
+// memory object. A multi-tile GPU opened as one device (implicit scaling,
+// ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE) may split an allocation over its
+// tiles, one descriptor each (zexMemGetIpcHandles): keel's handle carries
+// one, so such memory is refused, never half shared.
+Result<void> require_one_memory_object(const Device& d, keel_device_addr addr) {
+    const IpcHandlesFunction count_handles = d.driver().ipc_handles();
+    if (count_handles == nullptr) return ok();
+    uint32_t handles = 0;
+    const ze_result_t counted = count_handles(d.context(), device_pointer(addr), &handles, nullptr);
+    if (counted != ZE_RESULT_SUCCESS || handles <= 1) return ok();
+    return Error(KEEL_STATUS_UNIMPLEMENTED,
+                 "the driver made " + hex_addr(addr) + " of " + std::to_string(handles) +
+                     " memory objects (zexMemGetIpcHandles; a multi-tile GPU opened as one device): keel shares "
+                     "memory of one object only; with ZE_FLAT_DEVICE_HIERARCHY=FLAT each tile is a device of its "
+                     "own (" + d.label() + ")");
+}
+
 }  // namespace
 
 keel_error* ipc_memory_alloc(keel_device device, uint64_t size, keel_device_addr* out_addr) noexcept {
@@ -77,6 +94,7 @@ keel_error* ipc_memory_export(keel_device device, keel_device_addr addr, keel_ip
             return Error(KEEL_STATUS_INVALID_ARGUMENT, hex_addr(addr) +
                                                            " is not the base of a live allocation of ipc_memory_alloc of " +
                                                            d->label());
+        KEEL_TRY(require_one_memory_object(*d, addr));
         ze_ipc_mem_handle_t h{};
         KEEL_TRY(KEEL_ZE(zeMemGetIpcHandle, d->context(), device_pointer(addr), &h).check(d->label()));
         const std::int32_t driver_fd = descriptor_in(h);

@@ -57,6 +57,20 @@ keel_error* stream_query(keel_stream handle, int32_t* out_done) noexcept {
     });
 }
 
+namespace {
+// A wait for another process's record: nothing when it completed already,
+// else the stream's host worker waits for it on the host (where a dead
+// exporter is seen, and its failure becomes this stream's).
+Result<void> wait_imported(Stream& s, const std::shared_ptr<InterprocessEvent>& shared) {
+    Result<bool> now = shared->query();
+    if (now.ok() && now.value()) return ok();
+    return s.enqueue_host([shared](Status status) -> Result<void> {
+        if (status != KEEL_STATUS_OK) return ok();  // failed already: it keeps its first error
+        return shared->wait();
+    });
+}
+}  // namespace
+
 keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
     return plugin::entry("level_zero stream_wait_event", [&]() -> Result<void> {
         KEEL_TRY_ASSIGN(Stream * s, stream_from(stream));
@@ -64,6 +78,7 @@ keel_error* stream_wait_event(keel_stream stream, keel_event event) noexcept {
         if (&e->device() != &s->device())
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "event of " + e->device().label() +
                                                            " waited on by a stream of " + s->device().label());
+        if (e->imported()) return wait_imported(*s, e->shared());
         // Errors travel along the wait (keel.h 1.3): see StreamHealth.
         return s->wait(e->point());
     });

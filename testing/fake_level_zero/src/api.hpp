@@ -41,6 +41,16 @@ ze_result_t ZE_APICALL zeMemGetIpcHandle(ze_context_handle_t context, const void
 ze_result_t ZE_APICALL zeMemOpenIpcHandle(ze_context_handle_t context, ze_device_handle_t device,
                                           ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** ptr);
 ze_result_t ZE_APICALL zeMemCloseIpcHandle(ze_context_handle_t context, const void* ptr);
+ze_result_t ZE_APICALL zexMemGetIpcHandles(ze_context_handle_t context, const void* ptr, uint32_t* count,
+                                           ze_ipc_mem_handle_t* handles);
+ze_result_t ZE_APICALL zeDriverGetExtensionFunctionAddress(ze_driver_handle_t driver, const char* name,
+                                                           void** function);
+
+// ipc_events.cpp
+ze_result_t ZE_APICALL zeEventPoolGetIpcHandle(ze_event_pool_handle_t pool, ze_ipc_event_pool_handle_t* handle);
+ze_result_t ZE_APICALL zeEventPoolOpenIpcHandle(ze_context_handle_t context, ze_ipc_event_pool_handle_t handle,
+                                                ze_event_pool_handle_t* pool);
+ze_result_t ZE_APICALL zeEventPoolCloseIpcHandle(ze_event_pool_handle_t pool);
 
 // events.cpp
 ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_event_pool_desc_t* desc,

@@ -25,11 +25,18 @@ bool eligible(const CommandList& list, std::size_t position) {
     const Command& c = *list.queue[position];
     if (c.running) return false;
     for (const Event* e : c.waits)
-        if (!e->signalled) return false;
+        if (!is_signalled(*e)) return false;
     if (c.op == Op::barrier) return position == 0;  // everything before it completed
     for (std::size_t i = 0; i < position; ++i)
         if (list.queue[i]->op == Op::barrier) return false;
     return true;
+}
+
+bool waits_for_shared(const CommandList& list) {
+    for (const auto& c : list.queue)
+        for (const Event* e : c->waits)
+            if (e->shared != nullptr && !is_signalled(*e)) return true;
+    return false;
 }
 
 std::size_t pick(const CommandList& list, bool relaxed) {
@@ -65,7 +72,7 @@ void retire(Command& c, bool completed) {
     if (c.signal != nullptr) {
         --c.signal->signallers;
         if (completed) {
-            c.signal->signalled = true;
+            set_signalled(*c.signal, true);
             if ((c.signal->pool->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP) != 0) {
                 constexpr std::uint64_t mask = (1ull << kKernelTimestampBits) - 1;
                 const ze_kernel_timestamp_data_t ran{c.started & mask, timer_ticks() & mask};
@@ -89,7 +96,12 @@ void work(CommandList* list) {
         if (list->stopping && list->queue.empty()) return;
         const std::size_t position = pick(*list, driver.config.relaxed);
         if (position == kNone) {
-            driver.changed.wait(lock);
+            // Another process signals a shared event without notifying
+            // `changed`: a list waiting for one looks again every 200 us.
+            if (waits_for_shared(*list))
+                driver.changed.wait_for(lock, std::chrono::microseconds(200));
+            else
+                driver.changed.wait(lock);
             continue;
         }
         if (device.lose_countdown > 0 && --device.lose_countdown == 0) {
@@ -150,7 +162,7 @@ ze_result_t append(CommandList& list, std::unique_ptr<Command> c, ze_event_handl
         c->waits.push_back(from_handle<Event>(waits[i]));
     }
     c->signal = from_handle<Event>(signal);
-    if (c->signal != nullptr && (c->signal->signalled || c->signal->signallers > 0))
+    if (c->signal != nullptr && (is_signalled(*c->signal) || c->signal->signallers > 0))
         violation("a command appended to signal an event that is already signalled, or will be by another "
                   "pending command: reset it first");
     for (Event* e : c->waits) ++e->waiters;

@@ -198,9 +198,21 @@ ze_result_t ZE_APICALL zeDriverGetIpcProperties(ze_driver_handle_t driver, ze_dr
     FAKE_ZE_INJECT("zeDriverGetIpcProperties");
     if (driver == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (props == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    // Memory only: event pools are not shared between processes.
-    props->flags = Driver::get().config.ipc ? ZE_IPC_PROPERTY_FLAG_MEMORY : 0;
+    props->flags = Driver::get().config.ipc ? ZE_IPC_PROPERTY_FLAG_MEMORY | ZE_IPC_PROPERTY_FLAG_EVENT_POOL : 0;
     return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL zeDriverGetExtensionFunctionAddress(ze_driver_handle_t driver, const char* name,
+                                                           void** function) {
+    FAKE_ZE_INJECT("zeDriverGetExtensionFunctionAddress");
+    if (driver == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (name == nullptr || function == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (std::string(name) == "zexMemGetIpcHandles") {
+        *function = reinterpret_cast<void*>(&zexMemGetIpcHandles);
+        return ZE_RESULT_SUCCESS;
+    }
+    *function = nullptr;
+    return ZE_RESULT_ERROR_INVALID_ARGUMENT;
 }
 
 ze_result_t ZE_APICALL zeDeviceGet(ze_driver_handle_t driver, uint32_t* count, ze_device_handle_t* devices) {
@@ -388,6 +400,10 @@ __attribute__((visibility("default"))) uint64_t fake_ze_live_objects(void) {
     return static_cast<uint64_t>(Driver::get().live.load());
 }
 
+__attribute__((visibility("default"))) void fake_ze_split_ipc_memory(uint32_t objects) {
+    Driver::get().ipc_memory_objects.store(objects == 0 ? 1 : objects);
+}
+
 __attribute__((visibility("default"))) void fake_ze_reset(void) {
     {
         std::lock_guard lock(fake_ze::g_injection_mutex);
@@ -403,6 +419,7 @@ __attribute__((visibility("default"))) void fake_ze_reset(void) {
         }
     }
     fake_ze::g_timer_offset.store(0);
+    driver.ipc_memory_objects.store(1);
     driver.changed.notify_all();
 }
 

@@ -3,6 +3,7 @@
 // waits for it or will signal it.
 #include "api.hpp"
 #include "fake.hpp"
+#include "ipc_events.hpp"
 
 #include <chrono>
 
@@ -47,6 +48,10 @@ ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_e
     p->flags = desc->flags;
     p->events.assign(desc->count, nullptr);
     for (uint32_t i = 0; i < device_count; ++i) p->devices.push_back(from_handle<Device>(devices[i]));
+    if ((desc->flags & ZE_EVENT_POOL_FLAG_IPC) != 0) {
+        p->shared = make_shared_states(desc->count);
+        if (!p->shared) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
     Driver& driver = Driver::get();
     std::lock_guard lock(driver.mutex);
     ++p->context->objects;
@@ -57,6 +62,7 @@ ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t context, const ze_e
 
 ze_result_t ZE_APICALL zeEventPoolDestroy(ze_event_pool_handle_t handle) {
     if (handle == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (from_handle<EventPool>(handle)->opened) return ZE_RESULT_ERROR_INVALID_ARGUMENT;  // zeEventPoolCloseIpcHandle
     std::unique_ptr<EventPool> p(from_handle<EventPool>(handle));
     Driver& driver = Driver::get();
     std::lock_guard lock(driver.mutex);
@@ -79,6 +85,12 @@ ze_result_t ZE_APICALL zeEventCreate(ze_event_pool_handle_t pool_handle, const z
     auto e = std::make_unique<Event>();
     e->pool = pool;
     e->index = desc->index;
+    if (pool->shared) {
+        // Created unsignalled by its pool's creator; an opened pool's event
+        // shows the state the exporter's event has.
+        e->shared = &pool->shared->words[desc->index];
+        if (!pool->opened) e->shared->store(0, std::memory_order_release);
+    }
     pool->events[desc->index] = e.get();
     ++pool->live;
     ++driver.live;
@@ -107,7 +119,7 @@ ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t handle) {
         std::lock_guard lock(driver.mutex);
         require_host_visible(*e, "zeEventHostSignal");
         if (driver.lost_for(*e)) return ZE_RESULT_ERROR_DEVICE_LOST;
-        e->signalled = true;
+        set_signalled(*e, true);
         forget_timestamps(*e);  // a host signal's timestamps are undefined
     }
     driver.changed.notify_all();
@@ -121,13 +133,18 @@ ze_result_t ZE_APICALL zeEventHostSynchronize(ze_event_handle_t handle, uint64_t
     Driver& driver = Driver::get();
     std::unique_lock lock(driver.mutex);
     require_host_visible(*e, "zeEventHostSynchronize");
-    const auto done = [&] { return e->signalled || driver.lost_for(*e); };
-    if (timeout_ns == UINT64_MAX) {
+    const auto done = [&] { return is_signalled(*e) || driver.lost_for(*e); };
+    if (e->shared != nullptr) {
+        const auto deadline = timeout_ns >= (UINT64_MAX >> 2)
+                                  ? std::chrono::steady_clock::time_point::max()
+                                  : std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+        wait_shared(*e, lock, deadline);
+    } else if (timeout_ns == UINT64_MAX) {
         driver.changed.wait(lock, done);
     } else {
         driver.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), done);
     }
-    if (e->signalled) return ZE_RESULT_SUCCESS;
+    if (is_signalled(*e)) return ZE_RESULT_SUCCESS;
     return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
 }
 
@@ -138,7 +155,7 @@ ze_result_t ZE_APICALL zeEventQueryStatus(ze_event_handle_t handle) {
     Driver& driver = Driver::get();
     std::lock_guard lock(driver.mutex);
     require_host_visible(*e, "zeEventQueryStatus");
-    if (e->signalled) return ZE_RESULT_SUCCESS;
+    if (is_signalled(*e)) return ZE_RESULT_SUCCESS;
     return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
 }
 
@@ -150,7 +167,7 @@ ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t handle) {
     std::lock_guard lock(driver.mutex);
     require_host_visible(*e, "zeEventHostReset");
     require_idle(*e, "zeEventHostReset");
-    e->signalled = false;
+    set_signalled(*e, false);
     forget_timestamps(*e);
     return ZE_RESULT_SUCCESS;
 }
@@ -164,7 +181,7 @@ ze_result_t ZE_APICALL zeEventQueryKernelTimestamp(ze_event_handle_t handle, ze_
     std::lock_guard lock(driver.mutex);
     if (!has_kernel_timestamps(*e))
         violation("zeEventQueryKernelTimestamp on an event of a pool created without ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP");
-    if (!e->signalled) return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
+    if (!is_signalled(*e)) return driver.lost_for(*e) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_NOT_READY;
     *out = e->timestamps;
     return ZE_RESULT_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <level_zero/ze_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -105,12 +106,27 @@ struct Allocation {
 
 struct Event;
 
+// The states of an IPC pool's events (ZE_EVENT_POOL_FLAG_IPC) live in a
+// memfd mapped shared, one word each, so that a signal in one process is
+// seen by the processes that opened the pool (ipc_events.cpp).
+struct SharedStates {
+    OwnedFd memfd;
+    std::atomic<std::uint32_t>* words = nullptr;  // one per event; 1: signalled
+    std::size_t mapped = 0;                        // bytes of the mapping
+    SharedStates() = default;
+    SharedStates(const SharedStates&) = delete;
+    SharedStates& operator=(const SharedStates&) = delete;
+    ~SharedStates();
+};
+
 struct EventPool {
     Context* context = nullptr;
     ze_event_pool_flags_t flags = 0;
     std::vector<Device*> devices;  // empty: every device
     std::vector<Event*> events;    // by index, null where none was created
     std::uint32_t live = 0;
+    std::unique_ptr<SharedStates> shared;  // IPC pools only
+    bool opened = false;  // from zeEventPoolOpenIpcHandle: closed, never destroyed
 };
 
 // The device timer: Intel GPUs count at 19.2 MHz; kernel timestamps keep
@@ -125,7 +141,10 @@ constexpr std::uint64_t kUndefinedTimestamp = 0x5a5a5a5aull;
 struct Event {
     EventPool* pool = nullptr;
     std::uint32_t index = 0;
+    // Read and written through is_signalled/set_signalled: an event of an
+    // IPC pool keeps its state in the pool's shared mapping instead.
     bool signalled = false;
+    std::atomic<std::uint32_t>* shared = nullptr;
     // Pools with ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP: when the command that
     // signalled it ran, in timer ticks.
     ze_kernel_timestamp_result_t timestamps{{kUndefinedTimestamp, kUndefinedTimestamp},
@@ -213,6 +232,9 @@ public:
     std::uint64_t host_used = 0;  // bytes of zeMemAllocHost memory alive
     std::atomic<std::uint64_t> completed{0};
     std::atomic<std::int64_t> live{0};
+    // Memory objects an exportable allocation is made of, as
+    // zexMemGetIpcHandles counts them (fake_ze_split_ipc_memory; 1: one).
+    std::atomic<std::uint32_t> ipc_memory_objects{1};
 
     // Reads the configuration and makes the devices, once. Thread-safe.
     void start();
@@ -222,6 +244,15 @@ public:
     // The allocation holding [address, address + size), or null.
     [[nodiscard]] Allocation* holding(std::uint64_t address, std::size_t size);
 };
+
+// An event's state, wherever it lives (ipc_events.cpp). Setting a shared
+// state wakes host waiters of every process (a futex on the word).
+[[nodiscard]] bool is_signalled(const Event& e) noexcept;
+void set_signalled(Event& e, bool on) noexcept;
+// Waits, with `lock` (on Driver::mutex) released, until a shared event is
+// signalled, its device is lost or `deadline` passed; `lock` is held again
+// on return.
+void wait_shared(Event& e, std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point deadline);
 
 // Handles are the objects' addresses.
 template <class T, class H>

@@ -166,6 +166,33 @@ ze_result_t ZE_APICALL zeMemCloseIpcHandle(ze_context_handle_t context, const vo
     return ZE_RESULT_SUCCESS;  // unmapped here, outside the lock
 }
 
+// Intel's extension: the memory objects (one descriptor each) an allocation
+// is made of. The fake makes every exportable allocation of one object, and
+// reports fake_ze_split_ipc_memory's count (a multi-tile GPU under implicit
+// scaling splits allocations); it never hands out the handles themselves.
+ze_result_t ZE_APICALL zexMemGetIpcHandles(ze_context_handle_t context, const void* ptr, uint32_t* count,
+                                           ze_ipc_mem_handle_t* handles) {
+    FAKE_ZE_INJECT("zexMemGetIpcHandles");
+    if (context == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (ptr == nullptr || count == nullptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    Driver& driver = Driver::get();
+    const std::uint32_t objects = driver.ipc_memory_objects.load();
+    {
+        std::lock_guard lock(driver.mutex);
+        if (!driver.config.ipc) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+        const Allocation* a = driver.holding(reinterpret_cast<std::uintptr_t>(ptr), 1);
+        if (a == nullptr || a->type != ZE_MEMORY_TYPE_DEVICE) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        if (a->sharing != Sharing::exportable) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+        if (handles == nullptr || *count == 0) {
+            *count = objects;
+            return ZE_RESULT_SUCCESS;
+        }
+    }
+    if (objects != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;  // split handles are not modelled
+    *count = 1;
+    return api::zeMemGetIpcHandle(context, ptr, handles);
+}
+
 }  // namespace api
 
 }  // namespace fake_ze

@@ -46,6 +46,7 @@ FAKE_ZE_TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t) {
     t->pfnGetApiVersion = api::zeDriverGetApiVersion;
     t->pfnGetProperties = api::zeDriverGetProperties;
     t->pfnGetIpcProperties = api::zeDriverGetIpcProperties;
+    t->pfnGetExtensionFunctionAddress = api::zeDriverGetExtensionFunctionAddress;
 }
 
 FAKE_ZE_TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t) {
@@ -74,6 +75,9 @@ FAKE_ZE_TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t) {
 FAKE_ZE_TABLE(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t) {
     t->pfnCreate = api::zeEventPoolCreate;
     t->pfnDestroy = api::zeEventPoolDestroy;
+    t->pfnGetIpcHandle = api::zeEventPoolGetIpcHandle;
+    t->pfnOpenIpcHandle = api::zeEventPoolOpenIpcHandle;
+    t->pfnCloseIpcHandle = api::zeEventPoolCloseIpcHandle;
 }
 
 FAKE_ZE_TABLE(zeGetEventProcAddrTable, ze_event_dditable_t) {

@@ -16,15 +16,21 @@
  *                          dependency shows as wrong results; "in_order":
  *                          strictly in append order
  *   FAKE_ZE_NO_FP64=1      devices do not report ZE_DEVICE_MODULE_FLAG_FP64
- *   FAKE_ZE_NO_IPC=1       zeDriverGetIpcProperties reports no memory IPC
- *                          (and zeMemGetIpcHandle/zeMemOpenIpcHandle refuse)
+ *   FAKE_ZE_NO_IPC=1       zeDriverGetIpcProperties reports no memory or
+ *                          event pool IPC (and the IPC calls refuse)
  *
  * Memory IPC: device memory allocated with ze_external_memory_export_desc_t
  * (DMA_BUF) lives in a memfd; zeMemGetIpcHandle puts that descriptor in the
  * first four bytes of the handle and zeMemOpenIpcHandle maps the descriptor
  * found there, so another process that received it (SCM_RIGHTS) and wrote
  * its own number back shares the bytes. Only such memory is exported (a
- * real driver exports any device allocation); event pools are not shared.
+ * real driver exports any device allocation).
+ *
+ * Event pool IPC: a pool created with ZE_EVENT_POOL_FLAG_IPC keeps its
+ * events' states in a memfd, whose descriptor zeEventPoolGetIpcHandle puts
+ * in the first four bytes of the handle; zeEventPoolOpenIpcHandle maps it,
+ * so a signal or reset in either process is what the other reads (host
+ * waits wake at once, command lists look every 200 us).
  *
  * Uses of the API that the Level Zero specification forbids (a command
  * list used by two threads at once, an event reset while a command waits
@@ -59,6 +65,12 @@ void fake_ze_lose_device(uint32_t index, uint64_t after_commands);
  * counter, as on Intel GPUs) wrap around `ns` nanoseconds from now. */
 void fake_ze_wrap_kernel_timestamps_in(uint64_t ns);
 
+/* From now on zexMemGetIpcHandles (Intel's extension, found with
+ * zeDriverGetExtensionFunctionAddress) reports every exportable allocation
+ * as made of `objects` memory objects, as a multi-tile GPU under implicit
+ * scaling may split one (0 or 1: one object, the default). */
+void fake_ze_split_ipc_memory(uint32_t objects);
+
 /* Commands every command list has completed since the driver started. */
 uint64_t fake_ze_commands_completed(void);
 
@@ -66,8 +78,8 @@ uint64_t fake_ze_commands_completed(void);
  * modules, kernels and allocations. 0 after a clean shutdown. */
 uint64_t fake_ze_live_objects(void);
 
-/* Drops injected failures, makes lost devices healthy again and puts the
- * timer back. */
+/* Drops injected failures, makes lost devices healthy again, puts the
+ * timer back and allocations in one memory object. */
 void fake_ze_reset(void);
 
 #ifdef __cplusplus

@@ -55,7 +55,7 @@ Result<void> copy(keel_stream s, keel_device_addr in, keel_device_addr out, std:
 }
 
 keel_error* comm_create(keel_device d, const keel_comm_config* c_config, keel_comm* out) {
-    return entry(KEEL_FAKE_TYPE " comm_create", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_create", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_comm"));
         KEEL_TRY_ASSIGN(const keel::plugin::CommConfig config, keel::plugin::read_comm_config(c_config));
@@ -80,7 +80,7 @@ keel_error* comm_create(keel_device d, const keel_comm_config* c_config, keel_co
 }
 
 keel_error* comm_destroy(keel_comm c) {
-    return entry(KEEL_FAKE_TYPE " comm_destroy", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_destroy", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(c, "comm"));
         delete c;  // its operations hold nothing of it
         return ok();
@@ -88,7 +88,7 @@ keel_error* comm_destroy(keel_comm c) {
 }
 
 keel_error* comm_abort(keel_comm c) {
-    return entry(KEEL_FAKE_TYPE " comm_abort", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_abort", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(c, "comm"));
         c->aborted.store(true);
         return ok();
@@ -97,7 +97,7 @@ keel_error* comm_abort(keel_comm c) {
 
 keel_error* comm_all_reduce(keel_comm c, keel_stream s, keel_device_addr in, keel_device_addr out,
                             std::uint64_t count, keel_dtype dtype, keel_reduce_op op) {
-    return entry(KEEL_FAKE_TYPE " comm_all_reduce", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_all_reduce", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "all_reduce"));
         KEEL_TRY_ASSIGN(const std::uint64_t bytes, reduction_bytes(dtype, op, count, "all_reduce"));
         return copy(s, in, out, bytes);  // every reduction of one rank is its input
@@ -106,7 +106,7 @@ keel_error* comm_all_reduce(keel_comm c, keel_stream s, keel_device_addr in, kee
 
 keel_error* comm_broadcast(keel_comm c, keel_stream s, keel_device_addr in, keel_device_addr out,
                            std::uint64_t bytes, std::int32_t root) {
-    return entry(KEEL_FAKE_TYPE " comm_broadcast", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_broadcast", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "broadcast"));
         if (root != 0)
             return Error(KEEL_STATUS_INVALID_ARGUMENT, "broadcast on " + c->where + ": root " +
@@ -117,7 +117,7 @@ keel_error* comm_broadcast(keel_comm c, keel_stream s, keel_device_addr in, keel
 
 keel_error* comm_all_gather(keel_comm c, keel_stream s, keel_device_addr in, keel_device_addr out,
                             std::uint64_t bytes_per_rank) {
-    return entry(KEEL_FAKE_TYPE " comm_all_gather", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_all_gather", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "all_gather"));
         return copy(s, in, out, bytes_per_rank);
     });
@@ -125,7 +125,7 @@ keel_error* comm_all_gather(keel_comm c, keel_stream s, keel_device_addr in, kee
 
 keel_error* comm_reduce_scatter(keel_comm c, keel_stream s, keel_device_addr in, keel_device_addr out,
                                 std::uint64_t count_per_rank, keel_dtype dtype, keel_reduce_op op) {
-    return entry(KEEL_FAKE_TYPE " comm_reduce_scatter", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_reduce_scatter", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "reduce_scatter"));
         KEEL_TRY_ASSIGN(const std::uint64_t bytes, reduction_bytes(dtype, op, count_per_rank, "reduce_scatter"));
         return copy(s, in, out, bytes);
@@ -133,7 +133,7 @@ keel_error* comm_reduce_scatter(keel_comm c, keel_stream s, keel_device_addr in,
 }
 
 keel_error* comm_send_recv(keel_comm c, keel_stream s, const keel_p2p_op* ops, std::uint32_t count) {
-    return entry(KEEL_FAKE_TYPE " comm_send_recv", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_send_recv", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "send_recv"));
         if (count == 0) return ok();
         KEEL_TRY(keel::plugin::require_non_null(ops, "ops"));
@@ -147,7 +147,7 @@ keel_error* comm_send_recv(keel_comm c, keel_stream s, const keel_p2p_op* ops, s
 // op_size and newer-field checks), then as comm_send_recv.
 keel_error* comm_send_recv_sized(keel_comm c, keel_stream s, const keel_p2p_op* ops, std::uint32_t count,
                                  std::size_t op_size) {
-    return entry(KEEL_FAKE_TYPE " comm_send_recv_sized", [&]() -> Result<void> {
+    return entry(fake_build.type, "comm_send_recv_sized", [&]() -> Result<void> {
         KEEL_TRY(require_comm(c, s, "send_recv"));
         KEEL_TRY_ASSIGN(const std::vector<keel_p2p_op> known, keel::plugin::read_p2p_ops(ops, count, op_size));
         if (known.empty()) return ok();
@@ -168,13 +168,13 @@ void fill(keel_plugin_api& t) {
     // A host function that fails its stream while work queued behind it
     // still runs (as CUDA's): what the runtime must guard collectives against.
     t.stream_enqueue_fallible_host_func = &stream_enqueue_fallible_host_func;
-#if defined(KEEL_FAKE_MINOR) && KEEL_FAKE_MINOR < 5
-    // As a plugin built against keel.h 1.4: its table ends before 1.5.
-    t.abi_minor = KEEL_FAKE_MINOR;
-    t.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
-#else
-    t.comm_send_recv_sized = &comm_send_recv_sized;
-#endif
+    if (fake_build.minor != 0 && fake_build.minor < 5) {
+        // As a plugin built against keel.h 1.4: its table ends before 1.5.
+        t.abi_minor = fake_build.minor;
+        t.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE_1_4;
+    } else {
+        t.comm_send_recv_sized = &comm_send_recv_sized;
+    }
 }
 
 }  // namespace fake_comm

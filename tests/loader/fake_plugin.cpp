@@ -1,6 +1,7 @@
-// A small but real keel plugin for tests, built into several libraries from
-// this one source (tests/loader/CMakeLists.txt). KEEL_FAKE_VARIANT selects
-// what is wrong with it; KEEL_FAKE_TYPE is the device type it reports.
+// A small but real keel plugin for tests, compiled once and linked into
+// several libraries (tests/loader/CMakeLists.txt), each with its own
+// fake_build.cpp: its variant (fake_build.hpp) selects what is wrong with it,
+// its type is the device type it reports.
 //
 // The good variant is asynchronous like a real device: each stream is a
 // worker thread running a FIFO queue, events complete when the worker
@@ -19,8 +20,8 @@
 // A variant declaring 1.6 or later takes these three as options too (keel.h
 // "Plugin options": fail, inline, plugin_log), which override the variables;
 // older variants refuse nothing and read none, as a plugin of their minor.
-// KEEL_FAKE_EXTRA_CAPABILITIES (a compile definition) adds capability bits
-// to every device, to test how bits of a later minor are judged.
+#include "fake_build.hpp"
+
 #include <keel/environment.hpp>
 #include <keel/keel.h>
 #include <keel/plugin/boundary.hpp>
@@ -50,28 +51,8 @@
 #include <string>
 #include <thread>
 
-#define KEEL_FAKE_GOOD 0
-#define KEEL_FAKE_NO_ENTRY 1
-#define KEEL_FAKE_WRONG_MAJOR 2
-#define KEEL_FAKE_INIT_FAILS 3
-#define KEEL_FAKE_MISSING_REQUIRED 4
-#define KEEL_FAKE_OLD_MINOR 5
-#define KEEL_FAKE_DUPLICATE 6
-#define KEEL_FAKE_TYPE_MISMATCH 7
-#define KEEL_FAKE_NEWER_MINOR 8
-// The minimum a plugin of minor KEEL_FAKE_MINOR implements: that minor's
-// table with every optional entry absent.
-#define KEEL_FAKE_MINIMUM_OF_MINOR 9
-// The good plugin plus one-rank communication entries (fake_comm.hpp).
-#define KEEL_FAKE_COMM 10
-
-#ifndef KEEL_FAKE_VARIANT
-#define KEEL_FAKE_VARIANT KEEL_FAKE_GOOD
-#endif
-#ifndef KEEL_FAKE_TYPE
-#define KEEL_FAKE_TYPE "fake"
-#endif
-
+using keel_fake::fake_build;
+using keel_fake::Variant;
 using keel::Error;
 using keel::Result;
 using keel::ok;
@@ -282,7 +263,7 @@ struct ExtendedTable {
 void trace(const char* what) {
     if (!g_state || g_state->log_path.empty()) return;
     if (FILE* f = std::fopen(g_state->log_path.c_str(), "a")) {
-        std::fprintf(f, "%s %s\n", what, KEEL_FAKE_TYPE);
+        std::fprintf(f, "%s %s\n", what, fake_build.type);
         std::fclose(f);
     }
 }
@@ -344,19 +325,11 @@ keel_kernel_t g_kernels[] = {{"fill", &prepare_fill}, {"axpy", &prepare_axpy}};
 // ---- entries -----------------------------------------------------------------
 
 keel_error* plugin_info(keel_plugin_info* out) {
-    return entry(KEEL_FAKE_TYPE " plugin_info", [&]() -> Result<void> {
+    return entry(fake_build.type, "plugin_info", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("plugin_info"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out"));
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_TYPE_MISMATCH
-        out->device_type = "other";
-#else
-        out->device_type = KEEL_FAKE_TYPE;
-#endif
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_DUPLICATE
-        out->version = "0.0.1-duplicate";
-#else
-        out->version = "0.0.1";
-#endif
+        out->device_type = fake_build.variant == Variant::type_mismatch ? "other" : fake_build.type;
+        out->version = fake_build.variant == Variant::duplicate ? "0.0.1-duplicate" : "0.0.1";
         out->status = "a test double";
         return ok();
     });
@@ -375,7 +348,7 @@ void plugin_shutdown() {
 }
 
 keel_error* device_count(std::uint32_t* out) {
-    return entry(KEEL_FAKE_TYPE " device_count", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_count", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_count"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_count"));
         *out = kDeviceCount;
@@ -384,7 +357,7 @@ keel_error* device_count(std::uint32_t* out) {
 }
 
 keel_error* device_get(std::uint32_t index, keel_device* out) {
-    return entry(KEEL_FAKE_TYPE " device_get", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_get", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_get"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_device"));
         if (index >= kDeviceCount)
@@ -395,7 +368,7 @@ keel_error* device_get(std::uint32_t index, keel_device* out) {
 }
 
 keel_error* device_properties(keel_device d, keel_device_properties* out) {
-    return entry(KEEL_FAKE_TYPE " device_properties", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_properties", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_properties"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out"));
@@ -405,12 +378,9 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
         std::snprintf(p.vendor, sizeof p.vendor, "keel tests");
         p.total_memory = kTotalMemory;
         p.capabilities = KEEL_DEVICE_CAP_HOST_ADDRESSABLE | KEEL_DEVICE_CAP_CONCURRENT_STREAMS;
-#ifdef KEEL_FAKE_EXTRA_CAPABILITIES
-        p.capabilities |= KEEL_FAKE_EXTRA_CAPABILITIES;
-#endif
-#if KEEL_FAKE_VARIANT != KEEL_FAKE_OLD_MINOR && KEEL_FAKE_VARIANT != KEEL_FAKE_MINIMUM_OF_MINOR
-        p.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
-#endif
+        p.capabilities |= fake_build.extra_capabilities;
+        if (fake_build.variant != Variant::old_minor && fake_build.variant != Variant::minimum_of_minor)
+            p.capabilities |= KEEL_DEVICE_CAP_EVENT_TIMING;
         p.compute_units = 1;
         p.max_allocation = 0;
         p.alloc_alignment = kAlignment;
@@ -420,7 +390,7 @@ keel_error* device_properties(keel_device d, keel_device_properties* out) {
 }
 
 keel_error* stream_create(keel_device d, std::uint32_t flags, keel_stream* out) {
-    return entry(KEEL_FAKE_TYPE " stream_create", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_create", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_create"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_stream"));
@@ -434,7 +404,7 @@ keel_error* stream_create(keel_device d, std::uint32_t flags, keel_stream* out) 
 }
 
 keel_error* stream_destroy(keel_stream s) {
-    return entry(KEEL_FAKE_TYPE " stream_destroy", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_destroy", [&]() -> Result<void> {
         KEEL_TRY(require_stream_handle(s));
         std::unique_ptr<keel_stream_t> owned(s);
         owned->worker->stop();
@@ -445,7 +415,7 @@ keel_error* stream_destroy(keel_stream s) {
 }
 
 keel_error* stream_synchronize(keel_stream s) {
-    return entry(KEEL_FAKE_TYPE " stream_synchronize", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_synchronize", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_synchronize"));
         KEEL_TRY(require_stream_handle(s));
         s->worker->wait_until(s->worker->enqueued());
@@ -455,7 +425,7 @@ keel_error* stream_synchronize(keel_stream s) {
 }
 
 keel_error* stream_query(keel_stream s, std::int32_t* out_done) {
-    return entry(KEEL_FAKE_TYPE " stream_query", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_query", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_query"));
         KEEL_TRY(require_stream_handle(s));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
@@ -472,7 +442,7 @@ std::shared_ptr<RecordPoint> current_point(keel_event e) {
 }
 
 keel_error* stream_wait_event(keel_stream s, keel_event e) {
-    return entry(KEEL_FAKE_TYPE " stream_wait_event", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_wait_event", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_wait_event"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
@@ -487,7 +457,7 @@ keel_error* stream_wait_event(keel_stream s, keel_event e) {
 }
 
 keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_data) {
-    return entry(KEEL_FAKE_TYPE " stream_enqueue_host_func", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_enqueue_host_func", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_enqueue_host_func"));
         KEEL_TRY(require_stream(s));
         if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
@@ -499,7 +469,7 @@ keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_
 // keel.h 1.4: its error fails the stream at that point (the comm variants'
 // table has it: fake_comm.hpp).
 [[maybe_unused]] keel_error* stream_enqueue_fallible_host_func(keel_stream s, keel_fallible_host_fn fn, void* user_data) {
-    return entry(KEEL_FAKE_TYPE " stream_enqueue_fallible_host_func", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_enqueue_fallible_host_func", [&]() -> Result<void> {
         KEEL_TRY(require_stream(s));
         if (fn == nullptr) return Error(KEEL_STATUS_INVALID_ARGUMENT, "fn is null");
         s->worker->push([fn, user_data, failure = s->failure] {
@@ -515,7 +485,7 @@ keel_error* stream_enqueue_host_func(keel_stream s, keel_host_fn fn, void* user_
 }
 
 keel_error* event_create(keel_device d, std::uint32_t flags, keel_event* out) {
-    return entry(KEEL_FAKE_TYPE " event_create", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_create", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_create"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_event"));
@@ -529,7 +499,7 @@ keel_error* event_create(keel_device d, std::uint32_t flags, keel_event* out) {
 }
 
 keel_error* event_destroy(keel_event e) {
-    return entry(KEEL_FAKE_TYPE " event_destroy", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_destroy", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         std::unique_ptr<keel_event_t> owned(e);
         return injected_failure("event_destroy");  // released either way
@@ -537,7 +507,7 @@ keel_error* event_destroy(keel_event e) {
 }
 
 keel_error* event_record(keel_event e, keel_stream s) {
-    return entry(KEEL_FAKE_TYPE " event_record", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_record", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_record"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(require_stream(s));
@@ -555,7 +525,7 @@ keel_error* event_record(keel_event e, keel_stream s) {
 }
 
 keel_error* event_query(keel_event e, std::int32_t* out_done) {
-    return entry(KEEL_FAKE_TYPE " event_query", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_query", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_query"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         KEEL_TRY(keel::plugin::require_non_null(out_done, "out_done"));
@@ -567,7 +537,7 @@ keel_error* event_query(keel_event e, std::int32_t* out_done) {
 }
 
 keel_error* event_synchronize(keel_event e) {
-    return entry(KEEL_FAKE_TYPE " event_synchronize", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_synchronize", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_synchronize"));
         KEEL_TRY(keel::plugin::require_non_null(e, "event"));
         if (std::shared_ptr<RecordPoint> point = current_point(e)) {
@@ -579,7 +549,7 @@ keel_error* event_synchronize(keel_event e) {
 }
 
 keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) {
-    return entry(KEEL_FAKE_TYPE " event_elapsed_time", [&]() -> Result<void> {
+    return entry(fake_build.type, "event_elapsed_time", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("event_elapsed_time"));
         KEEL_TRY(keel::plugin::require_non_null(start, "start"));
         KEEL_TRY(keel::plugin::require_non_null(end, "end"));
@@ -600,7 +570,7 @@ keel_error* event_elapsed_time(keel_event start, keel_event end, float* out_ms) 
 }
 
 keel_error* device_alloc(keel_device d, std::uint64_t size, keel_device_addr* out) {
-    return entry(KEEL_FAKE_TYPE " device_alloc", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_alloc", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_alloc"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(out, "out_addr"));
@@ -621,7 +591,7 @@ keel_error* device_alloc(keel_device d, std::uint64_t size, keel_device_addr* ou
 }
 
 keel_error* device_free(keel_device d, keel_device_addr addr) {
-    return entry(KEEL_FAKE_TYPE " device_free", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_free", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_free"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::lock_guard lock(d->mutex);
@@ -637,7 +607,7 @@ keel_error* device_free(keel_device d, keel_device_addr addr) {
 }
 
 keel_error* memcpy_h2d(keel_stream s, keel_device_addr dst, const void* src, std::uint64_t size) {
-    return entry(KEEL_FAKE_TYPE " memcpy_h2d", [&]() -> Result<void> {
+    return entry(fake_build.type, "memcpy_h2d", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("memcpy_h2d"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(src, "src"));
@@ -648,7 +618,7 @@ keel_error* memcpy_h2d(keel_stream s, keel_device_addr dst, const void* src, std
 }
 
 keel_error* memcpy_d2h(keel_stream s, void* dst, keel_device_addr src, std::uint64_t size) {
-    return entry(KEEL_FAKE_TYPE " memcpy_d2h", [&]() -> Result<void> {
+    return entry(fake_build.type, "memcpy_d2h", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("memcpy_d2h"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(static_cast<const void*>(dst), "dst"));
@@ -661,7 +631,7 @@ keel_error* memcpy_d2h(keel_stream s, void* dst, keel_device_addr src, std::uint
 }
 
 keel_error* memcpy_d2d(keel_stream s, keel_device_addr dst, keel_device_addr src, std::uint64_t size) {
-    return entry(KEEL_FAKE_TYPE " memcpy_d2d", [&]() -> Result<void> {
+    return entry(fake_build.type, "memcpy_d2d", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("memcpy_d2d"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(s->device->check_range(src, size, "source"));
@@ -674,7 +644,7 @@ keel_error* memcpy_d2d(keel_stream s, keel_device_addr dst, keel_device_addr src
 }
 
 keel_error* memset_d8(keel_stream s, keel_device_addr dst, std::uint8_t value, std::uint64_t size) {
-    return entry(KEEL_FAKE_TYPE " memset_d8", [&]() -> Result<void> {
+    return entry(fake_build.type, "memset_d8", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("memset_d8"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(s->device->check_range(dst, size, "destination"));
@@ -685,7 +655,7 @@ keel_error* memset_d8(keel_stream s, keel_device_addr dst, std::uint8_t value, s
 
 keel_error* memcpy_h2d_inline(keel_stream s, keel_device_addr dst, const void* src,
                               std::uint64_t size) {
-    return entry(KEEL_FAKE_TYPE " memcpy_h2d_inline", [&]() -> Result<void> {
+    return entry(fake_build.type, "memcpy_h2d_inline", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("memcpy_h2d_inline"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(src, "src"));
@@ -703,7 +673,7 @@ keel_error* memcpy_h2d_inline(keel_stream s, keel_device_addr dst, const void* s
 }
 
 keel_error* device_memory_info(keel_device d, std::uint64_t* out_free, std::uint64_t* out_total) {
-    return entry(KEEL_FAKE_TYPE " device_memory_info", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_memory_info", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_memory_info"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::lock_guard lock(d->mutex);
@@ -714,7 +684,7 @@ keel_error* device_memory_info(keel_device d, std::uint64_t* out_free, std::uint
 }
 
 keel_error* host_alloc(keel_device d, std::uint64_t size, void** out) {
-    return entry(KEEL_FAKE_TYPE " host_alloc", [&]() -> Result<void> {
+    return entry(fake_build.type, "host_alloc", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("host_alloc"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         if (size == 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "size is 0");
@@ -728,7 +698,7 @@ keel_error* host_alloc(keel_device d, std::uint64_t size, void** out) {
 }
 
 keel_error* host_free(keel_device d, void* ptr) {
-    return entry(KEEL_FAKE_TYPE " host_free", [&]() -> Result<void> {
+    return entry(fake_build.type, "host_free", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("host_free"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         std::lock_guard lock(d->mutex);
@@ -741,7 +711,7 @@ keel_error* host_free(keel_device d, void* ptr) {
 }
 
 keel_error* kernel_get(keel_device d, const char* name, keel_kernel* out) {
-    return entry(KEEL_FAKE_TYPE " kernel_get", [&]() -> Result<void> {
+    return entry(fake_build.type, "kernel_get", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("kernel_get"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         KEEL_TRY(keel::plugin::require_non_null(name, "name"));
@@ -756,7 +726,7 @@ keel_error* kernel_get(keel_device d, const char* name, keel_kernel* out) {
 }
 
 keel_error* kernel_launch(keel_stream s, keel_kernel k, const keel_launch_args* launch) {
-    return entry(KEEL_FAKE_TYPE " kernel_launch", [&]() -> Result<void> {
+    return entry(fake_build.type, "kernel_launch", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("kernel_launch"));
         KEEL_TRY(require_stream(s));
         KEEL_TRY(keel::plugin::require_non_null(k, "kernel"));
@@ -773,7 +743,7 @@ constexpr keel_native_handle_kind kFakeHandleKind =
 
 
 keel_error* device_native_handle(keel_device d, keel_native_handle* out) {
-    return entry(KEEL_FAKE_TYPE " device_native_handle", [&]() -> Result<void> {
+    return entry(fake_build.type, "device_native_handle", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("device_native_handle"));
         KEEL_TRY(keel::plugin::require_non_null(d, "device"));
         return keel::plugin::write_native_handle(out, kFakeHandleKind, 1000 + d->index);
@@ -781,7 +751,7 @@ keel_error* device_native_handle(keel_device d, keel_native_handle* out) {
 }
 
 keel_error* stream_native_handle(keel_stream s, keel_native_handle* out) {
-    return entry(KEEL_FAKE_TYPE " stream_native_handle", [&]() -> Result<void> {
+    return entry(fake_build.type, "stream_native_handle", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("stream_native_handle"));
         KEEL_TRY(require_stream_handle(s));
         return keel::plugin::write_native_handle(out, kFakeHandleKind,
@@ -797,18 +767,17 @@ constexpr keel::plugin::OptionSpec kOptionSpecs[] = {
 };
 
 keel_error* plugin_option_info(std::uint32_t index, keel_option_info* out) {
-    return entry(KEEL_FAKE_TYPE " plugin_option_info", [&]() -> Result<void> {
+    return entry(fake_build.type, "plugin_option_info", [&]() -> Result<void> {
         KEEL_TRY(injected_failure("plugin_option_info"));
         return g_state->options.describe(index, out);
     });
 }
 
-// An entry the runtime must never call (it lies beyond a short table).
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_COMM
 }  // namespace
 #include "fake_comm.hpp"
 namespace {
-#endif
+
+// An entry the runtime must never call (it lies beyond a short table).
 
 template <class Fn>
 struct NeverCalled;
@@ -820,7 +789,7 @@ struct NeverCalled<R (*)(A...)> {
     }
 };
 
-[[maybe_unused]] constexpr std::size_t keel_plugin_api_size_of_minor(unsigned minor) {
+constexpr std::size_t keel_plugin_api_size_of_minor(unsigned minor) {
     switch (minor) {
         case 0: return KEEL_PLUGIN_API_STRUCT_SIZE_1_0;
         case 1: return KEEL_PLUGIN_API_STRUCT_SIZE_1_1;
@@ -832,7 +801,7 @@ struct NeverCalled<R (*)(A...)> {
     }
 }
 
-[[maybe_unused]] void fill_table(keel_plugin_api& t) {
+void fill_table(keel_plugin_api& t) {
     t = keel_plugin_api{};
     t.struct_size = KEEL_PLUGIN_API_STRUCT_SIZE;
     t.abi_major = KEEL_ABI_VERSION_MAJOR;
@@ -869,57 +838,70 @@ struct NeverCalled<R (*)(A...)> {
     t.device_native_handle = &device_native_handle;
     t.stream_native_handle = &stream_native_handle;
     t.plugin_option_info = &plugin_option_info;
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_WRONG_MAJOR
-    // Ignores the negotiation and answers with another major's table.
-    t.abi_major = KEEL_ABI_VERSION_MAJOR + 1;
-#elif KEEL_FAKE_VARIANT == KEEL_FAKE_MISSING_REQUIRED
-    t.device_free = nullptr;
-#elif KEEL_FAKE_VARIANT == KEEL_FAKE_OLD_MINOR
-    // As a minimal plugin built against 1.0: the table ends after the
-    // required entries. What lies beyond must never be read, so it aborts.
-    t.abi_minor = 0;
-    t.struct_size = KEEL_API_ENTRY_END(memset_d8);
+    switch (fake_build.variant) {
+        case Variant::wrong_major:
+            // Ignores the negotiation and answers with another major's table.
+            t.abi_major = KEEL_ABI_VERSION_MAJOR + 1;
+            break;
+        case Variant::missing_required:
+            t.device_free = nullptr;
+            break;
+        case Variant::old_minor:
+            // As a minimal plugin built against 1.0: the table ends after the
+            // required entries. What lies beyond must never be read, so it aborts.
+            t.abi_minor = 0;
+            t.struct_size = KEEL_API_ENTRY_END(memset_d8);
 #define KEEL_FAKE_POISON(e) t.e = &NeverCalled<decltype(t.e)>::call
-    KEEL_FAKE_POISON(device_memory_info);
-    KEEL_FAKE_POISON(host_alloc);
-    KEEL_FAKE_POISON(host_free);
-    KEEL_FAKE_POISON(event_elapsed_time);
-    KEEL_FAKE_POISON(kernel_get);
-    KEEL_FAKE_POISON(kernel_launch);
-    KEEL_FAKE_POISON(memcpy_h2d_inline);
-    KEEL_FAKE_POISON(device_native_handle);
-    KEEL_FAKE_POISON(stream_native_handle);
-    KEEL_FAKE_POISON(plugin_option_info);
+            KEEL_FAKE_POISON(device_memory_info);
+            KEEL_FAKE_POISON(host_alloc);
+            KEEL_FAKE_POISON(host_free);
+            KEEL_FAKE_POISON(event_elapsed_time);
+            KEEL_FAKE_POISON(kernel_get);
+            KEEL_FAKE_POISON(kernel_launch);
+            KEEL_FAKE_POISON(memcpy_h2d_inline);
+            KEEL_FAKE_POISON(device_native_handle);
+            KEEL_FAKE_POISON(stream_native_handle);
+            KEEL_FAKE_POISON(plugin_option_info);
 #undef KEEL_FAKE_POISON
-#elif KEEL_FAKE_VARIANT == KEEL_FAKE_MINIMUM_OF_MINOR
-    t.abi_minor = KEEL_FAKE_MINOR;
-    t.struct_size = keel_plugin_api_size_of_minor(KEEL_FAKE_MINOR);
-    const keel_plugin_api required = t;
-    t = keel_plugin_api{};
-    std::memcpy(&t, &required, KEEL_API_ENTRY_END(memset_d8));
-#elif KEEL_FAKE_VARIANT == KEEL_FAKE_COMM
-    fake_comm::fill(t);
-#elif KEEL_FAKE_VARIANT == KEEL_FAKE_NEWER_MINOR
-    // As a plugin built against the next minor: two more entries that this
-    // runtime does not know and must never call.
-    t.abi_minor = KEEL_ABI_VERSION_MINOR + 1;
-    t.struct_size = sizeof(ExtendedTable);
-    g_extended.future_entry_a = &NeverCalled<decltype(g_extended.future_entry_a)>::call;
-    g_extended.future_entry_b = &NeverCalled<decltype(g_extended.future_entry_b)>::call;
-#endif
+            break;
+        case Variant::minimum_of_minor: {
+            t.abi_minor = fake_build.minor;
+            t.struct_size = keel_plugin_api_size_of_minor(fake_build.minor);
+            const keel_plugin_api required = t;
+            t = keel_plugin_api{};
+            std::memcpy(&t, &required, KEEL_API_ENTRY_END(memset_d8));
+            break;
+        }
+        case Variant::comm:
+            fake_comm::fill(t);
+            break;
+        case Variant::newer_minor:
+            // As a plugin built against the next minor: two more entries that
+            // this runtime does not know and must never call.
+            t.abi_minor = KEEL_ABI_VERSION_MINOR + 1;
+            t.struct_size = sizeof(ExtendedTable);
+            g_extended.future_entry_a = &NeverCalled<decltype(g_extended.future_entry_a)>::call;
+            g_extended.future_entry_b = &NeverCalled<decltype(g_extended.future_entry_b)>::call;
+            break;
+        case Variant::good:
+        case Variant::no_entry:
+        case Variant::init_fails:
+        case Variant::duplicate:
+        case Variant::type_mismatch:
+            break;
+    }
 }
 
 keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api) {
-    return entry(KEEL_FAKE_TYPE " keel_plugin_init", [&]() -> Result<void> {
+    return entry(fake_build.type, "keel_plugin_init", [&]() -> Result<void> {
         KEEL_TRY(keel::plugin::require_non_null(host, "host"));
         KEEL_TRY(keel::plugin::require_non_null(out_api, "out_api"));
         if (host->abi_major != KEEL_ABI_VERSION_MAJOR)
             return Error(KEEL_STATUS_VERSION_MISMATCH,
                          "runtime offers ABI " + std::to_string(host->abi_major) + ", plugin implements " +
                              std::to_string(KEEL_ABI_VERSION_MAJOR));
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_INIT_FAILS
-        return Error(KEEL_STATUS_UNAVAILABLE, "simulated initialisation failure (no driver)");
-#else
+        if (fake_build.variant == Variant::init_fails)
+            return Error(KEEL_STATUS_UNAVAILABLE, "simulated initialisation failure (no driver)");
         fill_table(g_table);
         // A variant of an older minor cannot see options (keel.h
         // [options.read-at-init]): it reads its variables only.
@@ -937,27 +919,18 @@ keel_error* init(const keel_host_services* host, const keel_plugin_api** out_api
         g_state->options = std::move(options);
         for (std::uint32_t i = 0; i < kDeviceCount; ++i) {
             g_state->devices[i].index = i;
-            g_state->devices[i].name = std::string(KEEL_FAKE_TYPE ":") + std::to_string(i);
+            g_state->devices[i].name = (std::string(fake_build.type) + ":") + std::to_string(i);
         }
         g_run_inline.store(run_inline.value_or(false));
         trace("init");
-        keel::plugin::HostLog::write(KEEL_LOG_DEBUG, "[" KEEL_FAKE_TYPE "] initialised");
+        keel::plugin::HostLog::write(KEEL_LOG_DEBUG, "[" + std::string(fake_build.type) + "] initialised");
         *out_api = &g_table;
         return ok();
-#endif
     });
 }
 
 }  // namespace
 
-#if KEEL_FAKE_VARIANT == KEEL_FAKE_NO_ENTRY
-// Built without the export: the symbol stays hidden, so the runtime cannot find it.
-extern "C" keel_error* keel_plugin_init(const keel_host_services* host, const keel_plugin_api** out_api) {
+keel_error* keel_fake::plugin_init(const keel_host_services* host, const keel_plugin_api** out_api) {
     return init(host, out_api);
 }
-#else
-extern "C" KEEL_PLUGIN_EXPORT keel_error* keel_plugin_init(const keel_host_services* host,
-                                                           const keel_plugin_api** out_api) {
-    return init(host, out_api);
-}
-#endif

@@ -1,5 +1,6 @@
 #include "helper_streams.hpp"
 
+#include "../fallible_reach.hpp"
 #include "../logging.hpp"
 #include "origins.hpp"
 
@@ -14,6 +15,12 @@ struct GiveBack {
     HelperStreams* owner;
     keel_stream helper;
 };
+
+// What the runtime kept for a helper goes before the plugin destroys it.
+void helper_gone(keel_stream helper) noexcept {
+    stream_gone(helper);
+    detail::fallible::stream_gone(helper);
+}
 
 }  // namespace
 
@@ -34,6 +41,7 @@ Result<keel_stream> HelperStreams::acquire(const detail::PluginApi& api, keel_de
 
 Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel_stream helper) {
     forget_stream_origins(helper);
+    detail::fallible::forget_arrivals(helper);
     auto* payload = new (std::nothrow) GiveBack{this, helper};
     Result<void> enqueued =
         payload == nullptr ? Result<void>(Error(KEEL_STATUS_OUT_OF_MEMORY, "out of host memory"))
@@ -46,7 +54,7 @@ Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel
                                  payload);
     if (!enqueued.ok()) {
         delete payload;
-        stream_gone(helper);
+        helper_gone(helper);
         if (auto destroyed = api.stream_destroy(helper); !destroyed.ok())
             detail::log_debug("[cross-device] helper stream: " + destroyed.error().message());
     }
@@ -70,7 +78,7 @@ void HelperStreams::destroy_retired(const detail::PluginApi& api) noexcept {
         retired.swap(retired_);
     }
     for (keel_stream s : retired) {
-        stream_gone(s);
+        helper_gone(s);
         (void)api.stream_destroy(s);  // its sticky error is someone else's
     }  // its sticky error is someone else's
 }
@@ -83,7 +91,7 @@ void HelperStreams::close(const detail::PluginApi& api) noexcept {
         idle.swap(idle_);
     }
     for (keel_stream s : idle) {
-        stream_gone(s);
+        helper_gone(s);
         if (auto r = api.stream_destroy(s); !r.ok()) detail::log_debug("[cross-device] helper stream: " + r.error().message());
     }
 }

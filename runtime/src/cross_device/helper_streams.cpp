@@ -4,7 +4,9 @@
 #include "../logging.hpp"
 #include "origins.hpp"
 
+#include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
 
 namespace keel::cross_device {
@@ -31,11 +33,14 @@ Result<keel_stream> HelperStreams::acquire(const detail::PluginApi& api, keel_de
         if (!idle_.empty()) {
             keel_stream s = idle_.back();
             idle_.pop_back();
+            ++lent_;
             return s;
         }
     }
     keel_stream s = nullptr;
     KEEL_TRY(api.stream_create(device, 0, &s));
+    std::lock_guard lock(mu_);
+    ++lent_;
     return s;
 }
 
@@ -54,6 +59,11 @@ Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel
                                  payload);
     if (!enqueued.ok()) {
         delete payload;
+        {
+            std::lock_guard lock(mu_);
+            --lent_;
+        }
+        returned_.notify_all();
         helper_gone(helper);
         if (auto destroyed = api.stream_destroy(helper); !destroyed.ok())
             detail::log_debug("[cross-device] helper stream: " + destroyed.error().message());
@@ -62,12 +72,16 @@ Result<void> HelperStreams::enqueue_give_back(const detail::PluginApi& api, keel
 }
 
 void HelperStreams::give_back(keel_stream helper, bool healthy) noexcept {
-    std::lock_guard lock(mu_);
-    try {
-        (healthy ? idle_ : retired_).push_back(helper);
-    } catch (...) {
-        // Out of host memory: the helper is leaked to plugin_shutdown's report.
+    {
+        std::lock_guard lock(mu_);
+        --lent_;
+        try {
+            (healthy ? idle_ : retired_).push_back(helper);
+        } catch (...) {
+            // Out of host memory: the helper is leaked to plugin_shutdown's report.
+        }
     }
+    returned_.notify_all();
 }
 
 void HelperStreams::destroy_retired(const detail::PluginApi& api) noexcept {
@@ -84,6 +98,14 @@ void HelperStreams::destroy_retired(const detail::PluginApi& api) noexcept {
 }
 
 void HelperStreams::close(const detail::PluginApi& api) noexcept {
+    {
+        // Bounded: a give-back runs at the end of its helper's work, which
+        // runs within a bounded time (keel.h [stream.forward-progress]).
+        std::unique_lock lock(mu_);
+        if (!returned_.wait_for(lock, std::chrono::seconds(60), [&] { return lent_ == 0; }))
+            detail::log_warn("[cross-device] " + std::to_string(lent_) +
+                             " helper stream(s) not given back before the plugin shuts down");
+    }
     destroy_retired(api);
     std::vector<keel_stream> idle;
     {

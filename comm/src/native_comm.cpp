@@ -121,17 +121,32 @@ Result<void> NativeComm::checked(const Stream& stream, keel_error* error) const 
 }
 
 Result<void> NativeComm::stream_settled(const Stream& stream, const char* what) const {
-    Result<void> settled = settle_fallible_host_funcs(stream, timeout_);
-    if (settled.ok()) return settled;
-    Error cause(settled.error().code(), "[Communicator] " + where_ + ": " + what +
-                                            " not enqueued: its stream failed before it (" + settled.error().message() +
-                                            "), so its input is not what the program meant to send; the "
-                                            "communicator is failed on every rank");
-    failure_->note(cause);
+    Result<std::optional<PendingHostFuncs>> settled = settle_fallible_host_funcs(stream, timeout_);
+    if (settled.ok() && !*settled) return {};
+    std::optional<Error> cause;
+    if (!settled.ok()) {
+        cause = Error(settled.error().code(), "[Communicator] " + where_ + ": " + what +
+                                                  " not enqueued: its stream failed before it (" +
+                                                  settled.error().message() +
+                                                  "), so its input is not what the program meant to send; the "
+                                                  "communicator is failed on every rank");
+    } else {
+        // Its input is not known to be good, and the peers wait for it: the
+        // operation cannot go, nor can the communicator's later ones.
+        const PendingHostFuncs& still = **settled;
+        cause = Error(KEEL_STATUS_UNAVAILABLE,
+                      "[Communicator] " + where_ + ": " + what + " not enqueued: " + std::to_string(still.host_funcs) +
+                          " host function(s) that can fail its stream (on " + std::to_string(still.streams) +
+                          " stream(s): its own and those it waits for) were still pending after " +
+                          std::to_string(timeout_.count()) +
+                          " ms (the communicator's timeout; is the stream blocked?), so its input may never "
+                          "arrive; the communicator is failed on every rank");
+    }
+    failure_->note(*cause);
     // The peers' matching operations then fail as after abort(), instead of
     // reducing with data this rank never meant.
     (void)take_c_error(api_.comm_abort(comm_));
-    return cause;
+    return *cause;
 }
 
 Result<void> NativeComm::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,

@@ -77,12 +77,14 @@ private:
     NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,
                std::shared_ptr<WrittenKeys> plugin_keys);
     // Before an operation goes to the plugin: a host function that can fail
-    // `stream` and is still pending may fail it after the operation was
-    // submitted, and a device that cannot skip submitted work would then run
-    // it over unspecified input, which the peers receive with no error. So
-    // such host functions are waited for (at most the timeout; only when one
-    // is pending), and when one failed the operation is not enqueued: the
-    // communicator fails (abort) naming the original error.
+    // `stream` (or a stream it waits for) and is still pending may fail it
+    // after the operation was submitted, and a device that cannot skip
+    // submitted work would then run it over unspecified input, which the
+    // peers receive with no error. So such host functions are waited for (at
+    // most the timeout; only when one is pending), and when one failed, or
+    // some still had not run at the timeout, the operation is not enqueued:
+    // the communicator fails (abort) naming the original error, or what was
+    // still pending and for how long.
     [[nodiscard]] Result<void> stream_settled(const Stream& stream, const char* what) const;
     // The entry's result; a failure of the communicator becomes its error.
     // An operation the plugin enqueued is followed on `stream` by a host

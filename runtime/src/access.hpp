@@ -31,7 +31,6 @@ class StreamTimes;
 namespace keel::detail {
 
 struct DeviceSlot;
-class PendingFallible;
 
 struct Access {
     // ---- devices and views --------------------------------------------------
@@ -104,8 +103,6 @@ struct Access {
     [[nodiscard]] static std::uint64_t generation(const Stream& stream) noexcept;
     // The hang doctor's ledger of the stream (null for an empty stream).
     [[nodiscard]] static doctor::StreamLedger* ledger(const Stream& stream) noexcept;  // stream.cpp
-    // Its fallible host functions not finished yet (null for an empty stream).
-    [[nodiscard]] static PendingFallible* pending_fallible(const Stream& stream) noexcept;  // stream.cpp
     [[nodiscard]] static std::uint64_t& site(Fence& f) noexcept { return f.site_; }
     [[nodiscard]] static std::uint64_t site(const Fence& f) noexcept { return f.site_; }
     [[nodiscard]] static std::uint64_t& site(HostCopy& c) noexcept { return c.site_; }

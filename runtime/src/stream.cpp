@@ -10,6 +10,7 @@
 #include "diagnose/tracked_host_func.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
+#include "fallible_reach.hpp"
 #include "pending_fallible.hpp"
 #include "memory/fence.hpp"
 #include "memory/hold.hpp"
@@ -62,16 +63,13 @@ struct Stream::Memory {
     std::shared_ptr<trace::StreamTimes> times;
     // What the stream enqueued and how far it got, for the hang doctor.
     std::shared_ptr<doctor::StreamLedger> ledger;
-    // Its fallible host functions not finished yet (settle_fallible_host_funcs).
-    std::shared_ptr<detail::PendingFallible> pending_fallible = std::make_shared<detail::PendingFallible>();
+    // Its fallible host functions not finished yet (settle_fallible_host_funcs):
+    // the count fallible_reach.hpp keeps for its handle, set at creation.
+    std::shared_ptr<detail::PendingFallible> pending_fallible;
 };
 
 doctor::StreamLedger* detail::Access::ledger(const Stream& stream) noexcept {
     return stream.memory_ ? stream.memory_->ledger.get() : nullptr;
-}
-
-detail::PendingFallible* detail::Access::pending_fallible(const Stream& stream) noexcept {
-    return stream.memory_ ? stream.memory_->pending_fallible.get() : nullptr;
 }
 
 namespace {
@@ -118,10 +116,27 @@ Result<const std::shared_ptr<memory::MemoryCore>*> detail::Access::core(const St
     return &m.core;
 }
 
+namespace {
+
+// The new stream's count of fallible host functions; on failure the stream goes.
+Result<void> count_fallible(const detail::DeviceSlot& device, keel_stream handle,
+                           std::shared_ptr<detail::PendingFallible>& count) {
+    try {
+        count = detail::fallible::count_of(handle);
+        return ok();
+    } catch (const std::bad_alloc&) {
+        (void)device.api().stream_destroy(handle);
+        return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::create] out of host memory");
+    }
+}
+
+}  // namespace
+
 Result<Stream> Stream::create(const Device& device) {
     keel_stream handle = nullptr;
     auto memory = std::make_unique<Memory>();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
+    KEEL_TRY(count_fallible(detail::Access::slot(device), handle, memory->pending_fallible));
     memory->generation = memory::register_stream(handle);
     memory->ledger = doctor::open_ledger(&detail::Access::slot(device), device.name(), handle, memory->generation);
     return Stream(device, handle, std::move(memory));
@@ -134,6 +149,7 @@ Result<Stream> Stream::create(const MemoryPool& memory) {
     keel_stream handle = nullptr;
     const Device& device = memory.device();
     KEEL_TRY(detail::Access::slot(device).api().stream_create(detail::Access::handle(device), 0, &handle));
+    KEEL_TRY(count_fallible(detail::Access::slot(device), handle, bound->pending_fallible));
     bound->generation = memory::register_stream(handle);
     bound->ledger = doctor::open_ledger(&detail::Access::slot(device), device.name(), handle, bound->generation);
     return Stream(device, handle, std::move(bound));
@@ -178,6 +194,7 @@ Result<void> Stream::close() {
             detail::log_debug("[Stream::close] " + drained.error().message());
     }
     cross_device::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
+    detail::fallible::stream_gone(handle);
     // The trace's times of its last operations, while its events can still be read.
     if (memory_->times_state.load(std::memory_order_acquire) == 2) memory_->times->close();
     doctor::close_ledger(memory_->ledger);
@@ -282,6 +299,7 @@ Result<void> Stream::wait(const Fence& fence) const {
     if (theirs == &mine) {
         cross_device::Origins carried = cross_device::origins_of_event(detail::Access::event(fence));
         KEEL_TRY(memory::wait_fence(fence, handle_));
+        KEEL_TRY(detail::fallible::arrive_from_event(handle_, detail::Access::event(fence)));
         KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
@@ -301,6 +319,7 @@ Result<void> Stream::wait(const Event& event) const {
     if (theirs == &mine) {
         cross_device::Origins carried = cross_device::origins_of_event(detail::Access::handle(event));
         KEEL_TRY(mine.api().stream_wait_event(handle_, detail::Access::handle(event)));
+        KEEL_TRY(detail::fallible::arrive_from_event(handle_, detail::Access::handle(event)));
         KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
@@ -336,6 +355,7 @@ Result<void> Stream::order_after(const Stream& from) const {
     } else {
         KEEL_TRY(memory::order_after(*core, handle_, from.handle_));
     }
+    KEEL_TRY(detail::fallible::arrive_from_stream(handle_, from.handle_));
     KEEL_TRY(cross_device::arrive(detail::Access::slot(device_), handle_, std::move(carried)));
     (void)ledger_of(*this).note_blocking(doctor::OpKind::order_after, target);
     return ok();
@@ -587,8 +607,10 @@ Result<void> Stream::enqueue_host_func(HostFunc fn) const {
     const bool can_fail = fallible && api.has_fallible_host_func();
     try {
         // Counted until it finished, with the failure it returned or saw.
-        if (can_fail)
+        if (can_fail) {
+            detail::fallible::note_counting();
             callable = std::make_unique<detail::CountedHostFunc>(std::move(callable), memory_->pending_fallible);
+        }
         callable = std::make_unique<doctor::TrackedHostFunc>(std::move(callable), ledger, at);
     } catch (const std::bad_alloc&) {
         ledger->abandoned(at.slot);

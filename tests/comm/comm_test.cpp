@@ -63,6 +63,9 @@ TEST(CommMultiProcess, AnAllReduceAfterItsStreamFailedFailsOnEveryRankAndNeverRe
     expect_all_zero(run_ranks("failed_stream_all_reduce", 2, ranks_upto(2), std::chrono::seconds(60)));
 }
 
+// The send's stream fails only through an event it waits for, recorded on
+// another stream after that one's failing host function: the gate sees the
+// failure all the same.
 TEST(CommMultiProcess, ASendAfterItsStreamFailedFailsOnEveryRankAndNeverShipsStaleData) {
     expect_all_zero(run_ranks("failed_stream_send", 2, ranks_upto(2), std::chrono::seconds(60)));
 }

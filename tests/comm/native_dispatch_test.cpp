@@ -4,8 +4,10 @@
 // no entries (the fake plugin's good variant), and when the plugin declines the group (two ranks, here two
 // threads of this process). On cuda:0, a one-rank group runs on NCCL where
 // the machine has a GPU and NCCL, and skips saying which is missing.
+#include <keel/c_error.hpp>
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
+#include <keel/plugin_table.hpp>
 #include <keel/testing/result.hpp>
 #include <keel/testing/scoped_env.hpp>
 
@@ -213,6 +215,170 @@ TEST(CommNativeDispatch, AnOperationBehindAPendingHostFunctionThatFailsNeverReac
         << "the engine wrote the output of an operation behind a failed host function";
     // Failed on every rank, as abort() does: later operations are refused.
     EXPECT_FALSE(comm.all_reduce(reader, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+}
+
+// Holds `s` behind a plain host function until the returned flag is set.
+std::shared_ptr<std::atomic<bool>> hold_until_set(const Stream& s) {
+    auto go = std::make_shared<std::atomic<bool>>(false);
+    EXPECT_TRUE(s.enqueue_host_func([go](Status) {
+                     while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                 }).ok());
+    return go;
+}
+
+// Sets `go` a little later, from another thread.
+std::thread set_soon(std::shared_ptr<std::atomic<bool>> go) {
+    return std::thread([go = std::move(go)] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        go->store(true);
+    });
+}
+
+// A stream that waits for another through events takes on that stream's
+// pending host functions that can fail it: the all_reduce on `c`, which
+// waits (an event) for `b`, which waits (an event) for `a`, where a host
+// function is still pending, waits for it. One that succeeds lets the
+// operation go on with the right result; one that fails keeps it from the
+// engine (the fake device, as CUDA, would run it after `c` failed through
+// the waits, over input `a` never produced, and write the output).
+TEST(CommNativeDispatch, AnOperationOnAStreamThatWaitsThroughEventsForAHostFunctionThatFailsNeverReachesTheEngine) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    CommOptions options;
+    options.key_prefix = "fails-upstream";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const Stream a = Stream::create(dev).value();
+    const Stream b = Stream::create(dev).value();
+    const Stream c = Stream::create(dev).value();
+    const Stream reader = Stream::create(dev).value();
+    const std::vector<float> v = iota(8, 1.0f);
+    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    KEEL_ASSERT_OK(reader.copy(in.view(), v));
+    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
+    KEEL_ASSERT_OK(reader.synchronize());
+    const Event on_a = Event::create(dev).value();
+    const Event on_b = Event::create(dev).value();
+    const auto behind_a = [&](bool fails) {
+        std::shared_ptr<std::atomic<bool>> go = hold_until_set(a);
+        EXPECT_TRUE(a.enqueue_host_func([fails]() -> Result<void> {
+                         if (fails) return Error(KEEL_STATUS_UNAVAILABLE, "planted upstream failure 4711");
+                         return {};
+                     }).ok());
+        EXPECT_TRUE(on_a.record(a).ok());
+        EXPECT_TRUE(b.wait(on_a).ok());
+        EXPECT_TRUE(on_b.record(b).ok());
+        EXPECT_TRUE(c.wait(on_b).ok());
+        return set_soon(std::move(go));
+    };
+    std::thread release = behind_a(false);
+    KEEL_EXPECT_OK(comm.all_reduce(c, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    release.join();
+    KEEL_ASSERT_OK(c.synchronize());
+    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), v);
+    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
+    KEEL_ASSERT_OK(reader.synchronize());
+    KEEL_EXPECT_OK(comm.error());
+
+    release = behind_a(true);
+    Result<void> behind = comm.all_reduce(c, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    release.join();
+    ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind another stream's host function that failed";
+    EXPECT_EQ(behind.error().code(), KEEL_STATUS_UNAVAILABLE);
+    EXPECT_NE(behind.error().message().find("planted upstream failure 4711"), std::string::npos)
+        << behind.error().message();
+    Result<void> synced = c.synchronize();
+    ASSERT_FALSE(synced.ok()) << "the stream that waited for a failed one reports success";
+    EXPECT_NE(synced.error().message().find("planted upstream failure 4711"), std::string::npos)
+        << synced.error().message();
+    ASSERT_FALSE(comm.error().ok()) << "error() is OK after an operation was refused for its failed stream";
+    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+        << "the engine wrote the output of an operation behind another stream's failed host function";
+}
+
+// The host function the runtime enqueues itself for a wait across devices
+// (a bridge: the fake devices cannot wait for each other's events) counts
+// as the program's do: the all_reduce on commfake:0 behind a wait for an
+// event of commfake:1 waits for it. The failure on commfake:1 comes from a
+// host function enqueued through the plugin's table, which the runtime
+// cannot see (as a device's own failure): only the bridge's host function,
+// passing that failure on, can keep the operation from the engine.
+TEST(CommNativeDispatch, AnOperationBehindABridgedWaitForAFailedStreamOfAnotherDeviceNeverReachesTheEngine) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    const Device other = rt.device("commfake:1").value();
+    CommOptions options;
+    options.key_prefix = "fails-across";
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const Stream x = Stream::create(other).value();
+    const Stream s = Stream::create(dev).value();
+    const Stream reader = Stream::create(dev).value();
+    const std::vector<float> v = iota(8, 1.0f);
+    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
+    KEEL_ASSERT_OK(reader.copy(in.view(), v));
+    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
+    KEEL_ASSERT_OK(reader.synchronize());
+    std::shared_ptr<std::atomic<bool>> go = hold_until_set(x);
+    const keel_plugin_api& table = plugin_table(other);
+    ASSERT_NE(table.stream_enqueue_fallible_host_func, nullptr);
+    KEEL_ASSERT_OK(take_c_error(table.stream_enqueue_fallible_host_func(
+        plugin_handle(x),
+        [](void*, keel_status) -> keel_error* {
+            return make_c_error(KEEL_STATUS_DEVICE_ERROR, "planted device failure 2718");
+        },
+        nullptr)));
+    const Event on_x = Event::create(other).value();
+    KEEL_ASSERT_OK(on_x.record(x));
+    KEEL_ASSERT_OK(s.wait(on_x));
+    std::thread release = set_soon(go);
+    Result<void> behind = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    release.join();
+    ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind a bridged wait for a failed stream";
+    EXPECT_EQ(behind.error().code(), KEEL_STATUS_DEVICE_ERROR) << behind.error().message();
+    EXPECT_FALSE(s.synchronize().ok());
+    EXPECT_FALSE(comm.error().ok());
+    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+        << "the engine wrote the output of an operation behind a failed bridged wait";
+    (void)x.synchronize();
+}
+
+// Host functions that can fail the stream still pending at the
+// communicator's timeout (the stream is held until after the call
+// returned): the operation is not enqueued, and the communicator fails,
+// naming how many were pending and for how long, instead of refusing the
+// one call and staying healthy while the peers wait for its part.
+TEST(CommNativeDispatch, ASettleWaitThatTimesOutFailsTheCommunicatorNamingWhatWasPending) {
+    const Runtime rt = fake_comm_runtime();
+    const Device dev = rt.device("commfake:0").value();
+    CommOptions options;
+    options.key_prefix = "settle-times-out";
+    options.timeout = std::chrono::milliseconds(200);
+    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
+                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
+    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const Stream s = Stream::create(dev).value();
+    Buffer b = Buffer::allocate(s, 64).value();
+    KEEL_ASSERT_OK(s.memset(b.view(), 0));
+    std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
+    KEEL_ASSERT_OK(s.enqueue_host_func([]() -> Result<void> { return {}; }));
+    Result<void> refused = comm.all_reduce(s, b.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    go->store(true);
+    ASSERT_FALSE(refused.ok()) << "the all_reduce went to the engine with its stream's host function still pending";
+    EXPECT_EQ(refused.error().code(), KEEL_STATUS_UNAVAILABLE);
+    const std::string& m = refused.error().message();
+    EXPECT_NE(m.find("1 host function(s)"), std::string::npos) << m;
+    EXPECT_NE(m.find("still pending after 200 ms"), std::string::npos) << m;
+    EXPECT_NE(m.find("settle-times-out"), std::string::npos) << m;
+    ASSERT_FALSE(comm.error().ok()) << "error() is OK after a settle wait timed out";
+    EXPECT_NE(comm.error().error().message().find("still pending after 200 ms"), std::string::npos)
+        << comm.error().error().message();
+    EXPECT_FALSE(comm.barrier(s).ok());
+    KEEL_EXPECT_OK(s.synchronize());
 }
 
 TEST(CommNativeDispatch, TheGenericPathIsForcedByTheOptionOrTheEnvironment) {

@@ -910,7 +910,10 @@ int checker_reuse() {
 // (the previous operation's result, 2000: the peer then got 2002 for 1 + 2
 // with no error). It fails on both ranks, rank 0's error naming the stream's
 // failure, and rank 1's within a fraction of the timeout. `send`: a send
-// (1) to rank 1 after the failure instead of an all_reduce.
+// (1) to rank 1 after the failure instead of an all_reduce, and the failure
+// reaches its stream only through an event: the host function fails on
+// another stream, which records an event after it that the send's stream
+// waits for.
 int failed_stream(bool send, bool known = false) {
     Ctx c = context();
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
@@ -938,13 +941,20 @@ int failed_stream(bool send, bool known = false) {
     keel::Buffer second = upload(c, value(c.rank + 1));
     c.stream.synchronize().value();
     auto go = std::make_shared<std::atomic<bool>>(false);
+    keel::Stream upstream = keel::Stream::create(c.device).value();
     if (c.rank == 0) {
-        c.stream
+        const keel::Stream& failing = send ? upstream : c.stream;
+        failing
             .enqueue_host_func([go]() -> keel::Result<void> {
                 while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 return keel::Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
             })
             .value();
+        if (send) {
+            const keel::Event produced = keel::Event::create(c.device).value();
+            produced.record(upstream).value();
+            c.stream.wait(produced).value();
+        }
     }
     const auto start = std::chrono::steady_clock::now();
     if (known && c.rank == 0) {

@@ -10,6 +10,8 @@
 #include <keel/keel.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 
 namespace keel {
 
@@ -26,17 +28,24 @@ namespace keel {
 [[nodiscard]] KEEL_API keel_stream plugin_handle(const Stream& stream) noexcept;
 
 // Work handed to the plugin through its table after a host function that can
-// fail the stream (Stream::enqueue_host_func with a callable returning
-// Result<void>) may run even if that host function fails: keel.h lets a
-// device that cannot skip work already submitted behind it run that work
-// over unspecified data. An extension whose work others receive (a
-// collective, a send) calls this first: when such host functions of
-// `stream` are still pending it waits for them on this thread, at most
-// `timeout`, and returns the first failure one of them returned or saw as
-// its status (the stream had failed before it), as soon as one did;
-// UNAVAILABLE when they did not run in that time. Returns at once when none is pending (the
+// fail a stream (Stream::enqueue_host_func with a callable returning
+// Result<void>, and those the runtime enqueues itself for cross-device waits
+// and copies) may run even if that host function fails: keel.h lets a device
+// that cannot skip work already submitted behind it run that work over
+// unspecified data. That holds for such host functions of `stream` and of
+// every stream it waits for (an event or fence recorded there, order_after,
+// across devices too), up to the point it waits for. An extension whose work
+// others receive (a collective, a send) calls this first: it waits for them on
+// this thread, at most `timeout`, and returns the first failure one of them
+// returned or saw as its status (its stream had failed before it), as soon as
+// one did. A value when some still had not run after `timeout` (what was still
+// pending); empty once none is. Returns at once when none is pending (the
 // usual case: nothing waits). Any thread except a host function's.
-[[nodiscard]] KEEL_API Result<void> settle_fallible_host_funcs(const Stream& stream,
-                                                             std::chrono::milliseconds timeout);
+struct PendingHostFuncs {
+    std::uint64_t host_funcs = 0;  // still pending when the time ran out
+    std::uint64_t streams = 0;     // on how many streams (`stream` and those it waits for)
+};
+[[nodiscard]] KEEL_API Result<std::optional<PendingHostFuncs>> settle_fallible_host_funcs(
+    const Stream& stream, std::chrono::milliseconds timeout);
 
 }  // namespace keel

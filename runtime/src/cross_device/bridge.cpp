@@ -1,6 +1,7 @@
 #include "bridge.hpp"
 
 #include "../access.hpp"
+#include "../fallible_reach.hpp"
 #include "../logging.hpp"
 #include "../memory/fence.hpp"
 #include "helper_streams.hpp"
@@ -78,7 +79,9 @@ Result<void> enqueue_pass(const detail::DeviceSlot& to_dev, keel_stream to, cons
     auto* ref = new (std::nothrow) GateRef(gate);
     if (ref == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[cross-device wait] out of host memory");
     const detail::PluginApi& api = to_dev.api();
-    Result<void> r = api.has_fallible_host_func() ? api.stream_enqueue_fallible_host_func(to, &pass_gate_fallible, ref)
+    // Counted on `to` as a user's fallible host function is: work handed to
+    // `to`'s device after it waits for it (settle_fallible_host_funcs).
+    Result<void> r = api.has_fallible_host_func() ? detail::fallible::enqueue_counted(api, to, &pass_gate_fallible, ref)
                                                   : api.stream_enqueue_host_func(to, &pass_gate, ref);
     if (!r.ok()) delete ref;
     return r;
@@ -129,8 +132,10 @@ Result<void> order_after(const detail::DeviceSlot& to_dev, keel_stream to, const
         // A fence of `from`'s memory instance: its event is recycled once reached.
         KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(from_core, from));
         KEEL_TRY(from_dev.api().stream_wait_event(to, detail::Access::event(fence)));
+        KEEL_TRY(detail::fallible::arrive_from_stream(to, from));
         return arrive(to_dev, to, std::move(carried));
     }
+    KEEL_TRY(detail::fallible::arrive_from_stream(to, from));
     return bridge(to_dev, to, from_dev, from, origins_of_stream(from));
 }
 
@@ -139,8 +144,10 @@ Result<void> wait_event(const detail::DeviceSlot& to_dev, keel_stream to, const 
     Origins carried = origins_of_event(event);
     if (native_wait(to_dev, event_dev)) {
         KEEL_TRY(event_dev.api().stream_wait_event(to, event));
+        KEEL_TRY(detail::fallible::arrive_from_event(to, event));
         return arrive(to_dev, to, std::move(carried));
     }
+    KEEL_TRY(detail::fallible::arrive_from_event(to, event));
     // A helper stream of the event's device captures the point now (a wait
     // on its own device), and its end opens the gate.
     HelperStreams& helpers = *event_dev.helpers;

@@ -17,6 +17,8 @@
 #include <keel/keel.h>
 #include <keel/result.hpp>
 
+#include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <vector>
 
@@ -36,8 +38,11 @@ public:
     // Enqueues, at the end of what the user enqueued on `helper`, the host
     // function that gives it back. On failure the helper is destroyed here.
     [[nodiscard]] Result<void> enqueue_give_back(const detail::PluginApi& api, keel_stream helper);
-    // Before plugin_shutdown: destroys every helper (each waits for its
-    // work). Nothing is in use by then: users hold the plugin alive.
+    // Before plugin_shutdown: waits for the helpers still lent to come back
+    // (their users are gone, but the host function that gives one back may
+    // not have run yet: its stream would outlive the plugin), then destroys
+    // every helper (each waits for its work). Users hold the plugin alive,
+    // so no helper is acquired meanwhile.
     void close(const detail::PluginApi& api) noexcept;
 
 private:
@@ -46,6 +51,8 @@ private:
     void destroy_retired(const detail::PluginApi& api) noexcept;
 
     std::mutex mu_;
+    std::condition_variable returned_;
+    std::size_t lent_ = 0;  // acquired and not given back yet
     std::vector<keel_stream> idle_;
     std::vector<keel_stream> retired_;
 };

@@ -23,6 +23,7 @@
 #include <keel/stream.hpp>
 
 #include "../access.hpp"
+#include "../fallible_reach.hpp"
 #include "../memory/fence.hpp"
 #include "../memory/shared_memory.hpp"
 #include "../memory/transfer.hpp"
@@ -85,13 +86,14 @@ keel_error* move_chunk_fallible(void* user_data, keel_status status) noexcept {
 
 // Enqueues the move on the writer's stream. Fallible where the plugin has it:
 // then it is part of the stream's work that fills the block the next copy
-// reads (a plain host function is a callback, keel.h 1.4).
+// reads (a plain host function is a callback, keel.h 1.4), counted as a
+// user's fallible host function is (settle_fallible_host_funcs).
 Result<void> enqueue_move(const detail::DeviceSlot& device, keel_stream stream, const cross_device::StagingBlock& to,
                           const cross_device::StagingBlock& from, std::uint64_t bytes) {
     auto* m = new (std::nothrow) ChunkMove{to.data, from.data, static_cast<std::size_t>(bytes)};
     if (m == nullptr) return Error(KEEL_STATUS_OUT_OF_MEMORY, "[Stream::copy] out of host memory");
     const detail::PluginApi& api = device.api();
-    Result<void> r = api.has_fallible_host_func() ? api.stream_enqueue_fallible_host_func(stream, &move_chunk_fallible, m)
+    Result<void> r = api.has_fallible_host_func() ? detail::fallible::enqueue_counted(api, stream, &move_chunk_fallible, m)
                                                   : api.stream_enqueue_host_func(stream, &move_chunk, m);
     if (!r.ok()) delete m;
     return r;

@@ -2,6 +2,7 @@
 
 #include "access.hpp"
 #include "cross_device/origins.hpp"
+#include "fallible_reach.hpp"
 #include "memory/event_wait.hpp"
 
 #include <utility>
@@ -31,6 +32,7 @@ Result<Fence> record_fence(const std::shared_ptr<MemoryCore>& core, keel_stream 
         return std::move(recorded).error().context("Stream::fence");
     }
     cross_device::event_recorded(*event, from);
+    detail::fallible::event_recorded(*event, from);
     Fence fence;
     detail::Access::memory(fence) = core.get();
     detail::Access::share(fence) = share;
@@ -90,6 +92,7 @@ void Fence::reset() noexcept {
     // recycled event would not: recycle only once the point is reached.
     memory::MemoryCore& core = *memory_;
     cross_device::event_gone(event_);
+    detail::fallible::event_gone(event_);
     try {
         core.tracker().track(from_, seq_, event_, /*owns_event=*/true, memory::WorkKind::fence, HostFunc{});
     } catch (...) {

@@ -51,8 +51,10 @@ if [ "${KEEL_TEST_SANITIZERS:-1}" != 0 ]; then
   # LeakSanitizer has encountered a fatal error", google/sanitizers#1353),
   # seen once in two runs of this suite in a rank process whose test then
   # passed 8 of 8 times. ctest's output keeps the failed attempt.
+  # -Og: compiles as fast as -O0 here and runs the kernels' tests a quarter
+  # faster, with the stack traces of a debug build.
   run_suite build-asan "-E LargeShapes.*level_zero --repeat until-pass:2" "" -DKEEL_SANITIZE=address "${sanitized[@]}" \
-            -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1
+            -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g1 -Og" "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -Og"
   # Asserts stay on (no NDEBUG): they are checks worth having under TSan too.
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
   run_suite build-tsan "-L concurrency" keel_concurrency_tests -DKEEL_SANITIZE=thread "${sanitized[@]}" \

@@ -52,6 +52,59 @@ std::vector<float> iota(std::size_t n, float first) {
     return v;
 }
 
+// Holds `s` behind a plain host function until the returned flag is set.
+std::shared_ptr<std::atomic<bool>> hold_until_set(const Stream& s) {
+    auto go = std::make_shared<std::atomic<bool>>(false);
+    EXPECT_TRUE(s.enqueue_host_func([go](Status) {
+                     while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                 }).ok());
+    return go;
+}
+
+// Sets `go` a little later, from another thread.
+std::thread set_soon(std::shared_ptr<std::atomic<bool>> go) {
+    return std::thread([go = std::move(go)] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        go->store(true);
+    });
+}
+
+// A one-rank communicator on the native entries of `dev` (keys under
+// `key_prefix`), and an all_reduce's input (1..8) and zeroed output, written
+// through `reader`, which also reads the output back.
+struct OneRankAllReduce {
+    Communicator comm;
+    Stream reader;
+    std::vector<float> values;
+    Buffer in;
+    Buffer out;
+
+    static OneRankAllReduce create(const Device& dev, const std::string& key_prefix) {
+        CommOptions options;
+        options.key_prefix = key_prefix;
+        Communicator comm = Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options).value();
+        EXPECT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+        Stream reader = Stream::create(dev).value();
+        std::vector<float> values = iota(8, 1.0f);
+        Buffer in = Buffer::allocate(reader, values.size() * sizeof(float)).value();
+        Buffer out = Buffer::allocate(reader, values.size() * sizeof(float)).value();
+        EXPECT_TRUE(reader.copy(in.view(), values).ok());
+        OneRankAllReduce r{std::move(comm), std::move(reader), std::move(values), std::move(in), std::move(out)};
+        r.clear_output();
+        return r;
+    }
+    [[nodiscard]] Result<void> run(const Stream& s) const {
+        return comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    }
+    [[nodiscard]] std::vector<float> output() const {
+        return reader.copy_to_vector<float>(out.view()).value().get().value();
+    }
+    void clear_output() const {
+        EXPECT_TRUE(reader.memset(out.view(), 0).ok());
+        EXPECT_TRUE(reader.synchronize().ok());
+    }
+};
+
 // all_reduce (out of place) of `values` on `comm`; what came back.
 std::vector<float> all_reduce(const Communicator& comm, const Stream& s, const std::vector<float>& values) {
     const std::uint64_t bytes = values.size() * sizeof(float);
@@ -163,44 +216,27 @@ TEST(CommNativeDispatch, ANativeTimeoutFailsTheCommunicatorsError) {
 TEST(CommNativeDispatch, AnOperationBehindAPendingHostFunctionThatFailsNeverReachesTheEngine) {
     const Runtime rt = fake_comm_runtime();
     const Device dev = rt.device("commfake:0").value();
-    CommOptions options;
-    options.key_prefix = "fails-behind";
-    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
-                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
-    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
-    const Stream reader = Stream::create(dev).value();
+    const OneRankAllReduce op = OneRankAllReduce::create(dev, "fails-behind");
+    const Communicator& comm = op.comm;
     const Stream s = Stream::create(dev).value();
     ASSERT_TRUE(s.host_funcs_can_fail()) << "the fake comm plugin lost stream_enqueue_fallible_host_func";
-    const std::vector<float> v = iota(8, 1.0f);
-    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    KEEL_ASSERT_OK(reader.copy(in.view(), v));
-    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
-    KEEL_ASSERT_OK(reader.synchronize());
     const auto held_until_released = [&s](bool fails) {
-        auto go = std::make_shared<std::atomic<bool>>(false);
-        EXPECT_TRUE(s.enqueue_host_func([go](Status) {
-                         while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                     }).ok());
+        std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
         EXPECT_TRUE(s.enqueue_host_func([fails]() -> Result<void> {
                          if (fails) return Error(KEEL_STATUS_UNAVAILABLE, "planted host function failure 8086");
                          return {};
                      }).ok());
-        return std::thread([go] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            go->store(true);
-        });
+        return set_soon(std::move(go));
     };
     std::thread release = held_until_released(false);
-    KEEL_EXPECT_OK(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    KEEL_EXPECT_OK(op.run(s));
     release.join();
     KEEL_ASSERT_OK(s.synchronize());
-    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), v);
-    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
-    KEEL_ASSERT_OK(reader.synchronize());
+    EXPECT_EQ(op.output(), op.values);
+    op.clear_output();
 
     release = held_until_released(true);
-    Result<void> behind = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    Result<void> behind = op.run(s);
     release.join();
     ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind a host function that then failed";
     EXPECT_EQ(behind.error().code(), KEEL_STATUS_UNAVAILABLE);
@@ -211,27 +247,10 @@ TEST(CommNativeDispatch, AnOperationBehindAPendingHostFunctionThatFailsNeverReac
     ASSERT_FALSE(comm.error().ok()) << "error() is OK after an operation was refused for its failed stream";
     EXPECT_NE(comm.error().error().message().find("planted host function failure 8086"), std::string::npos)
         << comm.error().error().message();
-    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+    EXPECT_EQ(op.output(), std::vector<float>(op.values.size(), 0.0f))
         << "the engine wrote the output of an operation behind a failed host function";
     // Failed on every rank, as abort() does: later operations are refused.
-    EXPECT_FALSE(comm.all_reduce(reader, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
-}
-
-// Holds `s` behind a plain host function until the returned flag is set.
-std::shared_ptr<std::atomic<bool>> hold_until_set(const Stream& s) {
-    auto go = std::make_shared<std::atomic<bool>>(false);
-    EXPECT_TRUE(s.enqueue_host_func([go](Status) {
-                     while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                 }).ok());
-    return go;
-}
-
-// Sets `go` a little later, from another thread.
-std::thread set_soon(std::shared_ptr<std::atomic<bool>> go) {
-    return std::thread([go = std::move(go)] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        go->store(true);
-    });
+    EXPECT_FALSE(op.run(op.reader).ok());
 }
 
 // A stream that waits for another through events takes on that stream's
@@ -244,21 +263,11 @@ std::thread set_soon(std::shared_ptr<std::atomic<bool>> go) {
 TEST(CommNativeDispatch, AnOperationOnAStreamThatWaitsThroughEventsForAHostFunctionThatFailsNeverReachesTheEngine) {
     const Runtime rt = fake_comm_runtime();
     const Device dev = rt.device("commfake:0").value();
-    CommOptions options;
-    options.key_prefix = "fails-upstream";
-    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
-                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
-    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const OneRankAllReduce op = OneRankAllReduce::create(dev, "fails-upstream");
+    const Communicator& comm = op.comm;
     const Stream a = Stream::create(dev).value();
     const Stream b = Stream::create(dev).value();
     const Stream c = Stream::create(dev).value();
-    const Stream reader = Stream::create(dev).value();
-    const std::vector<float> v = iota(8, 1.0f);
-    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    KEEL_ASSERT_OK(reader.copy(in.view(), v));
-    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
-    KEEL_ASSERT_OK(reader.synchronize());
     const Event on_a = Event::create(dev).value();
     const Event on_b = Event::create(dev).value();
     const auto behind_a = [&](bool fails) {
@@ -274,16 +283,15 @@ TEST(CommNativeDispatch, AnOperationOnAStreamThatWaitsThroughEventsForAHostFunct
         return set_soon(std::move(go));
     };
     std::thread release = behind_a(false);
-    KEEL_EXPECT_OK(comm.all_reduce(c, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum));
+    KEEL_EXPECT_OK(op.run(c));
     release.join();
     KEEL_ASSERT_OK(c.synchronize());
-    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), v);
-    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
-    KEEL_ASSERT_OK(reader.synchronize());
+    EXPECT_EQ(op.output(), op.values);
+    op.clear_output();
     KEEL_EXPECT_OK(comm.error());
 
     release = behind_a(true);
-    Result<void> behind = comm.all_reduce(c, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    Result<void> behind = op.run(c);
     release.join();
     ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind another stream's host function that failed";
     EXPECT_EQ(behind.error().code(), KEEL_STATUS_UNAVAILABLE);
@@ -294,7 +302,7 @@ TEST(CommNativeDispatch, AnOperationOnAStreamThatWaitsThroughEventsForAHostFunct
     EXPECT_NE(synced.error().message().find("planted upstream failure 4711"), std::string::npos)
         << synced.error().message();
     ASSERT_FALSE(comm.error().ok()) << "error() is OK after an operation was refused for its failed stream";
-    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+    EXPECT_EQ(op.output(), std::vector<float>(op.values.size(), 0.0f))
         << "the engine wrote the output of an operation behind another stream's failed host function";
 }
 
@@ -309,20 +317,9 @@ TEST(CommNativeDispatch, AnOperationBehindABridgedWaitForAFailedStreamOfAnotherD
     const Runtime rt = fake_comm_runtime();
     const Device dev = rt.device("commfake:0").value();
     const Device other = rt.device("commfake:1").value();
-    CommOptions options;
-    options.key_prefix = "fails-across";
-    KEEL_ASSERT_OK_AND_ASSIGN(Communicator comm,
-                              Communicator::create(dev, Store::file(fresh_directory()).value(), 0, 1, options));
-    ASSERT_TRUE(comm.uses_native_engine()) << comm.engine_description();
+    const OneRankAllReduce op = OneRankAllReduce::create(dev, "fails-across");
     const Stream x = Stream::create(other).value();
     const Stream s = Stream::create(dev).value();
-    const Stream reader = Stream::create(dev).value();
-    const std::vector<float> v = iota(8, 1.0f);
-    Buffer in = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    Buffer out = Buffer::allocate(reader, v.size() * sizeof(float)).value();
-    KEEL_ASSERT_OK(reader.copy(in.view(), v));
-    KEEL_ASSERT_OK(reader.memset(out.view(), 0));
-    KEEL_ASSERT_OK(reader.synchronize());
     std::shared_ptr<std::atomic<bool>> go = hold_until_set(x);
     const keel_plugin_api& table = plugin_table(other);
     ASSERT_NE(table.stream_enqueue_fallible_host_func, nullptr);
@@ -336,13 +333,13 @@ TEST(CommNativeDispatch, AnOperationBehindABridgedWaitForAFailedStreamOfAnotherD
     KEEL_ASSERT_OK(on_x.record(x));
     KEEL_ASSERT_OK(s.wait(on_x));
     std::thread release = set_soon(go);
-    Result<void> behind = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
+    Result<void> behind = op.run(s);
     release.join();
     ASSERT_FALSE(behind.ok()) << "the all_reduce went to the engine behind a bridged wait for a failed stream";
     EXPECT_EQ(behind.error().code(), KEEL_STATUS_DEVICE_ERROR) << behind.error().message();
     EXPECT_FALSE(s.synchronize().ok());
-    EXPECT_FALSE(comm.error().ok());
-    EXPECT_EQ(reader.copy_to_vector<float>(out.view()).value().get().value(), std::vector<float>(v.size(), 0.0f))
+    EXPECT_FALSE(op.comm.error().ok());
+    EXPECT_EQ(op.output(), std::vector<float>(op.values.size(), 0.0f))
         << "the engine wrote the output of an operation behind a failed bridged wait";
     (void)x.synchronize();
 }

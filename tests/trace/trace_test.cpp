@@ -1,6 +1,7 @@
 // keel::Trace as an API: sessions, errors, what a file holds, memory
 // snapshots and history. The trace's content against a known workload is
 // checked by check_trace.py.
+#include <keel/environment.hpp>
 #include <keel/keel.hpp>
 #include <keel/trace.hpp>
 
@@ -258,7 +259,7 @@ TEST_F(TraceTest, AnOperationQueuedBehindAnotherStartsAtItsEndAndNeverBeforeItsE
 // behind the copy, still stops the program. The scenario runs in a child
 // process of this binary, whose plugin loads with the checker on.
 TEST(TraceChecked, ChildReadsAPendingCopysDestinationWhileTracing) {
-    if (std::getenv("KEEL_TRACE_TEST_CHECKED_CHILD") == nullptr) GTEST_SKIP() << "run by the test below";
+    if (!keel::env::foreign("KEEL_TRACE_TEST_CHECKED_CHILD")) GTEST_SKIP() << "run by the test below";
     keel::Runtime rt = keel::Runtime::create().value();
     keel::Device d = rt.device("cpu:0").value();
     keel::Stream s = keel::Stream::create(d).value();

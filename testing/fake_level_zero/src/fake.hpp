@@ -77,6 +77,12 @@ private:
     int fd_ = -1;
 };
 
+// `bytes` rounded up to whole pages: the size of a memfd shared by mapping.
+[[nodiscard]] std::size_t page_rounded(std::size_t bytes);
+// Whether `fd` is a memfd this driver made as `name` (in any process),
+// `length` bytes long: what an IPC handle's descriptor must be.
+[[nodiscard]] bool is_driver_memfd(int fd, const char* name, std::size_t length);
+
 // How an allocation can cross a process boundary (ipc_memory.cpp).
 enum class Sharing {
     none,

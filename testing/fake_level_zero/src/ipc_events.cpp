@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,23 +40,7 @@ struct PoolHandleData {
 };
 static_assert(sizeof(PoolHandleData) <= ZE_MAX_IPC_HANDLE_SIZE);
 
-std::size_t states_bytes(std::uint32_t count) {
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t bytes = std::size_t{count} * sizeof(std::uint32_t);
-    return (bytes + page - 1) / page * page;
-}
-
-// Whether `fd` is an event pool memfd this driver made (of any process), `length` bytes long.
-bool is_pool_memfd(int fd, std::size_t length) {
-    char target[128] = {};
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
-    if (n <= 0) return false;
-    const std::string expected = std::string("/memfd:") + kPoolMemfdName;
-    if (std::strncmp(target, expected.c_str(), expected.size()) != 0) return false;
-    struct stat st{};
-    return ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) == length;
-}
+std::size_t states_bytes(std::uint32_t count) { return page_rounded(std::size_t{count} * sizeof(std::uint32_t)); }
 
 // The futex calls on a word shared between processes (no FUTEX_PRIVATE_FLAG).
 void futex_wake_all(std::atomic<std::uint32_t>* word) {
@@ -154,7 +137,7 @@ ze_result_t ZE_APICALL zeEventPoolOpenIpcHandle(ze_context_handle_t context, ze_
         (data.flags & ZE_EVENT_POOL_FLAG_IPC) == 0)
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     const std::size_t length = states_bytes(data.count);
-    if (!is_pool_memfd(data.fd, length)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (!is_driver_memfd(data.fd, kPoolMemfdName, length)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     // The caller's descriptor is read, never kept: a duplicate holds the file.
     OwnedFd own(::fcntl(data.fd, F_DUPFD_CLOEXEC, 0));
     if (own.get() < 0) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;

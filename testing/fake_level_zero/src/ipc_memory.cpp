@@ -35,24 +35,23 @@ struct HandleData {
 };
 static_assert(sizeof(HandleData) <= ZE_MAX_IPC_HANDLE_SIZE);
 
-std::size_t page_rounded(std::size_t size) {
+}  // namespace
+
+std::size_t page_rounded(std::size_t bytes) {
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    return (size + page - 1) / page * page;
+    return (bytes + page - 1) / page * page;
 }
 
-// Whether `fd` is a memfd this driver made (of any process), `length` bytes long.
-bool is_device_memfd(int fd, std::size_t length) {
+bool is_driver_memfd(int fd, const char* name, std::size_t length) {
     char target[128] = {};
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
     const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
     if (n <= 0) return false;
-    const std::string expected = std::string("/memfd:") + kMemfdName;
+    const std::string expected = std::string("/memfd:") + name;
     if (std::strncmp(target, expected.c_str(), expected.size()) != 0) return false;
     struct stat st{};
     return ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) == length;
 }
-
-}  // namespace
 
 OwnedFd& OwnedFd::operator=(OwnedFd&& other) noexcept {
     if (this != &other) {
@@ -122,7 +121,7 @@ ze_result_t ZE_APICALL zeMemOpenIpcHandle(ze_context_handle_t context, ze_device
     std::memcpy(&data, handle.data, sizeof data);
     if (data.magic != kIpcHandleMagic || data.size == 0 || data.fd < 0) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     const std::size_t length = page_rounded(data.size);
-    if (!is_device_memfd(data.fd, length)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (!is_driver_memfd(data.fd, kMemfdName, length)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     // The caller's descriptor is read, never kept: the mapping holds the pages.
     void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, data.fd, 0);
     if (p == MAP_FAILED) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;

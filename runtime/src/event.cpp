@@ -3,11 +3,10 @@
 #include <keel/stream.hpp>
 
 #include "access.hpp"
-#include "cross_device/origins.hpp"
 #include "diagnose/host_waits.hpp"
 #include "diagnose/ledger.hpp"
-#include "fallible_reach.hpp"
 #include "logging.hpp"
+#include "ordering_marks.hpp"
 #include "plugin.hpp"
 #include "trace/hooks.hpp"
 
@@ -21,8 +20,7 @@ Result<Event> Event::create(const Device& device, EventTiming timing) {
     keel_event handle = nullptr;
     const std::uint32_t flags = timing == EventTiming::on ? KEEL_EVENT_TIMING : KEEL_EVENT_DEFAULT;
     KEEL_TRY(slot.api().event_create(slot.handle, flags, &handle));
-    cross_device::event_gone(handle);  // a handle the plugin reuses carries nothing
-    detail::fallible::event_gone(handle);
+    detail::ordering::event_gone(handle);  // a handle the plugin reuses carries nothing
     return Event(&slot, handle, slot.plugin->shares().take(), timing);
 }
 
@@ -49,8 +47,7 @@ Event::~Event() { reset(); }
 
 void Event::reset() noexcept {
     if (handle_ == nullptr) return;
-    cross_device::event_gone(handle_);
-    detail::fallible::event_gone(handle_);
+    detail::ordering::event_gone(handle_);
     if (auto r = device_->api().event_destroy(std::exchange(handle_, nullptr)); !r)
         detail::log_warn("[Event] " + r.error().message());
     device_->plugin->shares().let_go(share_);  // last: the plugin may go with it
@@ -83,8 +80,7 @@ Result<void> Event::record(const Stream& stream) const {
                                                        stream.device().name());
     trace::OpScope traced(stream, trace::Kind::record_event, 0);
     KEEL_TRY(device_->api().event_record(handle_, detail::Access::handle(stream)));
-    cross_device::event_recorded(handle_, detail::Access::handle(stream));
-    detail::fallible::event_recorded(handle_, detail::Access::handle(stream));
+    detail::ordering::event_recorded(handle_, detail::Access::handle(stream));
     if (doctor::StreamLedger* ledger = detail::Access::ledger(stream))
         site_.store(doctor::make_site(ledger->id(), ledger->note_blocking(doctor::OpKind::record).index),
                     std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 #include "diagnose/tracked_host_func.hpp"
 #include "host_func_guard.hpp"
 #include "logging.hpp"
+#include "ordering_marks.hpp"
 #include "fallible_reach.hpp"
 #include "pending_fallible.hpp"
 #include "memory/fence.hpp"
@@ -193,8 +194,7 @@ Result<void> Stream::close() {
         if (auto drained = api.stream_synchronize(handle); !drained.ok())
             detail::log_debug("[Stream::close] " + drained.error().message());
     }
-    cross_device::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
-    detail::fallible::stream_gone(handle);
+    detail::ordering::stream_gone(handle);  // its work is done: nothing waits for a point of it any more
     // The trace's times of its last operations, while its events can still be read.
     if (memory_->times_state.load(std::memory_order_acquire) == 2) memory_->times->close();
     doctor::close_ledger(memory_->ledger);

@@ -2,6 +2,7 @@
 
 #include "../fallible_reach.hpp"
 #include "../logging.hpp"
+#include "../ordering_marks.hpp"
 #include "origins.hpp"
 
 #include <chrono>
@@ -20,8 +21,7 @@ struct GiveBack {
 
 // What the runtime kept for a helper goes before the plugin destroys it.
 void helper_gone(keel_stream helper) noexcept {
-    stream_gone(helper);
-    detail::fallible::stream_gone(helper);
+    detail::ordering::stream_gone(helper);
 }
 
 }  // namespace

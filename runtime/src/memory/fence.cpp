@@ -1,9 +1,8 @@
 #include "memory/fence.hpp"
 
 #include "access.hpp"
-#include "cross_device/origins.hpp"
-#include "fallible_reach.hpp"
 #include "memory/event_wait.hpp"
+#include "ordering_marks.hpp"
 
 #include <utility>
 
@@ -31,8 +30,7 @@ Result<Fence> record_fence(const std::shared_ptr<MemoryCore>& core, keel_stream 
         core->allocator().let_go(*share);
         return std::move(recorded).error().context("Stream::fence");
     }
-    cross_device::event_recorded(*event, from);
-    detail::fallible::event_recorded(*event, from);
+    detail::ordering::event_recorded(*event, from);
     Fence fence;
     detail::Access::memory(fence) = core.get();
     detail::Access::share(fence) = share;
@@ -91,8 +89,7 @@ void Fence::reset() noexcept {
     // Waits already enqueued keep the captured point, but a host query of a
     // recycled event would not: recycle only once the point is reached.
     memory::MemoryCore& core = *memory_;
-    cross_device::event_gone(event_);
-    detail::fallible::event_gone(event_);
+    detail::ordering::event_gone(event_);
     try {
         core.tracker().track(from_, seq_, event_, /*owns_event=*/true, memory::WorkKind::fence, HostFunc{});
     } catch (...) {

@@ -299,8 +299,7 @@ Result<void> Stream::wait(const Fence& fence) const {
     if (theirs == &mine) {
         cross_device::Origins carried = cross_device::origins_of_event(detail::Access::event(fence));
         KEEL_TRY(memory::wait_fence(fence, handle_));
-        KEEL_TRY(detail::fallible::arrive_from_event(handle_, detail::Access::event(fence)));
-        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
+        KEEL_TRY(detail::ordering::arrived_from_event(mine, handle_, detail::Access::event(fence), std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::event(fence));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -319,8 +318,7 @@ Result<void> Stream::wait(const Event& event) const {
     if (theirs == &mine) {
         cross_device::Origins carried = cross_device::origins_of_event(detail::Access::handle(event));
         KEEL_TRY(mine.api().stream_wait_event(handle_, detail::Access::handle(event)));
-        KEEL_TRY(detail::fallible::arrive_from_event(handle_, detail::Access::handle(event)));
-        KEEL_TRY(cross_device::arrive(mine, handle_, std::move(carried)));
+        KEEL_TRY(detail::ordering::arrived_from_event(mine, handle_, detail::Access::handle(event), std::move(carried)));
     } else {
         auto r = cross_device::wait_event(mine, handle_, *theirs, detail::Access::handle(event));
         if (!r.ok()) return std::move(r).error().context("Stream::wait");
@@ -355,8 +353,8 @@ Result<void> Stream::order_after(const Stream& from) const {
     } else {
         KEEL_TRY(memory::order_after(*core, handle_, from.handle_));
     }
-    KEEL_TRY(detail::fallible::arrive_from_stream(handle_, from.handle_));
-    KEEL_TRY(cross_device::arrive(detail::Access::slot(device_), handle_, std::move(carried)));
+    KEEL_TRY(detail::ordering::arrived_from_stream(detail::Access::slot(device_), handle_, from.handle_,
+                                                   std::move(carried)));
     (void)ledger_of(*this).note_blocking(doctor::OpKind::order_after, target);
     return ok();
 }

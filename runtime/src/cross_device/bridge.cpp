@@ -4,6 +4,7 @@
 #include "../fallible_reach.hpp"
 #include "../logging.hpp"
 #include "../memory/fence.hpp"
+#include "../ordering_marks.hpp"
 #include "helper_streams.hpp"
 #include "origins.hpp"
 
@@ -132,8 +133,7 @@ Result<void> order_after(const detail::DeviceSlot& to_dev, keel_stream to, const
         // A fence of `from`'s memory instance: its event is recycled once reached.
         KEEL_TRY_ASSIGN(Fence fence, memory::record_fence(from_core, from));
         KEEL_TRY(from_dev.api().stream_wait_event(to, detail::Access::event(fence)));
-        KEEL_TRY(detail::fallible::arrive_from_stream(to, from));
-        return arrive(to_dev, to, std::move(carried));
+        return detail::ordering::arrived_from_stream(to_dev, to, from, std::move(carried));
     }
     KEEL_TRY(detail::fallible::arrive_from_stream(to, from));
     return bridge(to_dev, to, from_dev, from, origins_of_stream(from));
@@ -144,8 +144,7 @@ Result<void> wait_event(const detail::DeviceSlot& to_dev, keel_stream to, const 
     Origins carried = origins_of_event(event);
     if (native_wait(to_dev, event_dev)) {
         KEEL_TRY(event_dev.api().stream_wait_event(to, event));
-        KEEL_TRY(detail::fallible::arrive_from_event(to, event));
-        return arrive(to_dev, to, std::move(carried));
+        return detail::ordering::arrived_from_event(to_dev, to, event, std::move(carried));
     }
     KEEL_TRY(detail::fallible::arrive_from_event(to, event));
     // A helper stream of the event's device captures the point now (a wait

@@ -29,19 +29,10 @@ using testing::ScopedEnv;
 
 constexpr std::uint64_t kBytes = 1 << 20;
 
-std::vector<std::uint8_t> pattern(std::uint8_t seed) {
-    std::vector<std::uint8_t> v(kBytes);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7);
-    return v;
-}
-
+std::vector<std::uint8_t> pattern(std::uint8_t seed) { return testing::byte_pattern(kBytes, seed); }
 
 std::string check_pattern(const std::vector<std::uint8_t>& got, std::uint8_t seed) {
-    const auto want = pattern(seed);
-    if (got == want) return "";
-    std::size_t i = 0;
-    while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
-    return "the imported bytes differ from the exporter's at byte " + std::to_string(i);
+    return testing::pattern_mismatch(got, kBytes, seed, "the importer reading the exporter's write");
 }
 
 TEST(IpcMemory, AnImporterReadsWhatTheExporterWroteAfterWaitingForTheSharedEvent) {

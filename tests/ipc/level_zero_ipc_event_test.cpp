@@ -30,15 +30,10 @@ using testing::send_byte;
 
 constexpr std::uint64_t kEventBytes = 64 * 1024;
 
-std::vector<std::uint8_t> event_pattern(std::uint8_t seed) {
-    std::vector<std::uint8_t> v(kEventBytes);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 11);
-    return v;
-}
+std::vector<std::uint8_t> event_pattern(std::uint8_t seed) { return testing::byte_pattern(kEventBytes, seed); }
 
 std::string event_check_pattern(const std::vector<std::uint8_t>& got, std::uint8_t seed) {
-    if (got == event_pattern(seed)) return "";
-    return "the importer read bytes other than the exporter's writes (first byte " + std::to_string(got.at(0)) + ")";
+    return testing::pattern_mismatch(got, kEventBytes, seed, "the importer reading the exporter's writes");
 }
 
 TEST(LevelZeroIpcEvent, AnImporterReadsWhatTheExporterWroteAfterWaitingForTheSharedEvent) {

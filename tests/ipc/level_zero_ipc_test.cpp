@@ -28,18 +28,10 @@ using testing::send_byte;
 
 constexpr std::uint64_t kLzBytes = 64 * 1024;
 
-std::vector<std::uint8_t> lz_pattern(std::uint8_t seed) {
-    std::vector<std::uint8_t> v(kLzBytes);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 13);
-    return v;
-}
+std::vector<std::uint8_t> lz_pattern(std::uint8_t seed) { return testing::byte_pattern(kLzBytes, seed); }
 
 std::string lz_check_pattern(const std::vector<std::uint8_t>& got, std::uint8_t seed, const char* when) {
-    const auto want = lz_pattern(seed);
-    if (got == want) return "";
-    std::size_t i = 0;
-    while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
-    return std::string(when) + ": the bytes differ from the other side's at byte " + std::to_string(i);
+    return testing::pattern_mismatch(got, kLzBytes, seed, when);
 }
 
 TEST(LevelZeroIpcMemory, WritesOfEitherProcessAreSeenByTheOtherAndOutliveTheExporter) {

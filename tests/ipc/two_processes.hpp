@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -99,6 +100,26 @@ inline std::string receive_byte(int socket) {
 inline void expect_both_ok(const std::pair<SideResult, SideResult>& r) {
     EXPECT_EQ(r.first.code, 0) << "exporter: " << r.first.message;
     EXPECT_EQ(r.second.code, 0) << "importer: " << r.second.message;
+}
+
+// `bytes` bytes that depend on `seed` and their position: what one side
+// writes and the other checks.
+inline std::vector<std::uint8_t> byte_pattern(std::size_t bytes, std::uint8_t seed) {
+    std::vector<std::uint8_t> v(bytes);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7);
+    return v;
+}
+
+// Empty when `got` is byte_pattern(bytes, seed); otherwise `what`, the
+// first byte that differs and both sizes.
+inline std::string pattern_mismatch(const std::vector<std::uint8_t>& got, std::size_t bytes, std::uint8_t seed,
+                                    const std::string& what) {
+    const std::vector<std::uint8_t> want = byte_pattern(bytes, seed);
+    if (got == want) return "";
+    std::size_t i = 0;
+    while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+    return what + ": the bytes differ from the other side's at byte " + std::to_string(i) + " (" +
+           std::to_string(got.size()) + " read, " + std::to_string(want.size()) + " written)";
 }
 
 }  // namespace keel::testing

@@ -1,8 +1,8 @@
 // Events shared between two processes on level_zero:0, through the real
 // Level Zero loader and the fake driver, whose IPC event pools keep their
 // events' states in a memfd both processes map: the cases tests/ipc runs
-// on cpu:0, with the differences Level Zero has (only the status of an
-// exporter's failure crosses, not its message).
+// on cpu:0, with the differences Level Zero has (an exporter's failure
+// crosses through the bits of the pool's events, its message bounded).
 #include "two_processes.hpp"
 
 #include <keel/ipc.hpp>
@@ -84,24 +84,48 @@ TEST(LevelZeroIpcEvent, AnImporterReadsWhatTheExporterWroteAfterWaitingForTheSha
     expect_both_ok(result);
 }
 
-TEST(LevelZeroIpcEvent, AWaitOnARecordMadeAfterTheExportersStreamFailedFailsWithItsStatus) {
+// Empty when `e` is the exporter's failure, with its code and its `text`
+// (and not `absent`).
+std::string failed_with(const Error& e, const std::string& text, const std::string& absent = "") {
+    if (e.code() != KEEL_STATUS_OUT_OF_RANGE) return "not OUT_OF_RANGE: " + e.message();
+    for (const std::string& said : {std::string("after its stream failed: "), text})
+        if (e.message().find(said) == std::string::npos) return "the error does not say '" + said + "': " + e.message();
+    if (!absent.empty() && e.message().find(absent) != std::string::npos)
+        return "the error says '" + absent + "': " + e.message();
+    return "";
+}
+
+TEST(LevelZeroIpcEvent, AWaitOnARecordMadeAfterTheExportersStreamFailedFailsWithItsError) {
+    // The second stream fails with a message longer than what crosses: the
+    // importer gets its beginning, cut, never more.
+    const std::string long_message = "planted long failure " + std::string(4000, 'x') + " TAIL";
     auto result = run_two_processes(
-        [](int socket) -> std::string {
+        [&long_message](int socket) -> std::string {
             IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
             IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
+            IPC_SIDE_ASSIGN(Stream s2, Stream::create(dev));
             IPC_SIDE_ASSIGN(Event ev, ipc::create_event(dev));
-            // The failure waits until the record is enqueued: a record on a
-            // stream already failed is refused at the call.
+            IPC_SIDE_ASSIGN(Event long_ev, ipc::create_event(dev));
+            // The failures wait until the records are enqueued: a record on
+            // a stream already failed is refused at the call.
             std::promise<void> recorded;
-            IPC_SIDE_OK(s.enqueue_host_func([after = recorded.get_future().share()]() -> Result<void> {
+            auto after = recorded.get_future().share();
+            IPC_SIDE_OK(s.enqueue_host_func([after]() -> Result<void> {
                 after.wait();
                 return Error(KEEL_STATUS_OUT_OF_RANGE, "planted exporter failure 5150");
             }));
+            IPC_SIDE_OK(s2.enqueue_host_func([after, &long_message]() -> Result<void> {
+                after.wait();
+                return Error(KEEL_STATUS_OUT_OF_RANGE, long_message);
+            }));
             IPC_SIDE_OK(ev.record(s));
+            IPC_SIDE_OK(long_ev.record(s2));
             recorded.set_value();
             IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::export_event(ev));
+            IPC_SIDE_ASSIGN(ipc::Handle long_eh, ipc::export_event(long_ev));
             IPC_SIDE_OK(ipc::send_handle(socket, eh));
+            IPC_SIDE_OK(ipc::send_handle(socket, long_eh));
             IPC_SIDE_STEP(receive_byte(socket));
             return "";
         },
@@ -110,20 +134,29 @@ TEST(LevelZeroIpcEvent, AWaitOnARecordMadeAfterTheExportersStreamFailedFailsWith
             IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
             IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
             IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::receive_handle(socket));
+            IPC_SIDE_ASSIGN(ipc::Handle long_eh, ipc::receive_handle(socket));
             IPC_SIDE_ASSIGN(Event ev, ipc::import_event(dev, eh));
+            IPC_SIDE_ASSIGN(Event long_ev, ipc::import_event(dev, long_eh));
+            // The exporter's own text, through every way of asking.
+            const std::string text = "planted exporter failure 5150";
             auto synced = ev.synchronize();
             IPC_SIDE_EXPECT(!synced.ok(), "event_synchronize reported success after the exporter failed");
-            IPC_SIDE_EXPECT(synced.error().code() == KEEL_STATUS_OUT_OF_RANGE &&
-                                synced.error().message().find("after its stream failed") != std::string::npos,
-                            synced.error().message());
+            IPC_SIDE_STEP(failed_with(synced.error(), text));
             auto queried = ev.query();
-            IPC_SIDE_EXPECT(!queried.ok() && queried.error().code() == KEEL_STATUS_OUT_OF_RANGE,
-                            "event_query after the exporter failed");
+            IPC_SIDE_EXPECT(!queried.ok(), "event_query reported success after the exporter failed");
+            IPC_SIDE_STEP(failed_with(queried.error(), text));
             IPC_SIDE_OK(s.wait(ev));
             auto waited = s.synchronize();
             IPC_SIDE_EXPECT(!waited.ok(), "a stream that waited on the failed record reports success");
-            IPC_SIDE_EXPECT(waited.error().code() == KEEL_STATUS_OUT_OF_RANGE, waited.error().message());
+            IPC_SIDE_STEP(failed_with(waited.error(), text));
             IPC_SIDE_EXPECT(!ev.record(s).ok(), "an importer recorded an imported event");
+            // A message longer than the bound arrives cut, with its start.
+            auto cut = long_ev.synchronize();
+            IPC_SIDE_EXPECT(!cut.ok(), "event_synchronize reported success after the exporter failed");
+            IPC_SIDE_STEP(failed_with(cut.error(), "planted long failure xxx", "TAIL"));
+            IPC_SIDE_EXPECT(cut.error().message().find("xxx...") != std::string::npos &&
+                                cut.error().message().size() < 400,
+                            "not cut with an ellipsis to a bounded length: " + cut.error().message());
             return send_byte(socket);
         });
     expect_both_ok(result);

@@ -172,12 +172,6 @@ TEST_F(OnFakeDriver, AKernelArgumentTheDriverRefusesNamesTheCall) {
     KEEL_EXPECT_OK(api().device_free(device(), buf));
 }
 
-}  // namespace
-}  // namespace keel::level_zero_test
-
-namespace keel::level_zero_test {
-namespace {
-
 // An interprocess event, exported and imported in this process (the fake
 // driver opens its own pools), recorded behind a host function that fails
 // the stream with OUT_OF_RANGE "planted failure <n>" once `gate` opens.

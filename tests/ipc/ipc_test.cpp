@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 namespace keel::testing {
-INSTANTIATE_TEST_SUITE_P(Devices, IpcMemoryAcrossProcesses, ::testing::Values("cpu:0"), ipc_device_name);
-INSTANTIATE_TEST_SUITE_P(Devices, IpcEventAcrossProcesses, ::testing::Values("cpu:0"), ipc_device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, IpcMemoryAcrossProcesses, ::testing::Values("cpu:0"), device_test_name);
+INSTANTIATE_TEST_SUITE_P(Devices, IpcEventAcrossProcesses, ::testing::Values("cpu:0"), device_test_name);
 }  // namespace keel::testing
 
 namespace keel {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 namespace keel::testing {
-INSTANTIATE_TEST_SUITE_P(Devices, IpcEventAcrossProcesses, ::testing::Values("level_zero:0"), ipc_device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, IpcEventAcrossProcesses, ::testing::Values("level_zero:0"), device_test_name);
 }  // namespace keel::testing
 
 namespace keel {

@@ -201,7 +201,7 @@ Result<void> InterprocessEvent::complete(std::uint64_t record, const Error* fail
 
 Result<void> InterprocessEvent::publish_failure(const Error& failure) {
     // The text's events are created here, which resets them, and only its
-    // 1 bits signalled. Without all of them (out of host memory) "message"
+    // 1 bits signalled. When one cannot be (out of host memory) "message"
     // stays unsignalled and importers get the status alone.
     const std::string text = bounded_message(failure.message());
     const std::uint32_t count = message_events(text);
@@ -248,8 +248,8 @@ Result<void> InterprocessEvent::failure() const {
     Result<bool> has_text = signalled(events_[kMessage]);
     if (has_text.ok() && !*has_text) {
         crossed_.emplace(status, what + " with " + status_name(status) +
-                                     " (its message did not cross: the exporter could not create the events "
-                                     "that carry it)");
+                                     " (its message did not cross: the exporter could not create or signal "
+                                     "the events that carry it)");
         return *crossed_;
     }
     Result<std::string> text = has_text.ok() ? read_text() : Result<std::string>(has_text.error());

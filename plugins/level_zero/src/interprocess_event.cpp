@@ -200,27 +200,32 @@ Result<void> InterprocessEvent::complete(std::uint64_t record, const Error* fail
 }
 
 Result<void> InterprocessEvent::publish_failure(const Error& failure) {
-    // The text's events are created here, which resets them, and only its
-    // 1 bits signalled. When one cannot be (out of host memory) "message"
-    // stays unsignalled and importers get the status alone.
-    const std::string text = bounded_message(failure.message());
-    const std::uint32_t count = message_events(text);
-    text_events_.reserve(count);
-    bool text_crossed = true;
-    for (std::uint32_t i = 0; i < count && text_crossed; ++i) {
-        Result<ze_event_handle_t> made = create_event(pool_, kTextFirst + i);
-        if (!made.ok()) {
-            text_crossed = false;
-            break;
-        }
-        text_events_.push_back(*made);
-        if (message_bit(text, i)) text_crossed = KEEL_ZE(zeEventHostSignal, *made).ok();
-    }
-    if (text_crossed) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kMessage]).check());
+    if (publish_text(failure.message())) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kMessage]).check());
     const auto code = static_cast<std::uint32_t>(failure.code());
     for (std::uint32_t bit = 0; bit < kCodeBits; ++bit)
         if ((code >> bit) & 1u) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kCodeFirst + bit]).check());
     return KEEL_ZE(zeEventHostSignal, events_[kFailed]).check();
+}
+
+bool InterprocessEvent::publish_text(std::string_view message) noexcept {
+    // The text's events are created here, which resets them, and only its
+    // 1 bits signalled. When one cannot be (out of host memory) "message"
+    // stays unsignalled and importers get the status alone: the status and
+    // "done" must cross whatever happens to the text.
+    try {
+        const std::string text = bounded_message(message);
+        const std::uint32_t count = message_events(text);
+        text_events_.reserve(count);
+        for (std::uint32_t i = 0; i < count; ++i) {
+            Result<ze_event_handle_t> made = create_event(pool_, kTextFirst + i);
+            if (!made.ok()) return false;
+            text_events_.push_back(*made);
+            if (message_bit(text, i) && !KEEL_ZE(zeEventHostSignal, *made).ok()) return false;
+        }
+        return true;
+    } catch (...) {
+        return false;
+    }
 }
 
 Result<std::string> InterprocessEvent::read_text() const {

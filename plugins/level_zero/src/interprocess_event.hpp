@@ -37,6 +37,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace keel::level_zero {
@@ -88,6 +90,9 @@ private:
     [[nodiscard]] Result<void> failure() const;  // after "done": the exporter's error, if any
     // Exporter, under mutex_: the text's events, "message", code, "failed".
     [[nodiscard]] Result<void> publish_failure(const Error& failure);
+    // Exporter, under mutex_: creates and signals the text's events; false
+    // when they are not all there.
+    [[nodiscard]] bool publish_text(std::string_view message) noexcept;
     // Importer: the exporter's text, through events created one at a time.
     [[nodiscard]] Result<std::string> read_text() const;
 

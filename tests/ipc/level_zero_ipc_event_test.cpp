@@ -1,171 +1,26 @@
 // Events shared between two processes on level_zero:0, through the real
 // Level Zero loader and the fake driver, whose IPC event pools keep their
-// events' states in a memfd both processes map: the cases tests/ipc runs
-// on cpu:0, with the differences Level Zero has (only the status of an
-// exporter's failure crosses, not its message).
-#include "two_processes.hpp"
+// events' states in a memfd both processes map: the scenarios every device
+// runs (ipc_scenarios.cpp), and what Level Zero's handles refuse.
+#include "ipc_scenarios.hpp"
 
 #include <keel/ipc.hpp>
 #include <keel/keel.hpp>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <future>
 #include <string>
-#include <thread>
 #include <unistd.h>
-#include <vector>
+
+namespace keel::testing {
+INSTANTIATE_TEST_SUITE_P(Devices, IpcEventAcrossProcesses, ::testing::Values("level_zero:0"), device_test_name);
+}  // namespace keel::testing
 
 namespace keel {
 namespace {
-
-using testing::expect_both_ok;
-using testing::receive_byte;
-using testing::run_two_processes;
-using testing::send_byte;
-
-constexpr std::uint64_t kEventBytes = 64 * 1024;
-
-std::vector<std::uint8_t> event_pattern(std::uint8_t seed) { return testing::byte_pattern(kEventBytes, seed); }
-
-std::string event_check_pattern(const std::vector<std::uint8_t>& got, std::uint8_t seed) {
-    return testing::pattern_mismatch(got, kEventBytes, seed, "the importer reading the exporter's writes");
-}
-
-TEST(LevelZeroIpcEvent, AnImporterReadsWhatTheExporterWroteAfterWaitingForTheSharedEvent) {
-    auto result = run_two_processes(
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_EXPECT(dev.has(DeviceCapability::ipc_memory) && dev.has(DeviceCapability::ipc_events),
-                            "level_zero:0 lacks the IPC capabilities");
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(RawBuffer mem, ipc::allocate_exportable(dev, kEventBytes));
-            IPC_SIDE_ASSIGN(Event written, ipc::create_event(dev));
-            // The writes wait until the importer has enqueued its wait and
-            // its read: a read the event does not order comes first.
-            IPC_SIDE_OK(s.enqueue_host_func([socket] { (void)receive_byte(socket); }));
-            IPC_SIDE_OK(s.copy(mem.view(), event_pattern(7)));
-            IPC_SIDE_OK(written.record(s));
-            IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::export_memory(mem));
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::export_event(written));
-            IPC_SIDE_EXPECT(eh.kind() == KEEL_IPC_HANDLE_EVENT && eh.fd() >= 0, "an event handle with a descriptor");
-            IPC_SIDE_OK(ipc::send_handle(socket, mh));
-            IPC_SIDE_OK(ipc::send_handle(socket, eh));
-            IPC_SIDE_OK(s.synchronize());         // the gate read the importer's byte
-            IPC_SIDE_STEP(receive_byte(socket));  // the importer read and closed
-            return "";
-        },
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(ipc::Handle mh, ipc::receive_handle(socket));
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::receive_handle(socket));
-            IPC_SIDE_ASSIGN(ipc::ImportedBuffer mem, ipc::import_memory(dev, mh));
-            IPC_SIDE_ASSIGN(Event written, ipc::import_event(dev, eh));
-            IPC_SIDE_ASSIGN(bool early, written.query());
-            IPC_SIDE_EXPECT(!early, "the record reads as complete while the exporter's stream is held");
-            IPC_SIDE_OK(s.wait(written));
-            IPC_SIDE_ASSIGN(auto future, s.copy_to_vector<std::uint8_t>(mem.view()));
-            IPC_SIDE_STEP(send_byte(socket));  // releases the exporter's writes
-            IPC_SIDE_ASSIGN(std::vector<std::uint8_t> got, std::move(future).get());
-            IPC_SIDE_STEP(event_check_pattern(got, 7));
-            IPC_SIDE_OK(written.synchronize());
-            IPC_SIDE_ASSIGN(bool done, written.query());
-            IPC_SIDE_EXPECT(done, "the completed record reads as pending");
-            IPC_SIDE_OK(mem.close());
-            return send_byte(socket);
-        });
-    expect_both_ok(result);
-}
-
-TEST(LevelZeroIpcEvent, AWaitOnARecordMadeAfterTheExportersStreamFailedFailsWithItsStatus) {
-    auto result = run_two_processes(
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(Event ev, ipc::create_event(dev));
-            // The failure waits until the record is enqueued: a record on a
-            // stream already failed is refused at the call.
-            std::promise<void> recorded;
-            IPC_SIDE_OK(s.enqueue_host_func([after = recorded.get_future().share()]() -> Result<void> {
-                after.wait();
-                return Error(KEEL_STATUS_OUT_OF_RANGE, "planted exporter failure 5150");
-            }));
-            IPC_SIDE_OK(ev.record(s));
-            recorded.set_value();
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::export_event(ev));
-            IPC_SIDE_OK(ipc::send_handle(socket, eh));
-            IPC_SIDE_STEP(receive_byte(socket));
-            return "";
-        },
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::receive_handle(socket));
-            IPC_SIDE_ASSIGN(Event ev, ipc::import_event(dev, eh));
-            auto synced = ev.synchronize();
-            IPC_SIDE_EXPECT(!synced.ok(), "event_synchronize reported success after the exporter failed");
-            IPC_SIDE_EXPECT(synced.error().code() == KEEL_STATUS_OUT_OF_RANGE &&
-                                synced.error().message().find("after its stream failed") != std::string::npos,
-                            synced.error().message());
-            auto queried = ev.query();
-            IPC_SIDE_EXPECT(!queried.ok() && queried.error().code() == KEEL_STATUS_OUT_OF_RANGE,
-                            "event_query after the exporter failed");
-            IPC_SIDE_OK(s.wait(ev));
-            auto waited = s.synchronize();
-            IPC_SIDE_EXPECT(!waited.ok(), "a stream that waited on the failed record reports success");
-            IPC_SIDE_EXPECT(waited.error().code() == KEEL_STATUS_OUT_OF_RANGE, waited.error().message());
-            IPC_SIDE_EXPECT(!ev.record(s).ok(), "an importer recorded an imported event");
-            return send_byte(socket);
-        });
-    expect_both_ok(result);
-}
-
-TEST(LevelZeroIpcEvent, AWaitForAnExporterThatExitedFailsInsteadOfHanging) {
-    auto result = run_two_processes(
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(Event ev, ipc::create_event(dev));
-            IPC_SIDE_OK(s.enqueue_host_func([] { std::this_thread::sleep_for(std::chrono::seconds(30)); }));
-            IPC_SIDE_OK(ev.record(s));  // never completes: the process goes first
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::export_event(ev));
-            IPC_SIDE_OK(ipc::send_handle(socket, eh));
-            IPC_SIDE_STEP(receive_byte(socket));
-            ::_exit(0);  // dies with the record pending
-        },
-        [](int socket) -> std::string {
-            IPC_SIDE_ASSIGN(Runtime rt, Runtime::create());
-            IPC_SIDE_ASSIGN(Device dev, rt.device("level_zero:0"));
-            IPC_SIDE_ASSIGN(Stream s, Stream::create(dev));
-            IPC_SIDE_ASSIGN(ipc::Handle eh, ipc::receive_handle(socket));
-            IPC_SIDE_ASSIGN(Event ev, ipc::import_event(dev, eh));
-            IPC_SIDE_ASSIGN(bool done, ev.query());
-            IPC_SIDE_EXPECT(!done, "the pending record reads as complete");
-            IPC_SIDE_OK(s.wait(ev));
-            IPC_SIDE_STEP(send_byte(socket));
-            const auto start = std::chrono::steady_clock::now();
-            auto synced = ev.synchronize();
-            IPC_SIDE_EXPECT(!synced.ok() && synced.error().code() == KEEL_STATUS_UNAVAILABLE,
-                            synced.ok() ? std::string("it succeeded") : synced.error().message());
-            auto stream = s.synchronize();
-            IPC_SIDE_EXPECT(!stream.ok() && stream.error().code() == KEEL_STATUS_UNAVAILABLE,
-                            stream.ok() ? std::string("the waiting stream succeeded") : stream.error().message());
-            IPC_SIDE_EXPECT(std::chrono::steady_clock::now() - start < std::chrono::seconds(10),
-                            "it took more than 10 s to notice");
-            return "";
-        });
-    expect_both_ok(result);
-}
 
 TEST(LevelZeroIpcEvent, ForeignMalformedAndMisusedHandlesAreRefused) {
     // One process: the fake driver opens an event pool handle in the

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <keel/keel.hpp>
+#include <keel/testing/device_test_name.hpp>
 
 #include <gtest/gtest.h>
 
@@ -47,14 +48,6 @@ protected:
     Runtime runtime_ = Runtime::create().expect("loading the plugins");
     std::optional<Device> device_;
 };
-
-// "cpu:0" -> "cpu_0", for test instance names.
-inline std::string device_test_name(const ::testing::TestParamInfo<std::string>& info) {
-    std::string name = info.param;
-    for (char& c : name)
-        if (c == ':') c = '_';
-    return name;
-}
 
 }  // namespace keel::testing
 

@@ -3,9 +3,14 @@
 // lost device makes streams sticky-failed as keel.h describes.
 #include "fake_fixture.hpp"
 
+#include <keel/c_error.hpp>
+
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace keel::level_zero_test {
 namespace {
@@ -165,6 +170,73 @@ TEST_F(OnFakeDriver, AKernelArgumentTheDriverRefusesNamesTheCall) {
     EXPECT_EQ(out, std::vector<float>(64, 2.0f));
     KEEL_EXPECT_OK(api().stream_destroy(s));
     KEEL_EXPECT_OK(api().device_free(device(), buf));
+}
+
+// An interprocess event, exported and imported in this process (the fake
+// driver opens its own pools), recorded behind a host function that fails
+// the stream with OUT_OF_RANGE "planted failure <n>" once `gate` opens.
+struct FailingInterprocessEvent {
+    keel_stream stream = nullptr;
+    keel_event exported = nullptr;
+    keel_event imported = nullptr;
+};
+
+keel_error* plant_failure(void* n, keel_status) {
+    return make_c_error(KEEL_STATUS_OUT_OF_RANGE, "planted failure " + std::to_string(*static_cast<int*>(n)));
+}
+
+void record_behind_a_failure(const keel_plugin_api& api, keel_device device, Gate& gate, int* n,
+                             FailingInterprocessEvent& out) {
+    KEEL_ASSERT_OK(api.stream_create(device, 0, &out.stream));
+    KEEL_ASSERT_OK(api.event_create(device, KEEL_EVENT_INTERPROCESS, &out.exported));
+    keel_ipc_handle h{};
+    h.struct_size = KEEL_IPC_HANDLE_STRUCT_SIZE;
+    KEEL_ASSERT_OK(api.ipc_event_export(out.exported, &h));
+    KEEL_ASSERT_OK(api.ipc_event_import(device, &h, &out.imported));
+    ::close(h.fd);
+    KEEL_ASSERT_OK(gate.hold(api, out.stream));
+    KEEL_ASSERT_OK(api.stream_enqueue_fallible_host_func(out.stream, &plant_failure, n));
+    KEEL_ASSERT_OK(api.event_record(out.exported, out.stream));
+}
+
+TEST_F(OnFakeDriver, AnInterprocessEventsFailureKeepsItsStatusWhereItsTextCannotCross) {
+    // The exporter cannot create the events of the text: the status alone
+    // crosses, and the importer's error says why.
+    Gate gate, other_gate;
+    int first = 1, second = 2;
+    FailingInterprocessEvent a, b;
+    record_behind_a_failure(api(), device(), gate, &first, a);
+    record_behind_a_failure(api(), device(), other_gate, &second, b);
+    fake_ze_fail_calls("zeEventCreate", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 3, 1);
+    gate.open();
+    const CError untold = outcome(api().event_synchronize(a.imported));
+    EXPECT_EQ(untold.code, KEEL_STATUS_OUT_OF_RANGE) << untold.message;
+    EXPECT_TRUE(contains(untold.message, "after its stream failed with OUT_OF_RANGE (its message did not cross"))
+        << untold.message;
+    EXPECT_FALSE(contains(untold.message, "planted")) << untold.message;
+
+    // The importer cannot create an event to read it with: the status, why,
+    // and a later question reads the text.
+    other_gate.open();
+    KEEL_EXPECT_ERROR(api().stream_synchronize(b.stream), KEEL_STATUS_OUT_OF_RANGE);
+    fake_ze_fail_calls("zeEventCreate", ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, 5, 1);
+    const CError unread = outcome(api().event_synchronize(b.imported));
+    EXPECT_EQ(unread.code, KEEL_STATUS_OUT_OF_RANGE) << unread.message;
+    EXPECT_TRUE(contains(unread.message, "(its message could not be read here:")) << unread.message;
+    EXPECT_TRUE(contains(unread.message, "zeEventCreate")) << unread.message;
+    int32_t done = 0;
+    const CError read = outcome(api().event_query(b.imported, &done));
+    EXPECT_EQ(read.code, KEEL_STATUS_OUT_OF_RANGE) << read.message;
+    EXPECT_TRUE(contains(read.message, "after its stream failed: ")) << read.message;
+    EXPECT_TRUE(contains(read.message, "planted failure 2 (OUT_OF_RANGE)")) << read.message;
+
+    for (FailingInterprocessEvent* e : {&a, &b}) {
+        KEEL_EXPECT_OK(api().event_destroy(e->imported));
+        KEEL_EXPECT_OK(api().event_destroy(e->exported));
+        KEEL_EXPECT_ERROR(api().stream_destroy(e->stream), KEEL_STATUS_OUT_OF_RANGE);
+    }
+    plugin().shutdown();
+    EXPECT_EQ(fake_ze_live_objects(), 0u) << "the plugin released every event it created for the texts";
 }
 
 }  // namespace

@@ -36,7 +36,12 @@ Result<int32_t> completion(const StreamPoint& point) {
 Result<void> record_interprocess(Event& e, Stream& s) {
     const std::shared_ptr<InterprocessEvent>& shared = e.shared();
     KEEL_TRY_ASSIGN(const std::uint64_t record, shared->begin_record());
-    Result<void> queued = s.enqueue_host([shared, record](Status status) { return shared->complete(record, status); });
+    Result<void> queued = s.enqueue_host([shared, record, health = s.health()](Status status) -> Result<void> {
+        if (status == KEEL_STATUS_OK) return shared->complete(record, nullptr);
+        // The stream's first error is the one `status` is the code of.
+        const Error failure = health->first_error().value_or(Error(status, "(the stream kept no message)"));
+        return shared->complete(record, &failure);
+    });
     if (!queued.ok()) {
         shared->abandon(record);
         return queued;

@@ -19,7 +19,11 @@ namespace {
 
 constexpr std::uint32_t kDone = 0;
 constexpr std::uint32_t kFailed = 1;
-constexpr std::uint32_t kCodeBits = InterprocessEvent::kEvents - 2;
+constexpr std::uint32_t kCodeFirst = 2;
+constexpr std::uint32_t kCodeBits = 4;
+constexpr std::uint32_t kMessage = 6;
+constexpr std::uint32_t kTextFirst = InterprocessEvent::kEvents;
+static_assert(kCodeFirst + kCodeBits == kMessage && kMessage + 1 == kTextFirst, "the layout of interprocess_event.hpp");
 static_assert(KEEL_STATUS_INTERNAL < (1u << kCodeBits), "every status code fits the code bits");
 static_assert(ZE_MAX_IPC_HANDLE_SIZE <= KEEL_IPC_HANDLE_MAX_BYTES);
 
@@ -49,26 +53,43 @@ bool exporter_alive(std::int32_t pid) {
     return state != 'Z' && state != 'X';
 }
 
-// Creates the pool's events (opened pools: as the exporter left them); on
-// failure destroys those made and returns the error.
+// Event `index` of `pool`: reset in the pool's creator, as the exporter
+// left it in an opened pool.
+Result<ze_event_handle_t> create_event(ze_event_pool_handle_t pool, std::uint32_t index) {
+    ze_event_desc_t desc{ZE_STRUCTURE_TYPE_EVENT_DESC, nullptr, index, ZE_EVENT_SCOPE_FLAG_HOST,
+                         ZE_EVENT_SCOPE_FLAG_HOST};
+    ze_event_handle_t event = nullptr;
+    KEEL_TRY(KEEL_ZE(zeEventCreate, pool, &desc, &event).check());
+    return event;
+}
+
+// Creates the pool's first kEvents events; on failure destroys those made
+// and returns the error.
 Result<void> make_events(ze_event_pool_handle_t pool, ze_event_handle_t (&events)[InterprocessEvent::kEvents]) {
     for (std::uint32_t i = 0; i < InterprocessEvent::kEvents; ++i) {
-        ze_event_desc_t desc{ZE_STRUCTURE_TYPE_EVENT_DESC, nullptr, i, ZE_EVENT_SCOPE_FLAG_HOST,
-                             ZE_EVENT_SCOPE_FLAG_HOST};
-        const ZeCall made = KEEL_ZE(zeEventCreate, pool, &desc, &events[i]);
+        Result<ze_event_handle_t> made = create_event(pool, i);
         if (!made.ok()) {
             for (std::uint32_t j = 0; j < i; ++j) (void)ze().zeEventDestroy(events[j]);
             return made.error();
         }
+        events[i] = *made;
     }
     return ok();
+}
+
+// Whether `event` is signalled: a device-fatal answer is an error.
+Result<bool> signalled(ze_event_handle_t event) {
+    const ze_result_t state = ze().zeEventQueryStatus(event);
+    if (state == ZE_RESULT_NOT_READY) return false;
+    KEEL_TRY((ZeCall{"zeEventQueryStatus", state}.check()));
+    return true;
 }
 
 }  // namespace
 
 Result<std::shared_ptr<InterprocessEvent>> InterprocessEvent::create(Device& device) {
     ze_event_pool_desc_t desc{ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, nullptr,
-                              ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_IPC, kEvents};
+                              ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_IPC, kPoolEvents};
     ze_device_handle_t handle = device.handle();
     ze_event_pool_handle_t pool = nullptr;
     KEEL_TRY(KEEL_ZE(zeEventPoolCreate, device.context(), &desc, 1, &handle, &pool).check(device.label()));
@@ -117,6 +138,7 @@ Result<std::shared_ptr<InterprocessEvent>> InterprocessEvent::open(Device& devic
 }
 
 InterprocessEvent::~InterprocessEvent() {
+    for (ze_event_handle_t e : text_events_) (void)ze().zeEventDestroy(e);
     if (events_[0] != nullptr)
         for (ze_event_handle_t e : events_) (void)ze().zeEventDestroy(e);
     if (imported_)
@@ -165,32 +187,82 @@ void InterprocessEvent::abandon(std::uint64_t record) noexcept {
     if (completed_ >= latest_) (void)ze().zeEventHostSignal(events_[kDone]);
 }
 
-Result<void> InterprocessEvent::complete(std::uint64_t record, Status status) {
+Result<void> InterprocessEvent::complete(std::uint64_t record, const Error* failure) {
     std::lock_guard lock(mutex_);
     if (record > completed_) completed_ = record;
-    if (status != KEEL_STATUS_OK && !failed_) {
+    if (failure != nullptr && !failed_) {
+        failed_ = true;  // published once: its events are created once
         // The failure first, then "done": an importer that sees "done" sees it.
-        const auto code = static_cast<std::uint32_t>(status);
-        for (std::uint32_t bit = 0; bit < kCodeBits; ++bit)
-            if ((code >> bit) & 1u) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[2 + bit]).check());
-        KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kFailed]).check());
-        failed_ = true;
+        KEEL_TRY(publish_failure(*failure));
     }
     if (record != latest_) return ok();  // a newer record is pending: "done" waits for it
     return KEEL_ZE(zeEventHostSignal, events_[kDone]).check();
 }
 
+Result<void> InterprocessEvent::publish_failure(const Error& failure) {
+    if (publish_text(failure.message())) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kMessage]).check());
+    const auto code = static_cast<std::uint32_t>(failure.code());
+    for (std::uint32_t bit = 0; bit < kCodeBits; ++bit)
+        if ((code >> bit) & 1u) KEEL_TRY(KEEL_ZE(zeEventHostSignal, events_[kCodeFirst + bit]).check());
+    return KEEL_ZE(zeEventHostSignal, events_[kFailed]).check();
+}
+
+bool InterprocessEvent::publish_text(std::string_view message) noexcept {
+    // The text's events are created here, which resets them, and only its
+    // 1 bits signalled. When one cannot be (out of host memory) "message"
+    // stays unsignalled and importers get the status alone: the status and
+    // "done" must cross whatever happens to the text.
+    try {
+        const std::string text = bounded_message(message);
+        const std::uint32_t count = message_events(text);
+        text_events_.reserve(count);
+        for (std::uint32_t i = 0; i < count; ++i) {
+            Result<ze_event_handle_t> made = create_event(pool_, kTextFirst + i);
+            if (!made.ok()) return false;
+            text_events_.push_back(*made);
+            if (message_bit(text, i) && !KEEL_ZE(zeEventHostSignal, *made).ok()) return false;
+        }
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+Result<std::string> InterprocessEvent::read_text() const {
+    // One event at a time, destroyed once read: a failure costs no more
+    // handles than a healthy event holds.
+    return read_message([this](std::uint32_t i) -> Result<bool> {
+        KEEL_TRY_ASSIGN(ze_event_handle_t event, create_event(pool_, kTextFirst + i));
+        Result<bool> on = signalled(event);
+        (void)ze().zeEventDestroy(event);
+        return on;
+    });
+}
+
 Result<void> InterprocessEvent::failure() const {
-    const ze_result_t failed = ze().zeEventQueryStatus(events_[kFailed]);
-    if (failed == ZE_RESULT_NOT_READY) return ok();
-    KEEL_TRY((ZeCall{"zeEventQueryStatus", failed}.check()));
+    KEEL_TRY_ASSIGN(const bool failed, signalled(events_[kFailed]));
+    if (!failed) return ok();
+    // "failed" is signalled for good, after everything it says: read once.
+    std::lock_guard lock(read_mutex_);
+    if (crossed_) return *crossed_;
     std::uint32_t code = 0;
     for (std::uint32_t bit = 0; bit < kCodeBits; ++bit)
-        if (ze().zeEventQueryStatus(events_[2 + bit]) == ZE_RESULT_SUCCESS) code |= 1u << bit;
+        if (ze().zeEventQueryStatus(events_[kCodeFirst + bit]) == ZE_RESULT_SUCCESS) code |= 1u << bit;
     const auto status = code == 0 ? KEEL_STATUS_INTERNAL : static_cast<Status>(code);
-    // Only the status crosses: the message stays in the exporting process.
-    return Error(status, "recorded in process " + std::to_string(exporter_pid_) + " after its stream failed with " +
-                             status_name(status) + " (the exporter's message is in that process's own errors)");
+    const std::string what = "recorded in process " + std::to_string(exporter_pid_) + " after its stream failed";
+    Result<bool> has_text = signalled(events_[kMessage]);
+    if (has_text.ok() && !*has_text) {
+        crossed_.emplace(status, what + " with " + status_name(status) +
+                                     " (its message did not cross: the exporter could not create or signal "
+                                     "the events that carry it)");
+        return *crossed_;
+    }
+    Result<std::string> text = has_text.ok() ? read_text() : Result<std::string>(has_text.error());
+    if (!text.ok())  // not kept: a later question reads again
+        return Error(status, what + " with " + status_name(status) + " (its message could not be read here: " +
+                                 text.error().message() + ")");
+    crossed_.emplace(status, what + ": " + *text + " (" + status_name(status) + ")");
+    return *crossed_;
 }
 
 Result<bool> InterprocessEvent::query() const {

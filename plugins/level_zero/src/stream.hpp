@@ -121,6 +121,9 @@ public:
     // timing events. Returns its point.
     [[nodiscard]] Result<StreamPoint> mark_time();
 
+    // Its sticky error, for work that outlives a call (host tasks).
+    [[nodiscard]] std::shared_ptr<const StreamHealth> health() const noexcept { return health_; }
+
     // The point an event recorded now captures.
     [[nodiscard]] Result<StreamPoint> point();
 

@@ -76,6 +76,13 @@ public:
         std::lock_guard lock(mutex_);
         return error_ && from_ <= op ? error_->code() : KEEL_STATUS_OK;
     }
+    // The first error as it was, without "the stream failed earlier"; none
+    // while the stream is healthy.
+    [[nodiscard]] std::optional<Error> first_error() const {
+        resolve(kAll);
+        std::lock_guard lock(mutex_);
+        return error_;
+    }
     [[nodiscard]] bool failed() const {
         resolve(kAll);
         std::lock_guard lock(mutex_);

@@ -75,7 +75,14 @@ std::unique_ptr<SharedStates> make_shared_states(std::uint32_t count) {
     if (fd.get() < 0) return nullptr;
     const std::size_t length = states_bytes(count);
     if (::ftruncate(fd.get(), static_cast<off_t>(length)) != 0) return nullptr;
-    return map_states(std::move(fd), length);  // a new memfd reads as zeros: unsignalled
+    std::unique_ptr<SharedStates> states = map_states(std::move(fd), length);
+    // An event never created has no defined state. Intel's driver reads
+    // fresh pool memory as signalled (its "signalled" is 0); so does the
+    // fake, so that an importer reading an event its exporter never created
+    // (which resets it) sees a signal no one sent, as it would there.
+    if (states)
+        for (std::uint32_t i = 0; i < count; ++i) states->words[i].store(1, std::memory_order_relaxed);
+    return states;
 }
 
 bool is_signalled(const Event& e) noexcept {

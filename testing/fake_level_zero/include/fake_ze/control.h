@@ -30,7 +30,9 @@
  * events' states in a memfd, whose descriptor zeEventPoolGetIpcHandle puts
  * in the first four bytes of the handle; zeEventPoolOpenIpcHandle maps it,
  * so a signal or reset in either process is what the other reads (host
- * waits wake at once, command lists look every 200 us).
+ * waits wake at once, command lists look every 200 us). An event the
+ * pool's creator never created reads as signalled, as fresh pool memory
+ * does in Intel's driver.
  *
  * Uses of the API that the Level Zero specification forbids (a command
  * list used by two threads at once, an event reset while a command waits

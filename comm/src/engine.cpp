@@ -42,6 +42,10 @@ std::string timed_out_text(const comm::Op& op, std::string_view gloo_error) {
            " ms passed: a peer did not reach this operation in that time, or is stuck before it)";
 }
 
+// The longest a failing rank waits for the store to take its error before
+// it closes its connections, and a peer for the store to answer.
+constexpr std::chrono::milliseconds kNoticeBound{500};
+
 bool says_closed(std::string_view gloo_error) {
     for (std::string_view closed : {"closed", "reset", "Broken pipe", "EOF"})
         if (gloo_error.find(closed) != std::string_view::npos) return true;
@@ -153,11 +157,16 @@ std::string Communicator::Impl::peers_text() const {
     return text + "]";
 }
 
+std::optional<comm::PeerFailure> Communicator::Impl::peer_failure() const noexcept {
+    if (!notice) return std::nullopt;
+    return notice->read(std::min<std::chrono::milliseconds>(timeout(), kNoticeBound));
+}
+
 void Communicator::Impl::abort() noexcept {
     fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
+void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = error;
@@ -170,6 +179,11 @@ void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
             f.buffer->abortWaitRecv();
         }
     }
+    // Before the connections close: a peer whose operation ends on them
+    // finds the cause in the store. Bounded: a store that is gone delays
+    // the peers' failure by at most this, never stops it.
+    if (post && notice)
+        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), kNoticeBound));
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
     if (mesh) mesh->shut_down_sockets();
@@ -394,6 +408,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
     }
     if (!failed) {
         bool mismatch = false;
+        bool peer_named = false;  // a peer's posted failure ended it: not posted again
         try {
             const BlockedOn peers(doing + ": waits for its peer ranks (the diagnosis of communicator '" + name +
                                   "' says which have not arrived)");
@@ -422,10 +437,15 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                 std::lock_guard lock(mutex_);
                 if (aborted_) ended = error_;
             }
+            std::optional<comm::PeerFailure> peer;
+            if (!ended) peer = peer_failure();
             if (ended)
                 failed = Error(ended->code(), where(op->what()) + " (" + op->detail() +
                                                   "): ended because the communicator failed: " + ended->message() +
                                                   " (" + e.what() + ")");
+            else if ((peer_named = peer.has_value()))
+                failed = Error(KEEL_STATUS_UNAVAILABLE, where(op->what()) + " (" + op->detail() + "): ended because " +
+                                                            comm::FailureNotice::text(*peer));
             else
                 failed = Error(KEEL_STATUS_UNAVAILABLE,
                                where(op->what()) + " (" + op->detail() + "): " + e.what() + timed_out_text(*op, e.what()) +
@@ -439,7 +459,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                 std::lock_guard lock(mutex_);
                 if (!error_) error_ = *failed;
             } else {
-                fail_everywhere(*failed);
+                fail_everywhere(*failed, !peer_named);
             }
             clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.

@@ -990,10 +990,22 @@ int failed_stream(bool send, bool known = false) {
         if (c.rank == 0 && !known)
             CHECK(m.find("stream had failed") != std::string::npos && m.find("INTERNAL") != std::string::npos,
                   "rank 0's error does not name the stream's failure: %s", m.c_str());
+        // The peer names the rank that failed the communicator and why, not
+        // a closed connection.
+        if (c.rank == 1)
+            CHECK(m.find("rank 0 failed the communicator: [Communicator::") != std::string::npos &&
+                      m.find(send ? "[Communicator::send_recv]" : "[Communicator::all_reduce]") != std::string::npos &&
+                      (!known || m.find("[test] the compute before the operation failed") != std::string::npos),
+                  "rank 1's error does not name rank 0's failure: %s", m.c_str());
     }
     CHECK(s < 8.0, "took %.1f s to fail with a 20 s timeout", s);
     // The communicator is failed: later operations are refused at once.
     CHECK(!comm.all_reduce(reader, first, KEEL_DTYPE_I32, keel::ReduceOp::sum).ok(), "an enqueue after the failure");
+    // Rank 0's failure stays posted while its communicator lives: it goes
+    // only once rank 1 has read it.
+    keel::Store store = keel::Store::from_env().value();
+    if (c.rank == 1) (void)store.set("test/failed-stream-read", std::as_bytes(std::span("1", 1)));
+    else (void)store.get("test/failed-stream-read", std::chrono::milliseconds(20000));
     return failures;
 }
 

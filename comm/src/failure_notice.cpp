@@ -1,0 +1,110 @@
+#include "failure_notice.hpp"
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace keel::comm {
+namespace {
+
+std::string failure_key(const std::string& name) { return name + "/failed"; }
+
+// Runs `call` on a thread of its own and waits at most `bound` for it: true
+// when it finished. One that did not is left to finish on its own (it owns
+// everything it touches).
+bool run_bounded(std::function<void()> call, std::chrono::milliseconds bound) noexcept {
+    struct Done {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+    };
+    try {
+        auto state = std::make_shared<Done>();
+        std::thread worker([state, call = std::move(call)] {
+            call();
+            std::lock_guard lock(state->mutex);
+            state->done = true;
+            state->cv.notify_all();
+        });
+        bool finished = false;
+        {
+            std::unique_lock lock(state->mutex);
+            finished = state->cv.wait_for(lock, bound, [&] { return state->done; });
+        }
+        if (finished) worker.join();
+        else worker.detach();
+        return finished;
+    } catch (...) {
+        return false;  // no thread or no memory: nothing posted or read
+    }
+}
+
+// 1 ms, not 0: a framework's store may read a zero timeout as "forever".
+constexpr std::chrono::milliseconds kLook{1};
+
+}  // namespace
+
+FailureNotice::FailureNotice(Store store, const std::string& name, int rank)
+    : store_(std::move(store)), key_(failure_key(name)), rank_(rank) {}
+
+FailureNotice::~FailureNotice() {
+    if (!posted_) return;
+    (void)run_bounded([store = store_, key = key_] { (void)store.erase(key); }, std::chrono::milliseconds(500));
+}
+
+void FailureNotice::clear_stale(const Store& store, const std::string& name) {
+    (void)store.erase(failure_key(name));
+}
+
+void FailureNotice::post(const std::string& message, std::chrono::milliseconds bound) noexcept {
+    try {
+        auto value = std::make_shared<std::string>("rank " + std::to_string(rank_) + ": " + message);
+        auto set = std::make_shared<bool>(false);
+        const bool finished = run_bounded(
+            [store = store_, key = key_, value, set] {
+                *set = store.set(key, std::as_bytes(std::span(value->data(), value->size()))).ok();
+            },
+            bound);
+        // Erased at destroy only where this rank's value is the one there.
+        posted_ = finished && *set;
+    } catch (...) {
+        // No memory for the message: the peers name what they saw.
+    }
+}
+
+std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) const noexcept {
+    try {
+        auto value = std::make_shared<std::optional<std::string>>();
+        const bool finished = run_bounded(
+            [store = store_, key = key_, value] {
+                Result<std::vector<std::byte>> got = store.get(key, kLook);
+                if (got.ok()) *value = std::string(reinterpret_cast<const char*>(got->data()), got->size());
+            },
+            bound);
+        if (!finished || !*value) return std::nullopt;
+        // "rank R: <error>"
+        const std::string& v = **value;
+        const std::size_t colon = v.find(": ");
+        if (v.rfind("rank ", 0) != 0 || colon == std::string::npos) return std::nullopt;
+        PeerFailure failure;
+        try {
+            failure.rank = std::stoi(v.substr(5, colon - 5));
+        } catch (...) {
+            return std::nullopt;
+        }
+        if (failure.rank == rank_) return std::nullopt;
+        failure.error = v.substr(colon + 2);
+        return failure;
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+std::string FailureNotice::text(const PeerFailure& failure) {
+    return "rank " + std::to_string(failure.rank) + " failed the communicator: " + failure.error;
+}
+
+}  // namespace keel::comm

@@ -362,11 +362,21 @@ int abort_unblocks() {
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(30000)).value();
     keel::Store store = keel::Store::from_env().value();
     if (c.rank == 1) {
+        // A receive rank 0 never sends for: it ends when rank 0 aborts, at
+        // once, naming rank 0's abort (not a closed connection).
+        keel::Buffer b = upload(c, std::vector<std::byte>(1024));
+        comm.recv(c.stream, b, 0).value();
+        const keel::Result<void> synced = c.stream.synchronize();
+        const keel::Result<void> err = comm.error();
+        CHECK(!err.ok() && err.error().message().find("rank 0 failed the communicator: [Communicator::abort]") !=
+                               std::string::npos && err.error().message().find("aborted") != std::string::npos,
+              "rank 1's error does not name rank 0's abort: %s", err.ok() ? "ok" : err.error().message().c_str());
+        if (c.stream.host_funcs_can_fail()) CHECK(!synced.ok(), "rank 1's receive succeeded");
         // Stay connected until rank 0 is done, twice.
         (void)store.get("test/abort-done", std::chrono::milliseconds(20000));
         keel::Communicator coll = keel::Communicator::create_from_env(c.device, options(30000)).value();
         (void)store.get("test/abort-collective-done", std::chrono::milliseconds(20000));
-        return 0;
+        return failures;
     }
     keel::Buffer b = upload(c, std::vector<std::byte>(1024));
     const auto start = std::chrono::steady_clock::now();

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <latch>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -420,8 +421,8 @@ TEST(CommNativeDispatch, APluginWithoutTheSetGetsTheGenericPath) {
     EXPECT_EQ(comm.engine_kind(), CommEngine::generic_no_entries) << comm.engine_description();
 }
 
-// Two ranks (threads of this process, one fake device each): the fake
-// engine declines a group of two on both ranks, and both fall back to the
+// Three ranks (threads of this process, on the two fake devices): the fake
+// engine declines a group of three on every rank, and all fall back to the
 // generic path under the same store and prefix, which then sums across them.
 TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEveryRank) {
     const Runtime rt = fake_comm_runtime();
@@ -429,14 +430,16 @@ TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEvery
     CommOptions options;
     options.key_prefix = "declined";
     options.timeout = std::chrono::milliseconds(20000);
-    std::vector<float> results[2];
-    CommEngine engines[2] = {CommEngine::native, CommEngine::native};
-    std::string failures[2];
+    constexpr int kRanks = 3;
+    std::vector<float> results[kRanks];
+    CommEngine engines[kRanks] = {CommEngine::native, CommEngine::native, CommEngine::native};
+    std::string failures[kRanks];
     std::vector<std::thread> ranks;
-    for (int rank = 0; rank < 2; ++rank) {
+    for (int rank = 0; rank < kRanks; ++rank) {
         ranks.emplace_back([&, rank] {
-            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
-            Result<Communicator> comm = Communicator::create(dev, store, rank, 2, options);
+            // Two fake devices: ranks 0 and 2 share one.
+            const Device dev = rt.device("commfake:" + std::to_string(rank % 2)).value();
+            Result<Communicator> comm = Communicator::create(dev, store, rank, kRanks, options);
             if (!comm.ok()) {
                 failures[rank] = comm.error().message();
                 return;
@@ -447,12 +450,82 @@ TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEvery
         });
     }
     for (std::thread& t : ranks) t.join();
-    const std::vector<float> sum = {10.0f, 12.0f, 14.0f, 16.0f};
-    for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<float> sum = {30.0f, 33.0f, 36.0f, 39.0f};
+    for (int rank = 0; rank < kRanks; ++rank) {
         EXPECT_EQ(failures[rank], "") << "rank " << rank;
         EXPECT_EQ(engines[rank], CommEngine::generic_declined) << "rank " << rank;
         EXPECT_EQ(results[rank], sum) << "rank " << rank;
     }
+}
+
+// Two ranks of the fake engine (threads of this process, one fake device
+// each), which, as NCCL, ends an operation whose peer never comes only at
+// its own timeout. Rank 0's stream fails (a host function) before an
+// all_reduce, which it therefore never hands to the engine; rank 1's
+// matching all_reduce must not wait for its 20 s timeout: it fails within a
+// fraction of it, naming rank 0 and the original error, and its output is
+// never written. A clean all_reduce first shows the pair engine works.
+TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromptlyNamingTheCause) {
+    const Runtime rt = fake_comm_runtime();
+    const Store store = Store::file(fresh_directory()).value();
+    CommOptions options;
+    options.key_prefix = "pair-fails";
+    options.timeout = std::chrono::milliseconds(20000);
+    std::vector<float> sums[2], outputs[2];
+    std::string failures[2], errors[2];
+    double rank1_seconds = 0;
+    std::latch done(2);  // rank 0's failure stays posted until rank 1 read it
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+        ranks.emplace_back([&, rank] {
+            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+            Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
+            if (!created.ok() || !created->uses_native_engine()) {
+                failures[rank] = created.ok() ? created->engine_description() : created.error().message();
+                done.count_down();
+                return;
+            }
+            const Communicator& comm = *created;
+            const Stream s = Stream::create(dev).value();
+            sums[rank] = all_reduce(comm, s, iota(4, static_cast<float>(rank * 10)));
+            const std::vector<float> zeros(4, 0.0f);
+            Buffer in = Buffer::allocate(s, 16).value();
+            Buffer out = Buffer::allocate(s, 16).value();
+            EXPECT_TRUE(s.copy(in.view(), iota(4, 1.0f)).ok());
+            EXPECT_TRUE(s.copy(out.view(), zeros).ok());
+            EXPECT_TRUE(s.synchronize().ok());
+            const auto start = std::chrono::steady_clock::now();
+            if (rank == 0) {
+                std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
+                EXPECT_TRUE(s.enqueue_host_func([]() -> Result<void> {
+                                 return Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
+                             }).ok());
+                std::thread release = set_soon(go);
+                EXPECT_FALSE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+                release.join();
+            } else {
+                EXPECT_TRUE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+            }
+            EXPECT_FALSE(s.synchronize().ok()) << "rank " << rank;
+            if (rank == 1)
+                rank1_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            errors[rank] = comm.error().ok() ? "ok" : comm.error().error().message();
+            const Stream reader = Stream::create(dev).value();
+            outputs[rank] = reader.copy_to_vector<float>(out.view()).value().get().value();
+            done.arrive_and_wait();
+        });
+    }
+    for (std::thread& t : ranks) t.join();
+    for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_EQ(failures[rank], "") << "rank " << rank;
+        EXPECT_EQ(sums[rank], (std::vector<float>{10.0f, 12.0f, 14.0f, 16.0f})) << "rank " << rank;
+        EXPECT_EQ(outputs[rank], std::vector<float>(4, 0.0f)) << "rank " << rank << "'s output was written";
+        EXPECT_NE(errors[rank].find("[test] the compute before the operation failed"), std::string::npos)
+            << "rank " << rank << ": " << errors[rank];
+    }
+    EXPECT_NE(errors[1].find("rank 0 failed the communicator"), std::string::npos) << errors[1];
+    // Its own timeout is 20 s: a failure at it is 40 times this.
+    EXPECT_LT(rank1_seconds, 10.0) << "rank 1 failed only at its timeout";
 }
 
 // A communicator of one rank on cuda:0 through the CUDA plugin's NCCL

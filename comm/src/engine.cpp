@@ -59,6 +59,7 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
     : device(std::move(device_in)),
       rank(rank_in),
       size(size_in),
+      causes(device),
       name(std::move(name_in)),
       check_sizes(check_sizes_in),
       host_addressable(device.has(DeviceCapability::host_addressable)),
@@ -279,10 +280,13 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
     }
     op->stream = plugin_handle(stream);
+    std::uint64_t own_gates = 0;  // this communicator's gates on `stream` not yet run
     {
         std::lock_guard lock(mutex_);
+        for (const std::shared_ptr<comm::Op>& queued : queue_) own_gates += queued->stream == op->stream ? 1 : 0;
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
+    causes.before_gate(stream, op->index, own_gates);
     post_preamble(*op);
     Result<void> gated = stream.enqueue_host_func([this, op](Status status) -> Result<void> { return run_gate(op, status); });
     if (!gated.ok()) {
@@ -363,10 +367,13 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         // peers stale data with no error; the peers' matching operations
         // could only wait for the timeout. So the communicator fails here,
         // on every rank, as abort() does.
+        // The original error where the runtime knows it (failure_cause.hpp).
+        const std::optional<std::string> why =
+            causes.cause(op->index, std::min<std::chrono::milliseconds>(op->timeout, kNoticeBound));
         Error cause(status, where(op->what()) + " (" + op->detail() + "): not run: its stream had failed before it (" +
                                 status_name(status) +
-                                "; the stream's error says what failed), so its input never arrived; the "
-                                "communicator is failed on every rank");
+                                (why ? ": " + *why : std::string("; the stream's error says what failed")) +
+                                "), so its input never arrived; the communicator is failed on every rank");
         fail_everywhere(cause);
         clear_outputs(*op);
         forget_preamble(*op);
@@ -466,6 +473,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             keep_until_closed(op);
         }
     }
+    causes.done(op->index);
     {
         std::lock_guard lock(mutex_);
         op->gate_failed = failed.has_value();

@@ -29,6 +29,7 @@
 // nothing else (see README for CUDA's shared callback thread).
 #pragma once
 
+#include "failure_cause.hpp"
 #include "failure_notice.hpp"
 #include "gloo_mesh.hpp"
 #include "op.hpp"
@@ -89,6 +90,8 @@ struct Communicator::Impl {
     // Why the communicator failed, for the peers and from them (posted by
     // fail_everywhere, read when an operation ends because of a peer).
     std::unique_ptr<comm::FailureNotice> notice;
+    // What failed an operation's stream before its gate, for its error.
+    comm::FailureCause causes;
     // The keys the plugin set before it declined the group; erased when
     // this goes.
     std::shared_ptr<comm::WrittenKeys> plugin_keys;

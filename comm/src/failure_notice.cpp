@@ -1,46 +1,13 @@
 #include "failure_notice.hpp"
 
-#include <condition_variable>
-#include <cstring>
-#include <functional>
+#include "bounded_call.hpp"
+
 #include <memory>
-#include <mutex>
-#include <thread>
 
 namespace keel::comm {
 namespace {
 
 std::string failure_key(const std::string& name) { return name + "/failed"; }
-
-// Runs `call` on a thread of its own and waits at most `bound` for it: true
-// when it finished. One that did not is left to finish on its own (it owns
-// everything it touches).
-bool run_bounded(std::function<void()> call, std::chrono::milliseconds bound) noexcept {
-    struct Done {
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-    };
-    try {
-        auto state = std::make_shared<Done>();
-        std::thread worker([state, call = std::move(call)] {
-            call();
-            std::lock_guard lock(state->mutex);
-            state->done = true;
-            state->cv.notify_all();
-        });
-        bool finished = false;
-        {
-            std::unique_lock lock(state->mutex);
-            finished = state->cv.wait_for(lock, bound, [&] { return state->done; });
-        }
-        if (finished) worker.join();
-        else worker.detach();
-        return finished;
-    } catch (...) {
-        return false;  // no thread or no memory: nothing posted or read
-    }
-}
 
 // 1 ms, not 0: a framework's store may read a zero timeout as "forever".
 constexpr std::chrono::milliseconds kLook{1};

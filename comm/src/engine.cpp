@@ -42,10 +42,6 @@ std::string timed_out_text(const comm::Op& op, std::string_view gloo_error) {
            " ms passed: a peer did not reach this operation in that time, or is stuck before it)";
 }
 
-// The longest a failing rank waits for the store to take its error before
-// it closes its connections, and a peer for the store to answer.
-constexpr std::chrono::milliseconds kNoticeBound{500};
-
 bool says_closed(std::string_view gloo_error) {
     for (std::string_view closed : {"closed", "reset", "Broken pipe", "EOF"})
         if (gloo_error.find(closed) != std::string_view::npos) return true;
@@ -160,7 +156,7 @@ std::string Communicator::Impl::peers_text() const {
 
 std::optional<comm::PeerFailure> Communicator::Impl::peer_failure() const noexcept {
     if (!notice) return std::nullopt;
-    return notice->read(std::min<std::chrono::milliseconds>(timeout(), kNoticeBound));
+    return notice->read(std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
 }
 
 void Communicator::Impl::abort() noexcept {
@@ -184,7 +180,7 @@ void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept
     // finds the cause in the store. Bounded: a store that is gone delays
     // the peers' failure by at most this, never stops it.
     if (post && notice)
-        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), kNoticeBound));
+        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
     if (mesh) mesh->shut_down_sockets();
@@ -369,7 +365,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         // on every rank, as abort() does.
         // The original error where the runtime knows it (failure_cause.hpp).
         const std::optional<std::string> why =
-            causes.cause(op->index, std::min<std::chrono::milliseconds>(op->timeout, kNoticeBound));
+            causes.cause(op->index, std::min<std::chrono::milliseconds>(op->timeout, comm::kNoticeBound));
         Error cause(status, where(op->what()) + " (" + op->detail() + "): not run: its stream had failed before it (" +
                                 status_name(status) +
                                 (why ? ": " + *why : std::string("; the stream's error says what failed")) +

@@ -19,6 +19,11 @@
 
 namespace keel::comm {
 
+// The longest a failing rank waits for the store to take its error before
+// it ends its connections (or aborts its engine), and a reader for the
+// store's answer.
+inline constexpr std::chrono::milliseconds kNoticeBound{500};
+
 // The failure a peer posted.
 struct PeerFailure {
     int rank = -1;

@@ -20,10 +20,6 @@ static_assert(static_cast<int>(ReduceOp::sum) == KEEL_REDUCE_SUM && static_cast<
 
 keel_reduce_op c_op(ReduceOp op) noexcept { return static_cast<keel_reduce_op>(op); }
 
-// The longest a failing rank waits for the store to take its error, and the
-// watcher for the store to answer.
-constexpr std::chrono::milliseconds kNoticeBound{500};
-
 Result<bool> generic_forced(const CommOptions& options) {
     KEEL_TRY_ASSIGN(const std::optional<bool> forced, env::flag(env::Var::comm_generic));
     return forced.value_or(!options.native);

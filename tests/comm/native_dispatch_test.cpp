@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <latch>
 #include <optional>
 #include <thread>
@@ -115,6 +116,22 @@ std::vector<float> all_reduce(const Communicator& comm, const Stream& s, const s
     Result<void> r = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return s.copy_to_vector<float>(out.view()).value().get().value();
+}
+
+// Options of a group whose ranks are threads of this process: keys under
+// `prefix`, and a timeout no correct run comes near.
+CommOptions thread_group_options(const std::string& prefix) {
+    CommOptions options;
+    options.key_prefix = prefix;
+    options.timeout = std::chrono::milliseconds(20000);
+    return options;
+}
+
+// Runs `rank_body(rank)` for ranks 0..n-1, each on a thread of its own.
+void on_rank_threads(int n, const std::function<void(int)>& rank_body) {
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < n; ++rank) ranks.emplace_back(rank_body, rank);
+    for (std::thread& t : ranks) t.join();
 }
 
 TEST(CommNativeDispatch, AOneRankGroupOnAPluginWithTheSetRunsOnItsEntries) {
@@ -427,29 +444,23 @@ TEST(CommNativeDispatch, APluginWithoutTheSetGetsTheGenericPath) {
 TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEveryRank) {
     const Runtime rt = fake_comm_runtime();
     const Store store = Store::file(fresh_directory()).value();
-    CommOptions options;
-    options.key_prefix = "declined";
-    options.timeout = std::chrono::milliseconds(20000);
+    const CommOptions options = thread_group_options("declined");
     constexpr int kRanks = 3;
     std::vector<float> results[kRanks];
     CommEngine engines[kRanks] = {CommEngine::native, CommEngine::native, CommEngine::native};
     std::string failures[kRanks];
-    std::vector<std::thread> ranks;
-    for (int rank = 0; rank < kRanks; ++rank) {
-        ranks.emplace_back([&, rank] {
-            // Two fake devices: ranks 0 and 2 share one.
-            const Device dev = rt.device("commfake:" + std::to_string(rank % 2)).value();
-            Result<Communicator> comm = Communicator::create(dev, store, rank, kRanks, options);
-            if (!comm.ok()) {
-                failures[rank] = comm.error().message();
-                return;
-            }
-            engines[rank] = comm->engine_kind();
-            const Stream s = Stream::create(dev).value();
-            results[rank] = all_reduce(*comm, s, iota(4, static_cast<float>(rank * 10)));
-        });
-    }
-    for (std::thread& t : ranks) t.join();
+    on_rank_threads(kRanks, [&](int rank) {
+        // Two fake devices: ranks 0 and 2 share one.
+        const Device dev = rt.device("commfake:" + std::to_string(rank % 2)).value();
+        Result<Communicator> comm = Communicator::create(dev, store, rank, kRanks, options);
+        if (!comm.ok()) {
+            failures[rank] = comm.error().message();
+            return;
+        }
+        engines[rank] = comm->engine_kind();
+        const Stream s = Stream::create(dev).value();
+        results[rank] = all_reduce(*comm, s, iota(4, static_cast<float>(rank * 10)));
+    });
     const std::vector<float> sum = {30.0f, 33.0f, 36.0f, 39.0f};
     for (int rank = 0; rank < kRanks; ++rank) {
         EXPECT_EQ(failures[rank], "") << "rank " << rank;
@@ -468,54 +479,48 @@ TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEvery
 TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromptlyNamingTheCause) {
     const Runtime rt = fake_comm_runtime();
     const Store store = Store::file(fresh_directory()).value();
-    CommOptions options;
-    options.key_prefix = "pair-fails";
-    options.timeout = std::chrono::milliseconds(20000);
+    const CommOptions options = thread_group_options("pair-fails");
     std::vector<float> sums[2], outputs[2];
     std::string failures[2], errors[2];
     double rank1_seconds = 0;
     std::latch done(2);  // rank 0's failure stays posted until rank 1 read it
-    std::vector<std::thread> ranks;
-    for (int rank = 0; rank < 2; ++rank) {
-        ranks.emplace_back([&, rank] {
-            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
-            Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
-            if (!created.ok() || !created->uses_native_engine()) {
-                failures[rank] = created.ok() ? created->engine_description() : created.error().message();
-                done.count_down();
-                return;
-            }
-            const Communicator& comm = *created;
-            const Stream s = Stream::create(dev).value();
-            sums[rank] = all_reduce(comm, s, iota(4, static_cast<float>(rank * 10)));
-            const std::vector<float> zeros(4, 0.0f);
-            Buffer in = Buffer::allocate(s, 16).value();
-            Buffer out = Buffer::allocate(s, 16).value();
-            EXPECT_TRUE(s.copy(in.view(), iota(4, 1.0f)).ok());
-            EXPECT_TRUE(s.copy(out.view(), zeros).ok());
-            EXPECT_TRUE(s.synchronize().ok());
-            const auto start = std::chrono::steady_clock::now();
-            if (rank == 0) {
-                std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
-                EXPECT_TRUE(s.enqueue_host_func([]() -> Result<void> {
-                                 return Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
-                             }).ok());
-                std::thread release = set_soon(go);
-                EXPECT_FALSE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
-                release.join();
-            } else {
-                EXPECT_TRUE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
-            }
-            EXPECT_FALSE(s.synchronize().ok()) << "rank " << rank;
-            if (rank == 1)
-                rank1_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            errors[rank] = comm.error().ok() ? "ok" : comm.error().error().message();
-            const Stream reader = Stream::create(dev).value();
-            outputs[rank] = reader.copy_to_vector<float>(out.view()).value().get().value();
-            done.arrive_and_wait();
-        });
-    }
-    for (std::thread& t : ranks) t.join();
+    on_rank_threads(2, [&](int rank) {
+        const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+        Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
+        if (!created.ok() || !created->uses_native_engine()) {
+            failures[rank] = created.ok() ? created->engine_description() : created.error().message();
+            done.count_down();
+            return;
+        }
+        const Communicator& comm = *created;
+        const Stream s = Stream::create(dev).value();
+        sums[rank] = all_reduce(comm, s, iota(4, static_cast<float>(rank * 10)));
+        const std::vector<float> zeros(4, 0.0f);
+        Buffer in = Buffer::allocate(s, 16).value();
+        Buffer out = Buffer::allocate(s, 16).value();
+        EXPECT_TRUE(s.copy(in.view(), iota(4, 1.0f)).ok());
+        EXPECT_TRUE(s.copy(out.view(), zeros).ok());
+        EXPECT_TRUE(s.synchronize().ok());
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == 0) {
+            std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
+            EXPECT_TRUE(s.enqueue_host_func([]() -> Result<void> {
+                             return Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
+                         }).ok());
+            std::thread release = set_soon(go);
+            EXPECT_FALSE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+            release.join();
+        } else {
+            EXPECT_TRUE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+        }
+        EXPECT_FALSE(s.synchronize().ok()) << "rank " << rank;
+        if (rank == 1)
+            rank1_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        errors[rank] = comm.error().ok() ? "ok" : comm.error().error().message();
+        const Stream reader = Stream::create(dev).value();
+        outputs[rank] = reader.copy_to_vector<float>(out.view()).value().get().value();
+        done.arrive_and_wait();
+    });
     for (int rank = 0; rank < 2; ++rank) {
         ASSERT_EQ(failures[rank], "") << "rank " << rank;
         EXPECT_EQ(sums[rank], (std::vector<float>{10.0f, 12.0f, 14.0f, 16.0f})) << "rank " << rank;
@@ -524,7 +529,7 @@ TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromp
             << "rank " << rank << ": " << errors[rank];
     }
     EXPECT_NE(errors[1].find("rank 0 failed the communicator"), std::string::npos) << errors[1];
-    // Its own timeout is 20 s: a failure at it is 40 times this.
+    // Its own timeout is 20 s; the watcher looks every 500 ms.
     EXPECT_LT(rank1_seconds, 10.0) << "rank 1 failed only at its timeout";
 }
 

@@ -14,19 +14,20 @@ constexpr std::chrono::milliseconds kLook{1};
 
 }  // namespace
 
-FailureNotice::FailureNotice(Store store, const std::string& name, int rank)
-    : store_(std::move(store)), key_(failure_key(name)), rank_(rank) {}
+FailureNotice::FailureNotice(Store store, const std::string& name, int rank, int size)
+    : store_(std::move(store)), key_(failure_key(name)), rank_(rank), size_(size) {}
 
 FailureNotice::~FailureNotice() {
     if (!posted_) return;
     (void)run_bounded([store = store_, key = key_] { (void)store.erase(key); }, std::chrono::milliseconds(500));
 }
 
-void FailureNotice::clear_stale(const Store& store, const std::string& name) {
-    (void)store.erase(failure_key(name));
+void FailureNotice::clear_stale(const Store& store, const std::string& name, int size) {
+    if (size > 1) (void)store.erase(failure_key(name));
 }
 
 void FailureNotice::post(const std::string& message, std::chrono::milliseconds bound) noexcept {
+    if (size_ < 2) return;
     try {
         auto value = std::make_shared<std::string>("rank " + std::to_string(rank_) + ": " + message);
         auto set = std::make_shared<bool>(false);
@@ -43,6 +44,7 @@ void FailureNotice::post(const std::string& message, std::chrono::milliseconds b
 }
 
 std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) const noexcept {
+    if (size_ < 2) return std::nullopt;
     try {
         auto value = std::make_shared<std::optional<std::string>>();
         const bool finished = run_bounded(

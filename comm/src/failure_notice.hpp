@@ -34,8 +34,9 @@ struct PeerFailure {
 // first; read() from any thread).
 class FailureNotice {
 public:
-    // The key under the communicator `name` (the store is scoped to the job).
-    FailureNotice(Store store, const std::string& name, int rank);
+    // The key under the communicator `name` (the store is scoped to the job)
+    // of `size` ranks; a group of one has nobody to tell: nothing is posted.
+    FailureNotice(Store store, const std::string& name, int rank, int size);
     // Erases the key when this rank posted it (bounded, best effort): a
     // peer that reads after that names only what it saw.
     ~FailureNotice();
@@ -45,7 +46,7 @@ public:
     // A key a job that ended left under `name`: erased before the ranks
     // meet (no rank can post before every rank met), so a new communicator
     // under the same name never reads an old failure.
-    static void clear_stale(const Store& store, const std::string& name);
+    static void clear_stale(const Store& store, const std::string& name, int size);
 
     // Posts "rank R: <message>" unless a rank posted first (the store keeps
     // the first); waits at most `bound`.
@@ -61,6 +62,7 @@ private:
     Store store_;
     std::string key_;
     int rank_;
+    int size_;
     bool posted_ = false;  // by this rank; set once, before any destruction
 };
 

@@ -57,7 +57,7 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     config.key_prefix = prefix.c_str();
     config.store = c_store.table();
     // No rank posts a failure before every rank met in comm_create.
-    FailureNotice::clear_stale(store, name);
+    FailureNotice::clear_stale(store, name, size);
     keel_comm comm = nullptr;
     Result<void> created = take_c_error(plugin_table(device).comm_create(plugin_handle(device), &config, &comm));
     if (!created.ok()) {
@@ -73,7 +73,7 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
     return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where), options.timeout,
                                                       std::move(plugin_keys),
-                                                      std::make_unique<FailureNotice>(store, name, rank), size));
+                                                      std::make_unique<FailureNotice>(store, name, rank, size), size));
 }
 
 NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,

@@ -478,7 +478,8 @@ TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEvery
 // never written. A clean all_reduce first shows the pair engine works.
 TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromptlyNamingTheCause) {
     const Runtime rt = fake_comm_runtime();
-    const Store store = Store::file(fresh_directory()).value();
+    const std::string dir = fresh_directory();
+    const Store store = Store::file(dir).value();
     const CommOptions options = thread_group_options("pair-fails");
     std::vector<float> sums[2], outputs[2];
     std::string failures[2], errors[2];
@@ -531,6 +532,9 @@ TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromp
     EXPECT_NE(errors[1].find("rank 0 failed the communicator"), std::string::npos) << errors[1];
     // Its own timeout is 20 s; the watcher looks every 500 ms.
     EXPECT_LT(rank1_seconds, 10.0) << "rank 1 failed only at its timeout";
+    // The posted failure went with rank 0's communicator, as the engine's keys did.
+    EXPECT_EQ(files_in(dir), 0u) << "keys left in the store after the communicators went";
+    std::filesystem::remove_all(dir);
 }
 
 // A communicator of one rank on cuda:0 through the CUDA plugin's NCCL

@@ -276,13 +276,11 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
     }
     op->stream = plugin_handle(stream);
-    std::uint64_t own_gates = 0;  // this communicator's gates on `stream` not yet run
     {
         std::lock_guard lock(mutex_);
-        for (const std::shared_ptr<comm::Op>& queued : queue_) own_gates += queued->stream == op->stream ? 1 : 0;
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
-    causes.before_gate(stream, op->index, own_gates);
+    causes.before_gate(stream, op->index);
     post_preamble(*op);
     Result<void> gated = stream.enqueue_host_func([this, op](Status status) -> Result<void> { return run_gate(op, status); });
     if (!gated.ok()) {
@@ -290,6 +288,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
             std::lock_guard lock(mutex_);
             queue_.erase(std::find(queue_.begin(), queue_.end(), op));
         }
+        causes.done(op->index);
         fail_everywhere(not_enqueued(*op, gated.error()));
         cv_.notify_all();
         forget_preamble(*op);

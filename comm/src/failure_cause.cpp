@@ -8,13 +8,7 @@
 
 namespace keel::comm {
 
-void FailureCause::before_gate(const Stream& stream, std::uint64_t index, std::uint64_t own_gates) {
-    // Failures already known refuse the operation at its enqueue; a wait of
-    // zero only looks. Only this communicator's own gates pending: nothing
-    // else can fail the stream before this one (their failures name
-    // themselves).
-    Result<std::optional<PendingHostFuncs>> pending = settle_fallible_host_funcs(stream, std::chrono::milliseconds(0));
-    const bool probe = pending.ok() && *pending && (*pending)->host_funcs > own_gates;
+void FailureCause::before_gate(const Stream& stream, std::uint64_t index) {
     std::lock_guard lock(mutex_);
     // Probes whose gates ran go back to the spares here, on this thread.
     for (std::uint64_t ran : done_) {
@@ -24,13 +18,12 @@ void FailureCause::before_gate(const Stream& stream, std::uint64_t index, std::u
         probes_.erase(it);
     }
     done_.clear();
-    if (!probe) return;
     if (spare_.empty()) {
         Result<Event> made = Event::create(device_);
         if (!made.ok()) return;  // no probe: the gate names the status code
         spare_.push_back(std::move(made).value());
     }
-    // Recording only enqueues: gates that wait for this lock meanwhile are
+    // Recording only enqueues: a gate that waits for this lock meanwhile is
     // not held up by the stream.
     if (!spare_.back().record(stream).ok()) return;
     probes_.emplace(index, std::move(spare_.back()));

@@ -1,14 +1,16 @@
 // Why an operation's stream had failed before its gate, for the gate's
 // error. The gate is a host function: it gets only the stream's status code
-// and may not call keel. So where a host function that can fail the stream
-// (one the runtime counts, keel/plugin_table.hpp) is pending when the
-// operation is enqueued, an event is recorded right before the gate; a gate
-// that finds its stream failed reads that event's error (the stream's error
-// at that point: the original failure) on a thread of its own, within a
-// bound. Where nothing such was pending the failure was a device
-// operation's own, which the runtime does not see: the gate then names the
-// status code. In the usual case (nothing pending but this communicator's
-// own gates) this costs one look at the runtime's table per operation.
+// and may not call keel. So an event (a probe, reused once its gate ran) is
+// recorded right before each gate, and a gate that finds its stream failed
+// reads through it, on a thread of its own and within a bound, the first
+// failure among the host functions that can fail the stream which the
+// runtime counted up to there (keel/plugin_table.hpp's
+// settle_fallible_host_funcs, on a stream that waits for the probe), else
+// the stream's own error at the probe. Asking the runtime at every enqueue
+// whether such a host function is pending costs more than the record where
+// the communicator's own gates are pending (a cv wait per look), so the
+// probe is always recorded: one event record per operation. Where none could
+// be recorded the gate names the status code.
 #pragma once
 
 #include <keel/device.hpp>
@@ -34,10 +36,9 @@ public:
     FailureCause(const FailureCause&) = delete;
     FailureCause& operator=(const FailureCause&) = delete;
 
-    // Before the gate of operation `index` is enqueued on `stream`, of which
-    // `own_gates` gates of this communicator have not run yet: records a
-    // probe when more host functions that can fail the stream are pending.
-    void before_gate(const Stream& stream, std::uint64_t index, std::uint64_t own_gates);
+    // Before the gate of operation `index` is enqueued on `stream`: records
+    // its probe (best effort: none when no event can be made or recorded).
+    void before_gate(const Stream& stream, std::uint64_t index);
     // From the gate of `index`, whose stream had failed: the stream's error
     // there, read within `bound`; empty when no probe was recorded for it or
     // the read did not finish.

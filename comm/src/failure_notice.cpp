@@ -2,6 +2,7 @@
 
 #include "bounded_call.hpp"
 
+#include <atomic>
 #include <memory>
 
 namespace keel::comm {
@@ -45,10 +46,29 @@ void FailureNotice::post(const std::string& message, std::chrono::milliseconds b
 
 std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) const noexcept {
     if (size_ < 2) return std::nullopt;
+    // One read at a time: a store that never answers holds one thread, not
+    // one per look (the native watcher looks again and again).
+    if (reading_->exchange(true)) return std::nullopt;
+    // Clears the flag when the read's call goes: after it ran, or unrun
+    // when no thread could be made.
+    struct Done {
+        explicit Done(std::shared_ptr<std::atomic<bool>> flag) : reading(std::move(flag)) {}
+        Done(const Done&) = delete;
+        Done& operator=(const Done&) = delete;
+        ~Done() { reading->store(false); }
+        std::shared_ptr<std::atomic<bool>> reading;
+    };
+    std::shared_ptr<Done> done;
+    try {
+        done = std::make_shared<Done>(reading_);
+    } catch (...) {
+        reading_->store(false);
+        return std::nullopt;
+    }
     try {
         auto value = std::make_shared<std::optional<std::string>>();
         const bool finished = run_bounded(
-            [store = store_, key = key_, value] {
+            [store = store_, key = key_, value, done] {
                 Result<std::vector<std::byte>> got = store.get(key, kLook);
                 if (got.ok()) *value = std::string(reinterpret_cast<const char*>(got->data()), got->size());
             },

@@ -13,7 +13,9 @@
 
 #include <keel/comm.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -64,6 +66,8 @@ private:
     int rank_;
     int size_;
     bool posted_ = false;  // by this rank; set once, before any destruction
+    // A read is in flight (on its own thread, which clears this).
+    std::shared_ptr<std::atomic<bool>> reading_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace keel::comm

@@ -15,12 +15,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <latch>
+#include <mutex>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -534,6 +538,74 @@ TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromp
     EXPECT_LT(rank1_seconds, 10.0) << "rank 1 failed only at its timeout";
     // The posted failure went with rank 0's communicator, as the engine's keys did.
     EXPECT_EQ(files_in(dir), 0u) << "keys left in the store after the communicators went";
+    std::filesystem::remove_all(dir);
+}
+
+// A store whose host hangs: once stuck, set and get block until released
+// (erase still answers: the engine's keys are erased at destroy).
+struct StuckStore {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool stuck = false;
+    void wait_while_stuck() {
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [&] { return !stuck; });
+    }
+    void set_stuck(bool on) {
+        {
+            std::lock_guard lock(mutex);
+            stuck = on;
+        }
+        cv.notify_all();
+    }
+};
+
+// The store stops answering after the ranks met: abort() on rank 0 posts
+// its failure within a bound instead of waiting for the store, and rank 1's
+// communicator, whose watcher looks at the store, goes at once all the same.
+TEST(CommNativeDispatch, AStoreThatStopsAnsweringHoldsUpNeitherAbortNorTheWatcher) {
+    const Runtime rt = fake_comm_runtime();
+    const std::string dir = fresh_directory();
+    const Store file = Store::file(dir).value();
+    auto state = std::make_shared<StuckStore>();  // shared with calls still blocked when the test ends
+    const Store store =
+        Store::callbacks(
+            [file, state](std::string_view key, std::span<const std::byte> value) {
+                state->wait_while_stuck();
+                return file.set(key, value);
+            },
+            [file, state](std::string_view key, std::chrono::milliseconds timeout) {
+                state->wait_while_stuck();
+                return file.get(key, timeout);
+            },
+            [file](std::string_view key) { return file.erase(key); })
+            .value();
+    const CommOptions options = thread_group_options("stuck-store");
+    double seconds[2] = {0, 0};  // rank 0: abort(); rank 1: its communicator going
+    std::string failures[2], errors[2];
+    std::latch met(2);
+    on_rank_threads(2, [&](int rank) {
+        const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+        std::optional<Communicator> comm;
+        if (Result<Communicator> created = Communicator::create(dev, store, rank, 2, options); created.ok())
+            comm.emplace(std::move(created).value());
+        else
+            failures[rank] = created.error().message();
+        met.arrive_and_wait();
+        if (!comm) return;
+        if (rank == 0) state->set_stuck(true);
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == 0) comm->abort();
+        errors[rank] = comm->error().ok() ? "ok" : comm->error().error().message();
+        if (rank == 1) comm.reset();
+        seconds[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    state->set_stuck(false);
+    for (int rank = 0; rank < 2; ++rank) ASSERT_EQ(failures[rank], "") << "rank " << rank;
+    EXPECT_NE(errors[0].find("aborted"), std::string::npos) << errors[0];
+    // The bound is 500 ms; without one, abort() waits for the store forever.
+    EXPECT_LT(seconds[0], 5.0) << "abort() waited for a store that does not answer";
+    EXPECT_LT(seconds[1], 5.0) << "the communicator's watcher held up its destruction";
     std::filesystem::remove_all(dir);
 }
 

@@ -156,6 +156,7 @@ Result<Communicator> Communicator::create(const Device& device, const Store& sto
                                                                : "; staged through pinned host memory");
     impl->mesh = std::make_unique<comm::GlooMesh>(std::move(connected.context), std::move(connected.sockets));
     impl->claim_store = store;
+    impl->notice = std::make_unique<comm::FailureNotice>(store, name, rank, size);
     impl->held_keys = std::move(connected.held_keys);
     impl->plugin_keys = std::move(engine.plugin_keys);
     impl->start_watching();

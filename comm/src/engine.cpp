@@ -55,6 +55,7 @@ Communicator::Impl::Impl(Device device_in, int rank_in, int size_in, std::string
     : device(std::move(device_in)),
       rank(rank_in),
       size(size_in),
+      causes(device),
       name(std::move(name_in)),
       check_sizes(check_sizes_in),
       host_addressable(device.has(DeviceCapability::host_addressable)),
@@ -153,11 +154,16 @@ std::string Communicator::Impl::peers_text() const {
     return text + "]";
 }
 
+std::optional<comm::PeerFailure> Communicator::Impl::peer_failure() const noexcept {
+    if (!notice) return std::nullopt;
+    return notice->read(std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
+}
+
 void Communicator::Impl::abort() noexcept {
     fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
+void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = error;
@@ -170,6 +176,11 @@ void Communicator::Impl::fail_everywhere(const Error& error) noexcept {
             f.buffer->abortWaitRecv();
         }
     }
+    // Before the connections close: a peer whose operation ends on them
+    // finds the cause in the store. Bounded: a store that is gone delays
+    // the peers' failure by at most this, never stops it.
+    if (post && notice)
+        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
     if (mesh) mesh->shut_down_sockets();
@@ -269,6 +280,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         std::lock_guard lock(mutex_);
         queue_.push_back(op);  // before its gate: the gate looks for it
     }
+    causes.before_gate(stream, op->index);
     post_preamble(*op);
     Result<void> gated = stream.enqueue_host_func([this, op](Status status) -> Result<void> { return run_gate(op, status); });
     if (!gated.ok()) {
@@ -276,6 +288,7 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
             std::lock_guard lock(mutex_);
             queue_.erase(std::find(queue_.begin(), queue_.end(), op));
         }
+        causes.done(op->index);
         fail_everywhere(not_enqueued(*op, gated.error()));
         cv_.notify_all();
         forget_preamble(*op);
@@ -349,10 +362,13 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
         // peers stale data with no error; the peers' matching operations
         // could only wait for the timeout. So the communicator fails here,
         // on every rank, as abort() does.
+        // The original error where the runtime knows it (failure_cause.hpp).
+        const std::optional<std::string> why =
+            causes.cause(op->index, std::min<std::chrono::milliseconds>(op->timeout, comm::kNoticeBound));
         Error cause(status, where(op->what()) + " (" + op->detail() + "): not run: its stream had failed before it (" +
                                 status_name(status) +
-                                "; the stream's error says what failed), so its input never arrived; the "
-                                "communicator is failed on every rank");
+                                (why ? ": " + *why : std::string("; the stream's error says what failed")) +
+                                "), so its input never arrived; the communicator is failed on every rank");
         fail_everywhere(cause);
         clear_outputs(*op);
         forget_preamble(*op);
@@ -394,6 +410,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
     }
     if (!failed) {
         bool mismatch = false;
+        bool peer_named = false;  // a peer's posted failure ended it: not posted again
         try {
             const BlockedOn peers(doing + ": waits for its peer ranks (the diagnosis of communicator '" + name +
                                   "' says which have not arrived)");
@@ -422,10 +439,15 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                 std::lock_guard lock(mutex_);
                 if (aborted_) ended = error_;
             }
+            std::optional<comm::PeerFailure> peer;
+            if (!ended) peer = peer_failure();
             if (ended)
                 failed = Error(ended->code(), where(op->what()) + " (" + op->detail() +
                                                   "): ended because the communicator failed: " + ended->message() +
                                                   " (" + e.what() + ")");
+            else if ((peer_named = peer.has_value()))
+                failed = Error(KEEL_STATUS_UNAVAILABLE, where(op->what()) + " (" + op->detail() + "): ended because " +
+                                                            comm::FailureNotice::text(*peer));
             else
                 failed = Error(KEEL_STATUS_UNAVAILABLE,
                                where(op->what()) + " (" + op->detail() + "): " + e.what() + timed_out_text(*op, e.what()) +
@@ -439,13 +461,14 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                 std::lock_guard lock(mutex_);
                 if (!error_) error_ = *failed;
             } else {
-                fail_everywhere(*failed);
+                fail_everywhere(*failed, !peer_named);
             }
             clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);
         }
     }
+    causes.done(op->index);
     {
         std::lock_guard lock(mutex_);
         op->gate_failed = failed.has_value();

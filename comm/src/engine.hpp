@@ -29,6 +29,8 @@
 // nothing else (see README for CUDA's shared callback thread).
 #pragma once
 
+#include "failure_cause.hpp"
+#include "failure_notice.hpp"
 #include "gloo_mesh.hpp"
 #include "op.hpp"
 #include "staged_copy.hpp"
@@ -85,6 +87,11 @@ struct Communicator::Impl {
     // a store that cannot erase keeps them).
     std::optional<Store> claim_store;
     std::vector<std::string> held_keys;
+    // Why the communicator failed, for the peers and from them (posted by
+    // fail_everywhere, read when an operation ends because of a peer).
+    std::unique_ptr<comm::FailureNotice> notice;
+    // What failed an operation's stream before its gate, for its error.
+    comm::FailureCause causes;
     // The keys the plugin set before it declined the group; erased when
     // this goes.
     std::shared_ptr<comm::WrittenKeys> plugin_keys;
@@ -186,9 +193,14 @@ private:
     // pending in Gloo, so it lives until the pairs close.
     void forget_preamble(comm::Op& op);
     // Fails the communicator with `error` (unless it failed already) and
-    // ends it on every rank: wakes the waits in flight and shuts its
-    // connections down, so the peers' operations fail at once too.
-    void fail_everywhere(const Error& error) noexcept;
+    // ends it on every rank: wakes the waits in flight, posts the error to
+    // the store for the peers (unless `post` is false: it came from there)
+    // and shuts its connections down, so the peers' operations fail at once
+    // too, naming it.
+    void fail_everywhere(const Error& error, bool post = true) noexcept;
+    // The failure a peer posted (FailureNotice), if any: what an operation
+    // that ended on closed connections names.
+    std::optional<comm::PeerFailure> peer_failure() const noexcept;
     // The error of an operation its stream refused after it was validated
     // (the stream had failed): fails the communicator everywhere.
     Error not_enqueued(const comm::Op& op, const Error& why) const;

@@ -8,6 +8,7 @@
 #include <keel/plugin/comm_entries.hpp>
 #include <keel/plugin_table.hpp>
 
+#include <algorithm>
 #include <vector>
 
 namespace keel::comm {
@@ -55,6 +56,8 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     config.timeout_ms = static_cast<std::uint64_t>(options.timeout.count());
     config.key_prefix = prefix.c_str();
     config.store = c_store.table();
+    // No rank posts a failure before every rank met in comm_create.
+    FailureNotice::clear_stale(store, name, size);
     keel_comm comm = nullptr;
     Result<void> created = take_c_error(plugin_table(device).comm_create(plugin_handle(device), &config, &comm));
     if (!created.ok()) {
@@ -68,24 +71,71 @@ Result<std::unique_ptr<NativeComm>> NativeComm::choose(const Device& device, con
     }
     engine = {CommEngine::native, "native (" + device.type() + " plugin)", {}};
     std::string where = "comm '" + name + "' rank " + std::to_string(rank) + "/" + std::to_string(size);
-    return std::unique_ptr<NativeComm>(
-        new NativeComm(device, comm, std::move(where), options.timeout, std::move(plugin_keys)));
+    return std::unique_ptr<NativeComm>(new NativeComm(device, comm, std::move(where), options.timeout,
+                                                      std::move(plugin_keys),
+                                                      std::make_unique<FailureNotice>(store, name, rank, size), size));
 }
 
 NativeComm::NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,
-                       std::shared_ptr<WrittenKeys> plugin_keys)
+                       std::shared_ptr<WrittenKeys> plugin_keys, std::unique_ptr<FailureNotice> notice, int size)
     : device_(std::move(device)),
       api_(plugin_table(device_)),
       comm_(comm),
       where_(std::move(where)),
       timeout_(timeout),
-      plugin_keys_(std::move(plugin_keys)) {}
+      plugin_keys_(std::move(plugin_keys)),
+      notice_(std::move(notice)) {
+    if (size > 1) watcher_ = std::thread([this] { watch_peers(); });
+}
 
-NativeComm::~NativeComm() { (void)take_c_error(api_.comm_destroy(comm_)); }
+NativeComm::~NativeComm() {
+    if (watcher_.joinable()) {
+        {
+            std::lock_guard lock(watch_mutex_);
+            stopping_ = true;
+        }
+        watch_cv_.notify_all();
+        watcher_.join();
+    }
+    (void)take_c_error(api_.comm_destroy(comm_));
+}
 
-void NativeComm::Failure::note(Error e) {
+bool NativeComm::Failure::note(Error e) {
     std::lock_guard lock(mutex);
-    if (!error) error = std::move(e);
+    if (error) return false;
+    error = std::move(e);
+    return true;
+}
+
+void NativeComm::fail(Error e) const noexcept {
+    try {
+        const std::string message = e.message();
+        if (failure_->note(std::move(e))) notice_->post(message, std::min(timeout_, kNoticeBound));
+    } catch (...) {
+        // Out of memory for the message: the plugin still fails the
+        // communicator, and its enqueues report the failure.
+    }
+}
+
+void NativeComm::watch_peers() {
+    // A slice of the timeout, so a peer's failure ends this rank's wait in
+    // a fraction of it, without asking the store more than a few times a
+    // second.
+    const auto slice = std::clamp<std::chrono::milliseconds>(timeout_ / 16, std::chrono::milliseconds(20),
+                                                              std::chrono::milliseconds(500));
+    std::unique_lock lock(watch_mutex_);
+    for (;;) {
+        if (watch_cv_.wait_for(lock, slice, [&] { return stopping_; })) return;
+        lock.unlock();
+        if (!error().ok()) return;  // failed here: this rank posted, or aborted
+        if (std::optional<PeerFailure> peer = notice_->read(std::min(timeout_, kNoticeBound))) {
+            (void)failure_->note(Error(KEEL_STATUS_UNAVAILABLE,
+                                       "[Communicator] " + where_ + ": ended because " + FailureNotice::text(*peer)));
+            (void)take_c_error(api_.comm_abort(comm_));
+            return;
+        }
+        lock.lock();
+    }
 }
 
 namespace {
@@ -101,7 +151,7 @@ bool fails_communicator(Status code) {
 Result<void> NativeComm::checked(const Stream& stream, keel_error* error) const {
     Result<void> r = take_c_error(error);
     if (!r.ok()) {
-        if (fails_communicator(r.error().code())) failure_->note(r.error());
+        if (fails_communicator(r.error().code())) fail(r.error());
         return r;
     }
     // The plugin fails the stream of an operation that fails while running
@@ -116,7 +166,7 @@ Result<void> NativeComm::checked(const Stream& stream, keel_error* error) const 
                                         status_name(status) + "; the stream's error says what failed)"));
     });
     // Refused: the stream is known to have failed since the operation went in.
-    if (!watched.ok() && fails_communicator(watched.error().code())) failure_->note(watched.error());
+    if (!watched.ok() && fails_communicator(watched.error().code())) fail(watched.error());
     return r;
 }
 
@@ -142,7 +192,9 @@ Result<void> NativeComm::stream_settled(const Stream& stream, const char* what) 
                           " ms (the communicator's timeout; is the stream blocked?), so its input may never "
                           "arrive; the communicator is failed on every rank");
     }
-    failure_->note(*cause);
+    // Posted for the peers, whose matching operations an engine ends only
+    // at their timeout otherwise (their watchers abort them naming it).
+    fail(*cause);
     // The peers' matching operations then fail as after abort(), instead of
     // reducing with data this rank never meant.
     (void)take_c_error(api_.comm_abort(comm_));
@@ -199,7 +251,7 @@ Result<void> NativeComm::send_recv(const Stream& stream, std::span<const P2P> op
 
 void NativeComm::abort() const noexcept {
     try {
-        failure_->note(Error(KEEL_STATUS_FAILED_PRECONDITION, "[Communicator::abort] " + where_ + ": aborted"));
+        fail(Error(KEEL_STATUS_FAILED_PRECONDITION, "[Communicator::abort] " + where_ + ": aborted"));
     } catch (...) {
         // Out of memory for the message: the plugin still aborts, and its
         // enqueues report the failure.

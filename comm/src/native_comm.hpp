@@ -4,14 +4,17 @@
 // plugin checks them again, as every entry does.
 #pragma once
 
+#include "failure_notice.hpp"
 #include "written_keys.hpp"
 
 #include <keel/comm.hpp>
 #include <keel/keel.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,7 +32,8 @@ struct EngineChoice {
 };
 
 // Threads: Send and Sync (the plugin's entries may be called from any
-// thread; error() and abort() lock).
+// thread; error() and abort() lock). A group of two or more ranks has a
+// watcher thread of its own, ended by the destructor.
 class NativeComm {
 public:
     // True when `device`'s plugin declares 1.4 or later and has the whole set.
@@ -46,8 +50,8 @@ public:
 
     NativeComm(const NativeComm&) = delete;
     NativeComm& operator=(const NativeComm&) = delete;
-    // comm_destroy (waits for the enqueued operations), then erases the
-    // plugin's keys.
+    // Ends the watcher, comm_destroy (waits for the enqueued operations),
+    // then erases the plugin's keys.
     ~NativeComm();
 
     [[nodiscard]] Result<void> all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
@@ -71,11 +75,21 @@ private:
     struct Failure {
         std::mutex mutex;
         std::optional<Error> error;
-        void note(Error e);
+        // True when `e` is the first.
+        bool note(Error e);
     };
 
     NativeComm(Device device, keel_comm comm, std::string where, std::chrono::milliseconds timeout,
-               std::shared_ptr<WrittenKeys> plugin_keys);
+               std::shared_ptr<WrittenKeys> plugin_keys, std::unique_ptr<FailureNotice> notice, int size);
+    // Notes `e` as the communicator's error; the first is posted for the
+    // peers (FailureNotice).
+    void fail(Error e) const noexcept;
+    // An engine such as NCCL ends a peer's operation only at that peer's own
+    // timeout when this rank aborts: the watcher reads the failure a peer
+    // posted (a short look every slice of the timeout) and aborts this
+    // communicator naming it, so every rank fails within a fraction of its
+    // timeout.
+    void watch_peers();
     // Before an operation goes to the plugin: a host function that can fail
     // `stream` (or a stream it waits for) and is still pending may fail it
     // after the operation was submitted, and a device that cannot skip
@@ -101,6 +115,12 @@ private:
     // erase): erased after comm_destroy, when no rank needs them any more
     // (every rank's comm_create read what it needed before any returned).
     std::shared_ptr<WrittenKeys> plugin_keys_;
+    std::unique_ptr<FailureNotice> notice_;
+    // The watcher (groups of two or more) and what ends it.
+    std::mutex watch_mutex_;
+    std::condition_variable watch_cv_;
+    bool stopping_ = false;  // guarded by watch_mutex_
+    std::thread watcher_;   // last: started once the rest exists
 };
 
 }  // namespace keel::comm

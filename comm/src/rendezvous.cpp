@@ -1,5 +1,6 @@
 #include "rendezvous.hpp"
 
+#include "failure_notice.hpp"
 #include "key_owner.hpp"
 #include "sigpipe_guard.hpp"
 #include "written_keys.hpp"
@@ -193,6 +194,7 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
     // meeting now or because its communicator completed and this rank's
     // process let it go.
     if (std::optional<Error> late = completed_without_us(shared_store, name, rank, size, here)) return *late;
+    FailureNotice::clear_stale(shared_store, name, size);
     KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(tag)));
     for (int peer = 0; peer < size; ++peer) {
         const std::string key = name + "/arrived/" + std::to_string(peer);

@@ -1,8 +1,8 @@
 // The generic path on a device whose memory the host may dereference
 // (KEEL_DEVICE_CAP_HOST_ADDRESSABLE: the fake plugin's): Gloo works on the
 // device memory in place, with no staging copies. Two ranks are two threads
-// of this process, one fake device each (the fake engine declines a group of
-// two, so the generic path serves it); every collective, in and out of
+// of this process, one fake device each (the generic path forced: the fake
+// engine would run a group of two itself); every collective, in and out of
 // place, and a batched send and receive both ways.
 #include <keel/comm.hpp>
 #include <keel/keel.hpp>
@@ -45,6 +45,7 @@ void run_rank(const Runtime& rt, const Store& store, int rank, RankResults& r) {
     const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
     CommOptions options;
     options.key_prefix = "in-place";
+    options.native = false;  // the generic path (the fake engine runs groups of two itself)
     options.timeout = std::chrono::milliseconds(20000);
     Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
     if (!created.ok()) {

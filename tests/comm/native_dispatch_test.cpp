@@ -15,10 +15,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <latch>
+#include <mutex>
 #include <optional>
+#include <span>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -114,6 +121,22 @@ std::vector<float> all_reduce(const Communicator& comm, const Stream& s, const s
     Result<void> r = comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return s.copy_to_vector<float>(out.view()).value().get().value();
+}
+
+// Options of a group whose ranks are threads of this process: keys under
+// `prefix`, and a timeout no correct run comes near.
+CommOptions thread_group_options(const std::string& prefix) {
+    CommOptions options;
+    options.key_prefix = prefix;
+    options.timeout = std::chrono::milliseconds(20000);
+    return options;
+}
+
+// Runs `rank_body(rank)` for ranks 0..n-1, each on a thread of its own.
+void on_rank_threads(int n, const std::function<void(int)>& rank_body) {
+    std::vector<std::thread> ranks;
+    for (int rank = 0; rank < n; ++rank) ranks.emplace_back(rank_body, rank);
+    for (std::thread& t : ranks) t.join();
 }
 
 TEST(CommNativeDispatch, AOneRankGroupOnAPluginWithTheSetRunsOnItsEntries) {
@@ -420,39 +443,173 @@ TEST(CommNativeDispatch, APluginWithoutTheSetGetsTheGenericPath) {
     EXPECT_EQ(comm.engine_kind(), CommEngine::generic_no_entries) << comm.engine_description();
 }
 
-// Two ranks (threads of this process, one fake device each): the fake
-// engine declines a group of two on both ranks, and both fall back to the
+// Three ranks (threads of this process, on the two fake devices): the fake
+// engine declines a group of three on every rank, and all fall back to the
 // generic path under the same store and prefix, which then sums across them.
 TEST(CommNativeDispatch, AGroupThePluginDeclinesFallsBackToTheGenericPathOnEveryRank) {
     const Runtime rt = fake_comm_runtime();
     const Store store = Store::file(fresh_directory()).value();
-    CommOptions options;
-    options.key_prefix = "declined";
-    options.timeout = std::chrono::milliseconds(20000);
-    std::vector<float> results[2];
-    CommEngine engines[2] = {CommEngine::native, CommEngine::native};
-    std::string failures[2];
-    std::vector<std::thread> ranks;
-    for (int rank = 0; rank < 2; ++rank) {
-        ranks.emplace_back([&, rank] {
-            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
-            Result<Communicator> comm = Communicator::create(dev, store, rank, 2, options);
-            if (!comm.ok()) {
-                failures[rank] = comm.error().message();
-                return;
-            }
-            engines[rank] = comm->engine_kind();
-            const Stream s = Stream::create(dev).value();
-            results[rank] = all_reduce(*comm, s, iota(4, static_cast<float>(rank * 10)));
-        });
-    }
-    for (std::thread& t : ranks) t.join();
-    const std::vector<float> sum = {10.0f, 12.0f, 14.0f, 16.0f};
-    for (int rank = 0; rank < 2; ++rank) {
+    const CommOptions options = thread_group_options("declined");
+    constexpr int kRanks = 3;
+    std::vector<float> results[kRanks];
+    CommEngine engines[kRanks] = {CommEngine::native, CommEngine::native, CommEngine::native};
+    std::string failures[kRanks];
+    on_rank_threads(kRanks, [&](int rank) {
+        // Two fake devices: ranks 0 and 2 share one.
+        const Device dev = rt.device("commfake:" + std::to_string(rank % 2)).value();
+        Result<Communicator> comm = Communicator::create(dev, store, rank, kRanks, options);
+        if (!comm.ok()) {
+            failures[rank] = comm.error().message();
+            return;
+        }
+        engines[rank] = comm->engine_kind();
+        const Stream s = Stream::create(dev).value();
+        results[rank] = all_reduce(*comm, s, iota(4, static_cast<float>(rank * 10)));
+    });
+    const std::vector<float> sum = {30.0f, 33.0f, 36.0f, 39.0f};
+    for (int rank = 0; rank < kRanks; ++rank) {
         EXPECT_EQ(failures[rank], "") << "rank " << rank;
         EXPECT_EQ(engines[rank], CommEngine::generic_declined) << "rank " << rank;
         EXPECT_EQ(results[rank], sum) << "rank " << rank;
     }
+}
+
+// Two ranks of the fake engine (threads of this process, one fake device
+// each), which, as NCCL, ends an operation whose peer never comes only at
+// its own timeout. Rank 0's stream fails (a host function) before an
+// all_reduce, which it therefore never hands to the engine; rank 1's
+// matching all_reduce must not wait for its 20 s timeout: it fails within a
+// fraction of it, naming rank 0 and the original error, and its output is
+// never written. A clean all_reduce first shows the pair engine works.
+TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromptlyNamingTheCause) {
+    const Runtime rt = fake_comm_runtime();
+    const std::string dir = fresh_directory();
+    const Store store = Store::file(dir).value();
+    const CommOptions options = thread_group_options("pair-fails");
+    std::vector<float> sums[2], outputs[2];
+    std::string failures[2], errors[2];
+    double rank1_seconds = 0;
+    std::latch done(2);  // rank 0's failure stays posted until rank 1 read it
+    on_rank_threads(2, [&](int rank) {
+        const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+        Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
+        if (!created.ok() || !created->uses_native_engine()) {
+            failures[rank] = created.ok() ? created->engine_description() : created.error().message();
+            done.count_down();
+            return;
+        }
+        const Communicator& comm = *created;
+        const Stream s = Stream::create(dev).value();
+        sums[rank] = all_reduce(comm, s, iota(4, static_cast<float>(rank * 10)));
+        const std::vector<float> zeros(4, 0.0f);
+        Buffer in = Buffer::allocate(s, 16).value();
+        Buffer out = Buffer::allocate(s, 16).value();
+        EXPECT_TRUE(s.copy(in.view(), iota(4, 1.0f)).ok());
+        EXPECT_TRUE(s.copy(out.view(), zeros).ok());
+        EXPECT_TRUE(s.synchronize().ok());
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == 0) {
+            std::shared_ptr<std::atomic<bool>> go = hold_until_set(s);
+            EXPECT_TRUE(s.enqueue_host_func([]() -> Result<void> {
+                             return Error(KEEL_STATUS_INTERNAL, "[test] the compute before the operation failed");
+                         }).ok());
+            std::thread release = set_soon(go);
+            EXPECT_FALSE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+            release.join();
+        } else {
+            EXPECT_TRUE(comm.all_reduce(s, in.view(), out.view(), KEEL_DTYPE_F32, ReduceOp::sum).ok());
+        }
+        EXPECT_FALSE(s.synchronize().ok()) << "rank " << rank;
+        if (rank == 1)
+            rank1_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        errors[rank] = comm.error().ok() ? "ok" : comm.error().error().message();
+        const Stream reader = Stream::create(dev).value();
+        outputs[rank] = reader.copy_to_vector<float>(out.view()).value().get().value();
+        done.arrive_and_wait();
+    });
+    for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_EQ(failures[rank], "") << "rank " << rank;
+        EXPECT_EQ(sums[rank], (std::vector<float>{10.0f, 12.0f, 14.0f, 16.0f})) << "rank " << rank;
+        EXPECT_EQ(outputs[rank], std::vector<float>(4, 0.0f)) << "rank " << rank << "'s output was written";
+        EXPECT_NE(errors[rank].find("[test] the compute before the operation failed"), std::string::npos)
+            << "rank " << rank << ": " << errors[rank];
+    }
+    EXPECT_NE(errors[1].find("rank 0 failed the communicator"), std::string::npos) << errors[1];
+    // Its own timeout is 20 s; the watcher looks every 500 ms.
+    EXPECT_LT(rank1_seconds, 10.0) << "rank 1 failed only at its timeout";
+    // The posted failure went with rank 0's communicator, as the engine's keys did.
+    EXPECT_EQ(files_in(dir), 0u) << "keys left in the store after the communicators went";
+    std::filesystem::remove_all(dir);
+}
+
+// A store whose host hangs: once stuck, set and get block until released
+// (erase still answers: the engine's keys are erased at destroy).
+struct StuckStore {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool stuck = false;
+    void wait_while_stuck() {
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [&] { return !stuck; });
+    }
+    void set_stuck(bool on) {
+        {
+            std::lock_guard lock(mutex);
+            stuck = on;
+        }
+        cv.notify_all();
+    }
+};
+
+// The store stops answering after the ranks met: abort() on rank 0 posts
+// its failure within a bound instead of waiting for the store, and rank 1's
+// communicator, whose watcher looks at the store, goes at once all the same.
+TEST(CommNativeDispatch, AStoreThatStopsAnsweringHoldsUpNeitherAbortNorTheWatcher) {
+    const Runtime rt = fake_comm_runtime();
+    const std::string dir = fresh_directory();
+    const Store file = Store::file(dir).value();
+    auto state = std::make_shared<StuckStore>();  // shared with calls still blocked when the test ends
+    const Store store =
+        Store::callbacks(
+            [file, state](std::string_view key, std::span<const std::byte> value) {
+                state->wait_while_stuck();
+                return file.set(key, value);
+            },
+            [file, state](std::string_view key, std::chrono::milliseconds timeout) {
+                state->wait_while_stuck();
+                return file.get(key, timeout);
+            },
+            [file](std::string_view key) { return file.erase(key); })
+            .value();
+    const CommOptions options = thread_group_options("stuck-store");
+    double seconds[2] = {0, 0};  // rank 0: abort(); rank 1: its communicator going
+    std::string failures[2], errors[2];
+    std::latch met(2);
+    on_rank_threads(2, [&](int rank) {
+        const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+        std::optional<Communicator> comm;
+        if (Result<Communicator> created = Communicator::create(dev, store, rank, 2, options); created.ok())
+            comm.emplace(std::move(created).value());
+        else
+            failures[rank] = created.error().message();
+        met.arrive_and_wait();
+        if (!comm) return;
+        if (rank == 0) state->set_stuck(true);
+        const auto start = std::chrono::steady_clock::now();
+        if (rank == 0) comm->abort();
+        errors[rank] = comm->error().ok() ? "ok" : comm->error().error().message();
+        if (rank == 1) comm.reset();
+        seconds[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    state->set_stuck(false);
+    for (int rank = 0; rank < 2; ++rank) ASSERT_EQ(failures[rank], "") << "rank " << rank;
+    EXPECT_NE(errors[0].find("aborted"), std::string::npos) << errors[0];
+    // The bound is 500 ms; without one, abort() waits for the store forever.
+    EXPECT_LT(seconds[0], 5.0) << "abort() waited for a store that does not answer";
+    EXPECT_LT(seconds[1], 5.0) << "the communicator's watcher held up its destruction";
+    // Calls released just now may still write there: no throw if they do.
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
 }
 
 // A communicator of one rank on cuda:0 through the CUDA plugin's NCCL

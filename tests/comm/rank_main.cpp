@@ -362,11 +362,21 @@ int abort_unblocks() {
     keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(30000)).value();
     keel::Store store = keel::Store::from_env().value();
     if (c.rank == 1) {
+        // A receive rank 0 never sends for: it ends when rank 0 aborts, at
+        // once, naming rank 0's abort (not a closed connection).
+        keel::Buffer b = upload(c, std::vector<std::byte>(1024));
+        comm.recv(c.stream, b, 0).value();
+        const keel::Result<void> synced = c.stream.synchronize();
+        const keel::Result<void> err = comm.error();
+        CHECK(!err.ok() && err.error().message().find("rank 0 failed the communicator: [Communicator::abort]") !=
+                               std::string::npos && err.error().message().find("aborted") != std::string::npos,
+              "rank 1's error does not name rank 0's abort: %s", err.ok() ? "ok" : err.error().message().c_str());
+        if (c.stream.host_funcs_can_fail()) CHECK(!synced.ok(), "rank 1's receive succeeded");
         // Stay connected until rank 0 is done, twice.
         (void)store.get("test/abort-done", std::chrono::milliseconds(20000));
         keel::Communicator coll = keel::Communicator::create_from_env(c.device, options(30000)).value();
         (void)store.get("test/abort-collective-done", std::chrono::milliseconds(20000));
-        return 0;
+        return failures;
     }
     keel::Buffer b = upload(c, std::vector<std::byte>(1024));
     const auto start = std::chrono::steady_clock::now();
@@ -987,13 +997,27 @@ int failed_stream(bool send, bool known = false) {
     if (!err.ok()) {
         const std::string& m = err.error().message();
         std::fprintf(stderr, "rank %d error: %s\n", c.rank, m.c_str());
+        // Rank 0's own error quotes the original error, not only its code.
         if (c.rank == 0 && !known)
-            CHECK(m.find("stream had failed") != std::string::npos && m.find("INTERNAL") != std::string::npos,
+            CHECK(m.find("stream had failed") != std::string::npos && m.find("INTERNAL") != std::string::npos &&
+                      m.find("[test] the compute before the operation failed") != std::string::npos,
                   "rank 0's error does not name the stream's failure: %s", m.c_str());
+        // The peer names the rank that failed the communicator and why, not
+        // a closed connection.
+        if (c.rank == 1)
+            CHECK(m.find("rank 0 failed the communicator: [Communicator::") != std::string::npos &&
+                      m.find(send ? "[Communicator::send_recv]" : "[Communicator::all_reduce]") != std::string::npos &&
+                      m.find("[test] the compute before the operation failed") != std::string::npos,
+                  "rank 1's error does not name rank 0's failure: %s", m.c_str());
     }
     CHECK(s < 8.0, "took %.1f s to fail with a 20 s timeout", s);
     // The communicator is failed: later operations are refused at once.
     CHECK(!comm.all_reduce(reader, first, KEEL_DTYPE_I32, keel::ReduceOp::sum).ok(), "an enqueue after the failure");
+    // Rank 0's failure stays posted while its communicator lives: it goes
+    // only once rank 1 has read it.
+    keel::Store store = keel::Store::from_env().value();
+    if (c.rank == 1) (void)store.set("test/failed-stream-read", std::as_bytes(std::span("1", 1)));
+    else (void)store.get("test/failed-stream-read", std::chrono::milliseconds(20000));
     return failures;
 }
 

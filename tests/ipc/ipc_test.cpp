@@ -6,6 +6,8 @@
 
 #include <keel/ipc.hpp>
 #include <keel/keel.hpp>
+#include <keel/testing/gate.hpp>
+#include <keel/testing/result.hpp>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +92,41 @@ TEST(IpcMemory, ForeignMalformedAndMisusedHandlesAreRefused) {
             return send_byte(socket);
         });
     expect_both_ok(result);
+}
+
+// The exporter's error text crosses in a fixed slot (447 bytes on cpu:0): a
+// longer one arrives cut between two characters and says it was cut. Three
+// texts, a byte apart, so that one of them has the slot's end inside a
+// character whatever the plugin puts before it.
+TEST(IpcEvent, AnExportersErrorTextLongerThanTheSlotArrivesCutAtACharacterWithAnEllipsis) {
+    KEEL_ASSERT_OK_AND_ASSIGN(Runtime rt, Runtime::create());
+    KEEL_ASSERT_OK_AND_ASSIGN(Device dev, rt.device("cpu:0"));
+    for (const std::string pad : {"", "-", "--"}) {
+        const std::string start = "planted long failure" + pad + " ";
+        std::string text = start;
+        for (int i = 0; i < 400; ++i) text += "\u2713";  // three bytes each
+        text += " TAIL";
+        KEEL_ASSERT_OK_AND_ASSIGN(Stream s, Stream::create(dev));
+        KEEL_ASSERT_OK_AND_ASSIGN(Event ev, ipc::create_event(dev));
+        testing::Gate gate;  // a failed stream refuses the record: fail after it
+        KEEL_ASSERT_OK(gate.hold(s));
+        KEEL_ASSERT_OK(s.enqueue_host_func([text]() -> Result<void> { return Error(KEEL_STATUS_OUT_OF_RANGE, text); }));
+        KEEL_ASSERT_OK(ev.record(s));
+        gate.open();
+        KEEL_ASSERT_OK_AND_ASSIGN(ipc::Handle handle, ipc::export_event(ev));
+        KEEL_ASSERT_OK_AND_ASSIGN(Event seen, ipc::import_event(dev, handle));
+        auto synced = seen.synchronize();
+        ASSERT_FALSE(synced.ok()) << "a record after the failure completed";
+        const std::string& message = synced.error().message();
+        const std::size_t at = message.find(start);
+        ASSERT_NE(at, std::string::npos) << message;
+        EXPECT_EQ(message.find("TAIL"), std::string::npos) << message;
+        ASSERT_TRUE(message.ends_with("...")) << "cut without saying so: " << message;
+        const std::string cut = message.substr(at + start.size(), message.size() - at - start.size() - 3);
+        EXPECT_EQ(cut.size() % 3, 0u) << "cut inside a character: " << message;
+        EXPECT_EQ(text.compare(start.size(), cut.size(), cut), 0) << message;
+        EXPECT_GT(cut.size(), 300u) << "cut far shorter than the slot: " << message;
+    }
 }
 
 }  // namespace

@@ -1,27 +1,12 @@
 #include "interprocess_message.hpp"
 
+#include <keel/plugin/bounded_text.hpp>
+
 #include <algorithm>
 
 namespace keel::level_zero {
 
-namespace {
-
-constexpr std::string_view kCutMark = "...";
-
-bool continues_a_character(char byte) { return (static_cast<unsigned char>(byte) & 0xC0u) == 0x80u; }
-
-}  // namespace
-
-std::string bounded_message(std::string_view message) {
-    message = message.substr(0, message.find('\0'));
-    if (message.size() <= kMessageBytes) return std::string(message);
-    std::size_t keep = kMessageBytes - kCutMark.size();
-    // Never half a character: back to the start of the one the cut splits.
-    while (keep > 0 && continues_a_character(message[keep])) --keep;
-    std::string cut(message.substr(0, keep));
-    cut += kCutMark;
-    return cut;
-}
+std::string bounded_message(std::string_view message) { return plugin::bounded_text(message, kMessageBytes); }
 
 std::uint32_t message_events(std::string_view text) {
     const std::size_t bytes = std::min<std::size_t>(text.size() + 1, kMessageBytes);

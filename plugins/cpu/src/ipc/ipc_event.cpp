@@ -2,6 +2,8 @@
 
 #include "../address_space.hpp"
 
+#include <keel/plugin/bounded_text.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -70,10 +72,9 @@ void SharedEvent::complete(std::uint64_t record, const Error* error) noexcept {
     EventState& s = state();
     if (error != nullptr && s.failed_from.load(std::memory_order_acquire) == EventState::kNone) {
         s.error_code = static_cast<std::int32_t>(error->code());
-        const std::string& m = error->message();
-        const std::size_t n = std::min(m.size(), sizeof s.error_message - 1);
-        std::memcpy(s.error_message, m.data(), n);
-        s.error_message[n] = '\0';
+        const std::string m = plugin::bounded_text(error->message(), sizeof s.error_message - 1);
+        std::memcpy(s.error_message, m.data(), m.size());
+        s.error_message[m.size()] = '\0';
         s.failed_from.store(record, std::memory_order_release);
     }
     if (s.completed.load(std::memory_order_relaxed) < record) s.completed.store(record, std::memory_order_release);

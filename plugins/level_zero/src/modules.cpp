@@ -4,6 +4,8 @@
 #include "spirv_modules.hpp"
 #include "ze_error.hpp"
 
+#include <keel/plugin/bounded_text.hpp>
+
 #include <string>
 #include <vector>
 
@@ -26,8 +28,7 @@ std::string take_build_log(ze_module_build_log_handle_t log) {
             text.assign(buffer.data(), size > 0 ? size - 1 : 0);
     }
     (void)ze().zeModuleBuildLogDestroy(log);
-    if (text.size() > kMaxLogInMessage) text = text.substr(0, kMaxLogInMessage) + "...";
-    return text;
+    return plugin::bounded_text(text, kMaxLogInMessage);
 }
 
 }  // namespace

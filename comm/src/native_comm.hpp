@@ -14,10 +14,10 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 
 namespace keel::comm {
 

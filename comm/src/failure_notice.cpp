@@ -84,7 +84,8 @@ std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) 
         } catch (...) {
             return std::nullopt;
         }
-        if (failure.rank == rank_) return std::nullopt;
+        // Another rank of this group, or it is not a notice of this group.
+        if (failure.rank == rank_ || failure.rank < 0 || failure.rank >= size_) return std::nullopt;
         failure.error = v.substr(colon + 2);
         return failure;
     } catch (...) {

@@ -116,6 +116,13 @@ TEST(CommMultiProcess, AbortWhileRanksSendNeverKillsARankWithASignal) {
     EXPECT_EQ(signalled, 0);
 }
 
+// A batch that ran before a peer's stream failed keeps its result: the
+// connection watcher's wake of a send that had completed made Gloo report
+// it as not completed.
+TEST(CommMultiProcess, ABatchThatRanBeforeAPeersStreamFailedKeepsItsResult) {
+    expect_all_zero(run_ranks("failure_between_batches", 3, ranks_upto(3), std::chrono::seconds(40)));
+}
+
 TEST(CommMultiProcess, ARankThatNeverArrivesFailsCreateWithinTheTimeout) {
     expect_all_zero(run_ranks("never_arrives", 2, {0}, std::chrono::seconds(30)));
 }

@@ -1394,6 +1394,78 @@ int more_collectives() {
 }
 }  // namespace
 
+// Three ranks; rank 1's stream fails between its two receives. Rank 0's
+// first batch (recv from 2, send to 1: waited in that order) completes its
+// send to 1 before rank 1 fails the communicator, but waits for rank 2 (held
+// back until then): the first batch must still succeed on rank 0, with its
+// data, and only the second fail, naming rank 1's cause. The connection
+// watcher's wake of the completed send made Gloo report it as not
+// completed, failing a batch that had run.
+int failure_between_batches() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+    const auto value = [&](double v) { return make(KEEL_DTYPE_I32, 64, [&](std::size_t) { return v; }); };
+    const auto sentinel = value(-7);
+    keel::Buffer in = upload(c, value(100 + c.rank));
+    keel::Buffer first = upload(c, sentinel);
+    keel::Buffer second = upload(c, sentinel);
+    c.stream.synchronize().value();
+    auto go = std::make_shared<std::atomic<bool>>(false);
+    if (c.rank == 0) {
+        const keel::P2P batch[] = {keel::P2P::recv(first, 2), keel::P2P::send(in, 1)};
+        comm.send_recv(c.stream, batch).value();
+        comm.send(c.stream, in, 1).value();
+    } else if (c.rank == 1) {
+        comm.recv(c.stream, first, 0).value();
+        c.stream
+            .enqueue_host_func([]() -> keel::Result<void> {
+                return keel::Error(KEEL_STATUS_INTERNAL, "[test] the compute between the batches failed");
+            })
+            .value();
+        comm.recv(c.stream, second, 0).value();
+    } else {
+        // Held until rank 1 failed the communicator.
+        c.stream
+            .enqueue_host_func([go]() -> keel::Result<void> {
+                while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                return {};
+            })
+            .value();
+        comm.send(c.stream, in, 0).value();
+    }
+    if (c.rank == 2) {
+        (void)store.get("test/between-failed", std::chrono::milliseconds(15000));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        go->store(true);
+    }
+    const keel::Result<void> synced = c.stream.synchronize();
+    if (c.rank == 1) (void)store.set("test/between-failed", std::as_bytes(std::span("1", 1)));
+    keel::Stream reader = keel::Stream::create(c.device).value();
+    const auto read = [&](const keel::Buffer& b) { return reader.copy_to_vector<std::byte>(b.view()).value().get().value(); };
+    if (c.rank == 0) {
+        CHECK(read(first) == value(102), "rank 0's first batch, which ran before rank 1 failed, did not deliver: %s",
+              comm.error().ok() ? "no error" : comm.error().error().message().c_str());
+    }
+    if (c.rank == 1) {
+        CHECK(read(first) == value(100), "rank 1's receive before its stream failed");
+        CHECK(read(second) == sentinel, "rank 1's receive after its stream failed wrote its output");
+    }
+    if (c.rank != 2) {
+        CHECK(!synced.ok(), "the second batch succeeded");
+        const keel::Result<void> err = comm.error();
+        CHECK(!err.ok() && err.error().message().find("[test] the compute between the batches failed") != std::string::npos,
+              "the error does not name rank 1's cause: %s", err.ok() ? "no error" : err.error().message().c_str());
+        (void)store.set("test/between-read-" + std::to_string(c.rank), std::as_bytes(std::span("1", 1)));
+    } else {
+        CHECK(synced.ok(), "rank 2's send, which met a live rank 0, failed: %s",
+              synced.ok() ? "" : synced.error().message().c_str());
+    }
+    // Rank 1's notice stays posted until rank 0 read it.
+    if (c.rank == 1) (void)store.get("test/between-read-0", std::chrono::milliseconds(15000));
+    return failures;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     std::string scenario = argv[1];
@@ -1434,6 +1506,7 @@ int main(int argc, char** argv) {
     else if (scenario == "turn_never_comes") rc = turn_never_comes();
     else if (scenario == "more_collectives") rc = more_collectives();
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
+    else if (scenario == "failure_between_batches") rc = failure_between_batches();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

@@ -154,9 +154,46 @@ std::string Communicator::Impl::peers_text() const {
     return text + "]";
 }
 
-std::optional<comm::PeerFailure> Communicator::Impl::peer_failure() const noexcept {
+std::optional<comm::PeerFailure> Communicator::Impl::peer_failure() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (seen_failure_) return seen_failure_;
+    }
     if (!notice) return std::nullopt;
-    return notice->read(std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
+    const auto bound = std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound);
+    if (std::optional<comm::PeerFailure> read = notice->read(bound)) return read;
+    // The connection watcher may be reading it (one read at a time, and the
+    // same connection's end woke both): its verdict, within the same bound.
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, bound, [&] { return seen_failure_ || !watcher_reading_; });
+    return seen_failure_;
+}
+
+void Communicator::Impl::fail_if_a_peer_failed() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (error_ || !notice) return;
+        watcher_reading_ = true;
+    }
+    // A connection that ends is a peer that failed the communicator (it
+    // posted why before it closed them) or one that left (no notice: a
+    // peer that exits or drops its communicator is not a failure until an
+    // operation needs it). Read at once: the failing rank erases its notice
+    // when its communicator goes, which a peer that reads only when its own
+    // operation ends may come too late for.
+    const std::optional<comm::PeerFailure> peer =
+        notice->read(std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
+    {
+        std::lock_guard lock(mutex_);
+        watcher_reading_ = false;
+        if (peer && !seen_failure_) seen_failure_ = peer;
+    }
+    cv_.notify_all();
+    if (!peer) return;
+    // Failed here too, as abort() would: error() and later enqueues say
+    // why, and an operation in flight ends naming it.
+    fail_everywhere(Error(KEEL_STATUS_UNAVAILABLE, where("error") + ": " + comm::FailureNotice::text(*peer)),
+                    /*post=*/false);
 }
 
 void Communicator::Impl::abort() noexcept {
@@ -229,6 +266,7 @@ void Communicator::Impl::start_watching() {
             const std::vector<int> ended = mesh->wait_for_ended(watcher_wake_, reported);
             if (ended.empty()) return;
             wake_waits_on(ended);
+            fail_if_a_peer_failed();
         }
     });
 }

@@ -200,7 +200,11 @@ private:
     void fail_everywhere(const Error& error, bool post = true) noexcept;
     // The failure a peer posted (FailureNotice), if any: what an operation
     // that ended on closed connections names.
-    std::optional<comm::PeerFailure> peer_failure() const noexcept;
+    std::optional<comm::PeerFailure> peer_failure() noexcept;
+    // On a connection's end (the connection watcher): fails the
+    // communicator with the failure a peer posted, if one did, so that a
+    // rank in no operation learns it too.
+    void fail_if_a_peer_failed() noexcept;
     // The error of an operation its stream refused after it was validated
     // (the stream had failed): fails the communicator everywhere.
     Error not_enqueued(const comm::Op& op, const Error& why) const;
@@ -233,6 +237,8 @@ private:
     std::uint64_t verified_ = 0;     // collectives before this index were compared; guarded by mutex_
     bool aborted_ = false;
     std::optional<Error> error_;
+    std::optional<comm::PeerFailure> seen_failure_;  // a peer's notice, once read on a connection's end
+    bool watcher_reading_ = false;                   // the connection watcher reads the notice
     std::map<int, std::uint64_t> send_slots_;
     std::map<int, std::uint64_t> recv_slots_;
     struct InFlight {

@@ -10,6 +10,13 @@
 
 namespace keel::comm {
 
+namespace {
+
+// How long a woken wait looks again for a completion Gloo already counted.
+constexpr std::chrono::milliseconds kWokenRecheck{1};
+
+}  // namespace
+
 PostedTransfers::PostedTransfers(Communicator::Impl& engine, std::vector<Transfer> batch)
     : batch_(std::move(batch)), buffers_(batch_.size()) {
     tracked_ = true;
@@ -55,6 +62,20 @@ void PostedTransfers::wait(Communicator::Impl& engine, std::chrono::milliseconds
         } catch (const std::exception& e) {
             // Gloo's timeout does not say which peer kept it waiting.
             throw std::runtime_error(describe(t) + ": " + e.what());
+        }
+        // Woken by abort(): the operation fails, whatever its transfers did.
+        // Woken because the peer's connection ended (the connection
+        // watcher): a transfer that completed before the peer went ran, but
+        // Gloo's wait reports a wake before a completion it already
+        // counted; a second wait returns that completion at once. One that
+        // had not completed cannot any more: the second wait's timeout then
+        // closes the context's pairs, as the failure does right after.
+        if (!done && engine.error().ok()) {
+            try {
+                done = t.send ? buffers_[i]->waitSend(kWokenRecheck) : buffers_[i]->waitRecv(kWokenRecheck);
+            } catch (const std::exception&) {
+                done = false;
+            }
         }
         if (!done) throw std::runtime_error(describe(t) + ": woken before it completed (abort(), or its connection ended)");
     }

@@ -116,6 +116,14 @@ TEST(CommMultiProcess, AbortWhileRanksSendNeverKillsARankWithASignal) {
     EXPECT_EQ(signalled, 0);
 }
 
+// A batch that completed before its peer left keeps its result (the
+// connection watcher's wake of a completed send made Gloo report it as not
+// completed), and a rank in no operation when another's stream fails learns
+// why (its error() stayed OK).
+TEST(CommMultiProcess, APeerThatLeavesFailsNoBatchThatRanAndAFailureReachesRanksInNoOperation) {
+    expect_all_zero(run_ranks("peer_leaves_then_fails", 3, ranks_upto(3), std::chrono::seconds(40)));
+}
+
 TEST(CommMultiProcess, ARankThatNeverArrivesFailsCreateWithinTheTimeout) {
     expect_all_zero(run_ranks("never_arrives", 2, {0}, std::chrono::seconds(30)));
 }

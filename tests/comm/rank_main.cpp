@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <netinet/in.h>
+#include <optional>
 #include <poll.h>
 #include <random>
 #include <span>
@@ -1394,6 +1395,102 @@ int more_collectives() {
 }
 }  // namespace
 
+// Three ranks, two communicators.
+// 1. A peer that leaves once its part is done: rank 0's batch (recv from 2,
+//    send to 1: waited in that order) completes its send to 1, then rank 1
+//    drops its communicator while rank 0 still waits for rank 2 (held back
+//    until then). The batch ran: it must succeed, with its data. The
+//    connection watcher's wake of the completed send made Gloo report it as
+//    not completed, failing the batch.
+// 2. A rank in no operation when another fails: rank 1's stream fails
+//    before its receive from rank 0; rank 2 enqueued nothing, yet its
+//    error() names rank 1's cause soon after and its next operation is
+//    refused (it stayed OK: the communicator failed only where an
+//    operation needed rank 1).
+int peer_leaves_then_fails() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    const auto value = [&](double v) { return make(KEEL_DTYPE_I32, 64, [&](std::size_t) { return v; }); };
+    const auto sentinel = value(-7);
+    keel::Buffer in = upload(c, value(100 + c.rank));
+    keel::Buffer out = upload(c, sentinel);
+    c.stream.synchronize().value();
+    const auto flag = [&](const std::string& key) { (void)store.set("test/" + key, std::as_bytes(std::span("1", 1))); };
+    const auto await = [&](const std::string& key) { (void)store.get("test/" + key, std::chrono::milliseconds(15000)); };
+    {
+        std::optional<keel::Communicator> comm =
+            keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+        auto go = std::make_shared<std::atomic<bool>>(false);
+        if (c.rank == 0) {
+            const keel::P2P batch[] = {keel::P2P::recv(out, 2), keel::P2P::send(in, 1)};
+            comm->send_recv(c.stream, batch).value();
+        } else if (c.rank == 1) {
+            comm->recv(c.stream, out, 0).value();
+        } else {
+            c.stream
+                .enqueue_host_func([go]() -> keel::Result<void> {
+                    while (!go->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    return {};
+                })
+                .value();
+            comm->send(c.stream, in, 0).value();
+            await("rank-1-left");
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            go->store(true);
+        }
+        const keel::Result<void> synced = c.stream.synchronize();
+        CHECK(synced.ok() && comm->error().ok(), "the operations before rank 1 left failed: %s",
+              synced.ok() ? (comm->error().ok() ? "" : comm->error().error().message().c_str())
+                          : synced.error().message().c_str());
+        if (c.rank != 2) CHECK(download(c, out) == value(c.rank == 0 ? 102 : 100), "the data did not arrive");
+        if (c.rank == 1) {
+            comm.reset();
+            flag("rank-1-left");
+        }
+    }
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+    keel::Buffer second = upload(c, sentinel);
+    c.stream.synchronize().value();
+    // Either may be refused at enqueue: rank 1's stream may have failed
+    // already, and rank 0's communicator with it.
+    keel::Result<void> enqueued;
+    if (c.rank == 0) {
+        enqueued = comm.send(c.stream, in, 1);
+    } else if (c.rank == 1) {
+        c.stream
+            .enqueue_host_func([]() -> keel::Result<void> {
+                return keel::Error(KEEL_STATUS_INTERNAL, "[test] the compute before the receive failed");
+            })
+            .value();
+        enqueued = comm.recv(c.stream, second, 0);
+    }
+    const keel::Result<void> synced = c.stream.synchronize();
+    if (c.rank != 2) CHECK(!enqueued.ok() || !synced.ok(), "the send to a rank whose stream failed succeeded");
+    if (c.rank == 1) {
+        keel::Stream reader = keel::Stream::create(c.device).value();
+        CHECK(reader.copy_to_vector<std::byte>(second.view()).value().get().value() == sentinel,
+              "rank 1's failed receive wrote its output");
+    }
+    // Every rank, rank 2 in no operation included, learns why.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (comm.error().ok() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const keel::Result<void> err = comm.error();
+    CHECK(!err.ok() && err.error().message().find("[test] the compute before the receive failed") != std::string::npos &&
+              (c.rank == 1 || err.error().message().find("rank 1 failed the communicator: [Communicator::") !=
+                                  std::string::npos),
+          "the error does not name rank 1's failure: %s", err.ok() ? "no error" : err.error().message().c_str());
+    if (c.rank == 2) CHECK(!comm.send(c.stream, in, 0).ok(), "an operation after the failure was accepted");
+    // Rank 1's notice stays posted until the others read it.
+    if (c.rank == 1) {
+        await("read-0");
+        await("read-2");
+    } else {
+        flag("read-" + std::to_string(c.rank));
+    }
+    return failures;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     std::string scenario = argv[1];
@@ -1434,6 +1531,7 @@ int main(int argc, char** argv) {
     else if (scenario == "turn_never_comes") rc = turn_never_comes();
     else if (scenario == "more_collectives") rc = more_collectives();
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
+    else if (scenario == "peer_leaves_then_fails") rc = peer_leaves_then_fails();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

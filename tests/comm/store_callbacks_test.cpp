@@ -105,5 +105,33 @@ TEST(CommStoreCallbacks, ACommunicatorOverAThrowingStoreFailsOrEndsWithoutAnExce
     }
 }
 
+// A store that fails while a rank waits for its peers (a Redis server or the
+// TCP store's host gone) is named as the cause, not read as a late rank.
+TEST(CommStoreCallbacks, AStoreThatFailsWhileRanksMeetIsNamedNotReadAsALateRank) {
+    const Runtime rt = Runtime::create().value();
+    const Device dev = rt.device("cpu:0").value();
+    ThrowingMemoryStore memory;  // throws nothing
+    const Store working = memory.store();
+    const Store failing = Store::callbacks(
+                              [&](std::string_view key, std::span<const std::byte> value) { return working.set(key, value); },
+                              [&](std::string_view key, std::chrono::milliseconds timeout) -> Result<std::vector<std::byte>> {
+                                  if (key.find("arrived/1") != std::string_view::npos)
+                                      return Error(KEEL_STATUS_UNAVAILABLE, "the server went away");
+                                  return working.get(key, timeout);
+                              },
+                              [&](std::string_view key) { return working.erase(key); })
+                              .value();
+    CommOptions options;
+    options.timeout = std::chrono::seconds(60);
+    const Result<Communicator> comm = Communicator::create(dev, failing, 0, 2, options);
+    ASSERT_FALSE(comm.ok());
+    EXPECT_EQ(comm.error().code(), KEEL_STATUS_UNAVAILABLE);
+    const std::string& message = comm.error().message();
+    EXPECT_NE(message.find("the store failed after"), std::string::npos) << message;
+    EXPECT_NE(message.find("waited for rank 1 to arrive"), std::string::npos) << message;
+    EXPECT_NE(message.find("the server went away"), std::string::npos) << message;
+    EXPECT_EQ(message.find("did not arrive within"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace keel

@@ -94,7 +94,7 @@ Result<Store> store_from_env(std::chrono::milliseconds timeout) {
         if (s.starts_with("file:")) {
             store = Store::file(std::string(s.substr(5)));
         } else if (s.starts_with("redis:") && split_host_port(s.substr(6), host, port)) {
-            store = Store::redis(host, port);
+            store = redis_store(host, port, timeout);
         } else if (s.starts_with("tcp:") && split_host_port(s.substr(4), host, port)) {
             store = shared_tcp(host, port, is_rank_zero(), timeout);
         } else {

@@ -1,7 +1,9 @@
-// The TCP store in one process: every wait on its host is bounded (a port
-// whose listener never answers is an error within the store's timeout), and a
-// second host on a port is told apart from another program on it.
+// The TCP and Redis stores in one process: every wait on a server is
+// bounded (a port whose listener never answers is an error within the
+// store's timeout), and a second TCP store host on a port is told apart from
+// another program on it.
 #include <keel/comm.hpp>
+#include <keel/keel.hpp>
 #include <keel/testing/result.hpp>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <string>
 
@@ -73,6 +77,31 @@ TEST(CommTcpStore, ASecondHostIsAFailedPreconditionAndAnotherProgramOnThePortIsN
     const std::byte one[1]{std::byte{1}};
     KEEL_EXPECT_OK(first.set("k", one));
     KEEL_EXPECT_OK(first.get("k", std::chrono::seconds(5)));
+}
+
+// A Redis server that stops answering (SIGSTOP, overload) after the
+// connection was made. Before, create_from_env waited for the first
+// command's answer without end.
+TEST(CommRedisStore, AServerThatNeverAnswersIsAnErrorWithinTheCommunicatorsTimeout) {
+    SilentListener silent;
+    const std::string spec = "redis:127.0.0.1:" + std::to_string(silent.port);
+    ::setenv("KEEL_COMM_STORE", spec.c_str(), 1);
+    ::setenv("RANK", "0", 1);
+    ::setenv("WORLD_SIZE", "2", 1);
+    const Runtime rt = Runtime::create().value();
+    const Device dev = rt.device("cpu:0").value();
+    CommOptions options;
+    options.timeout = std::chrono::milliseconds(300);
+    const Result<Communicator> comm = Communicator::create_from_env(dev, options);
+    ::unsetenv("KEEL_COMM_STORE");
+    ::unsetenv("RANK");
+    ::unsetenv("WORLD_SIZE");
+    ASSERT_FALSE(comm.ok());
+    EXPECT_EQ(comm.error().code(), KEEL_STATUS_UNAVAILABLE);
+    EXPECT_NE(comm.error().message().find("no answer from Redis 127.0.0.1:" + std::to_string(silent.port) +
+                                          " within 300 ms"),
+              std::string::npos)
+        << comm.error().message();
 }
 
 }  // namespace

@@ -140,7 +140,9 @@ int main(int argc, char** argv) {
     std::string master_addr_option, master_port_option;
     app.add_option("--master-addr,--master_addr", master_addr_option, "torchrun's spelling: --master's ADDR");
     app.add_option("--master-port,--master_port", master_port_option, "torchrun's spelling: --master's PORT");
-    app.add_option("--store", o.store_dir, "One host: the file store's directory (default: a fresh one, removed after)");
+    app.add_option("--store", o.store_dir,
+                   "One host: the file store's directory (default: $KEEL_COMM_STORE if set, else a fresh directory, "
+                   "removed after)");
     app.add_option("--job-id,--rdzv-id,--rdzv_id,--run-id,--run_id", o.job_id,
                    "Names the job's keys in the store (KEEL_COMM_JOB_ID); default: $TORCHELASTIC_RUN_ID, else random "
                    "on one host, else derived from --master");
@@ -204,8 +206,11 @@ int main(int argc, char** argv) {
     // The store: a TCP store at --master, else a directory.
     std::string store;
     bool own_dir = false;
+    const std::optional<std::string_view> inherited = keel::env::text(keel::env::Var::comm_store);
     if (!master_addr.empty()) {
         store = "tcp:" + master_addr + ":" + master_port;
+    } else if (o.store_dir.empty() && inherited && !inherited->empty()) {
+        store = std::string(*inherited);  // the user's own store (a Redis server): the job id keeps runs apart
     } else {
         if (o.store_dir.empty()) {
             std::string tmpl = (fs::temp_directory_path() / "keel-launch-XXXXXX").string();

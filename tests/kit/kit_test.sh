@@ -115,7 +115,7 @@ if [ -e "$prefix/$libdir/libkeel_comm.so" ]; then
 fi
 step "a component keel does not have is a CMake error naming it"
 mkdir -p "$work/no-such"
-printf 'cmake_minimum_required(VERSION 3.20)\nproject(x NONE)\nfind_package(keel REQUIRED COMPONENTS comm nosuch)\n' \
+printf 'cmake_minimum_required(VERSION 3.20)\nproject(x C)\nfind_package(keel REQUIRED COMPONENTS comm nosuch)\n' \
   >"$work/no-such/CMakeLists.txt"
 if cmake -S "$work/no-such" -B "$work/no-such/build" -DCMAKE_PREFIX_PATH="$prefix" >"$work/no-such.log" 2>&1; then
   cat "$work/no-such.log"; echo "find_package accepted a component keel does not have"; exit 1

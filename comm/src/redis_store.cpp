@@ -7,6 +7,8 @@
 #include <hiredis.h>
 #endif
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -33,7 +35,8 @@ struct ContextFree {
 // time.
 class RedisStore {
 public:
-    RedisStore(redisContext* context, std::string where) : context_(context), where_(std::move(where)) {}
+    RedisStore(redisContext* context, std::string where, std::chrono::milliseconds timeout)
+        : context_(context), where_(std::move(where)), timeout_(timeout) {}
 
     Result<void> set(std::string_view key, std::span<const std::byte> value) {
         KEEL_TRY_ASSIGN(Reply reply, command("set", "SET %b %b NX", key.data(), key.size(), value.data(), value.size()));
@@ -76,6 +79,10 @@ private:
     Result<Reply> command(const char* what, const char* format, Args... args) {
         std::lock_guard guard(mutex_);
         Reply reply(static_cast<redisReply*>(redisCommand(context_.get(), format, args...)));
+        if (!reply && (context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)))
+            return Error(KEEL_STATUS_UNAVAILABLE, std::string("[RedisStore::") + what + "] no answer from " + where_ +
+                                                      " within " + std::to_string(timeout_.count()) +
+                                                      " ms (the server is stopped or overloaded)");
         if (!reply)
             return Error(KEEL_STATUS_UNAVAILABLE, std::string("[RedisStore::") + what + "] " + where_ + ": " +
                                                       (context_->errstr[0] ? context_->errstr : "no reply"));
@@ -88,20 +95,29 @@ private:
     std::mutex mutex_;
     std::unique_ptr<redisContext, ContextFree> context_;
     std::string where_;
+    std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
 
-Result<Store> Store::redis(std::string host, int port) {
+Result<Store> comm::redis_store(const std::string& host, int port, std::chrono::milliseconds timeout) {
     const std::string where = "Redis " + host + ":" + std::to_string(port);
-    const timeval connect_timeout{10, 0};
-    redisContext* context = redisConnectWithTimeout(host.c_str(), port, connect_timeout);
+    const auto ms = std::max<long long>(1, timeout.count());
+    // Every command waits at most `timeout` for its answer: a server that
+    // stops answering (stopped, overloaded) is an error, never a wait
+    // without end.
+    const timeval bound{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+    redisContext* context = redisConnectWithTimeout(host.c_str(), port, bound);
     if (context == nullptr || context->err) {
         const std::string why = context ? context->errstr : "out of memory";
         if (context) redisFree(context);
         return Error(KEEL_STATUS_UNAVAILABLE, "[Store::redis] cannot reach " + where + ": " + why);
     }
-    auto store = std::make_shared<RedisStore>(context, where);
+    if (redisSetTimeout(context, bound) != REDIS_OK) {
+        redisFree(context);
+        return Error(KEEL_STATUS_UNAVAILABLE, "[Store::redis] cannot bound the commands to " + where);
+    }
+    auto store = std::make_shared<RedisStore>(context, where, timeout);
     return comm::make_store([store](std::string_view k, std::span<const std::byte> v) { return store->set(k, v); },
                             [store](std::string_view k, std::chrono::milliseconds t) { return store->get(k, t); },
                             [store](std::string_view k) { return store->erase(k); });
@@ -109,12 +125,15 @@ Result<Store> Store::redis(std::string host, int port) {
 
 #else
 
-Result<Store> Store::redis(std::string host, int port) {
+Result<Store> comm::redis_store(const std::string& host, int port, std::chrono::milliseconds timeout) {
     (void)host;
     (void)port;
+    (void)timeout;
     return Error(KEEL_STATUS_UNIMPLEMENTED, "[Store::redis] keel::comm was built without hiredis (libhiredis-dev)");
 }
 
 #endif
+
+Result<Store> Store::redis(std::string host, int port) { return comm::redis_store(host, port, std::chrono::seconds(30)); }
 
 }  // namespace keel

@@ -121,7 +121,7 @@ std::string interface_source(const CommOptions& options) {
 
 std::string left_by_ended_job(const std::string& key, std::span<const std::byte> value) {
     return "key '" + key + "' in the store was left by " + owner_of(value) +
-           ", which has ended (a job that stopped while its ranks met): give this job its own id "
+           ", which has ended (a job that stopped before its communicator ended: killed, or crashed): give this job its own id "
            "(KEEL_COMM_JOB_ID or TORCHELASTIC_RUN_ID; keel-launch makes one per run) or clear the store";
 }
 
@@ -181,8 +181,14 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
         if (r.error().code() != KEEL_STATUS_FAILED_PRECONDITION)
             return Error(r.error().code(), here + ": the store cannot be reached: " + r.error().message());
         Result<std::vector<std::byte>> holder = shared_store.get(claim_key, std::chrono::milliseconds(100));
-        if (holder.ok() && owner_ended(*holder))
+        if (holder.ok() && owner_ended(*holder)) {
+            // The peers wait for this rank's arrival: that key names the
+            // ended process too, so they fail at once, saying so, instead of
+            // at their timeout (a job killed after its ranks met left only
+            // its claims).
+            (void)shared_store.set(name + "/arrived/" + std::to_string(rank), *holder);
             return Error(KEEL_STATUS_FAILED_PRECONDITION, here + ": " + left_by_ended_job(claim_key, *holder));
+        }
         const std::string who = holder.ok() ? owner_of(*holder) : std::string();
         const bool completed = shared_store.get(completed_key(name), std::chrono::milliseconds(1)).ok();
         return Error(KEEL_STATUS_FAILED_PRECONDITION,
@@ -198,11 +204,20 @@ Result<Connected> connect(const Store& shared_store, const std::string& name, in
     KEEL_TRY(store.set(name + "/arrived/" + std::to_string(rank), bytes_of(tag)));
     for (int peer = 0; peer < size; ++peer) {
         const std::string key = name + "/arrived/" + std::to_string(peer);
+        const auto began = std::chrono::steady_clock::now();
         Result<std::vector<std::byte>> arrived = store.get(key, options.timeout);
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
         // Rank 0 may have set the key above after this process looked.
         if (!arrived.ok()) {
             if (std::optional<Error> late = completed_without_us(shared_store, name, rank, size, here)) return *late;
         }
+        // A get that fails well before its timeout is the store failing (a
+        // server or the TCP store's host gone), not a rank that is late.
+        if (!arrived.ok() && waited < options.timeout * 9 / 10)
+            return Error(KEEL_STATUS_UNAVAILABLE, here + ": the store failed after " + std::to_string(waited.count()) +
+                                                      " ms while this rank waited for rank " + std::to_string(peer) +
+                                                      " to arrive (timeout " + std::to_string(options.timeout.count()) +
+                                                      " ms): " + arrived.error().message());
         if (!arrived.ok())
             return Error(KEEL_STATUS_UNAVAILABLE, here + ": rank " + std::to_string(peer) + " did not arrive within " +
                                                       std::to_string(options.timeout.count()) +

@@ -6,6 +6,7 @@
 #include <keel/environment.hpp>
 
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <string>
@@ -46,6 +47,23 @@ Result<Store> shared_tcp(const std::string& host, int port, bool serve, std::chr
     return store;
 }
 
+// Runs a user's store callback; what it throws comes back as UNAVAILABLE
+// naming the callback, the key and the exception.
+template <typename F>
+auto store_callback_guard(const char* which, std::string_view key, F&& call) -> decltype(call()) {
+    const auto failed = [&](const std::string& what) {
+        return Error(KEEL_STATUS_UNAVAILABLE, std::string("[Store::callbacks] the ") + which +
+                                                  " callback threw on key '" + std::string(key) + "': " + what);
+    };
+    try {
+        return call();
+    } catch (const std::exception& e) {
+        return failed(e.what());
+    } catch (...) {
+        return failed("an exception that is not a std::exception");
+    }
+}
+
 }  // namespace
 
 namespace comm {
@@ -76,7 +94,7 @@ Result<Store> store_from_env(std::chrono::milliseconds timeout) {
         if (s.starts_with("file:")) {
             store = Store::file(std::string(s.substr(5)));
         } else if (s.starts_with("redis:") && split_host_port(s.substr(6), host, port)) {
-            store = Store::redis(host, port);
+            store = redis_store(host, port, timeout);
         } else if (s.starts_with("tcp:") && split_host_port(s.substr(4), host, port)) {
             store = shared_tcp(host, port, is_rank_zero(), timeout);
         } else {
@@ -95,7 +113,23 @@ Store::Store(std::shared_ptr<const Functions> fns) : fns_(std::move(fns)) {}
 Result<Store> Store::callbacks(SetFn set, GetFn get, EraseFn erase) {
     if (!set || !get)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Store::callbacks] both set and get must be given");
-    return Store(std::make_shared<const Functions>(Functions{std::move(set), std::move(get), std::move(erase)}));
+    // A framework's callback may throw; keel's callers (create, the gates on
+    // stream threads, a destructor) must see an error, never an exception.
+    SetFn guarded_set = [set = std::move(set)](std::string_view key,
+                                               std::span<const std::byte> value) -> Result<void> {
+        return store_callback_guard("set", key, [&] { return set(key, value); });
+    };
+    GetFn guarded_get = [get = std::move(get)](std::string_view key,
+                                               std::chrono::milliseconds timeout) -> Result<std::vector<std::byte>> {
+        return store_callback_guard("get", key, [&] { return get(key, timeout); });
+    };
+    EraseFn guarded_erase;
+    if (erase)
+        guarded_erase = [erase = std::move(erase)](std::string_view key) -> Result<void> {
+            return store_callback_guard("erase", key, [&] { return erase(key); });
+        };
+    return Store(std::make_shared<const Functions>(
+        Functions{std::move(guarded_set), std::move(guarded_get), std::move(guarded_erase)}));
 }
 
 Result<Store> Store::from_env() { return comm::store_from_env(std::chrono::seconds(30)); }

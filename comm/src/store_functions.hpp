@@ -18,6 +18,9 @@ namespace comm {
 // Store::from_env, reaching a TCP store's host within `timeout` (the
 // communicator's, for create_from_env).
 [[nodiscard]] Result<Store> store_from_env(std::chrono::milliseconds timeout);
+// Store::redis with each command's answer bounded by `timeout` (Store::redis:
+// 30 s; create_from_env: the communicator's).
+[[nodiscard]] Result<Store> redis_store(const std::string& host, int port, std::chrono::milliseconds timeout);
 }  // namespace comm
 
 }  // namespace keel

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <poll.h>
 #include <string>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -243,11 +245,36 @@ Result<Fd> connect_until(const std::string& host, int port, std::chrono::steady_
     }
 }
 
+// Bounds every send and receive on `fd` by `timeout`: a host that stops
+// answering (stopped, or a port served by another program) is an error,
+// never a wait without end.
+void bound_io(int fd, std::chrono::milliseconds timeout) {
+    const auto ms = std::max<long long>(1, timeout.count());
+    const timeval bound{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+}
+
+// Whether a keel TCP store answers on `fd`: a get of the empty key gets a
+// one-byte reply a keel host gives.
+bool answers_as_store(int fd) {
+    const std::uint8_t op = op_get;
+    std::uint8_t reply = 0xff;
+    if (!write_all(fd, &op, 1) || !write_item(fd, "", 0) || !read_all(fd, &reply, 1)) return false;
+    if (reply == reply_ok) {
+        std::string value;
+        return read_item(fd, value);
+    }
+    return reply == reply_missing;
+}
+
 // A process's connection to the store, and the host when it is rank 0.
 class TcpStore {
 public:
-    TcpStore(std::unique_ptr<TcpStoreHost> host, Fd fd, std::string where)
-        : host_(std::move(host)), fd_(std::move(fd)), where_(std::move(where)) {}
+    TcpStore(std::unique_ptr<TcpStoreHost> host, Fd fd, std::string where, std::chrono::milliseconds timeout)
+        : host_(std::move(host)), fd_(std::move(fd)), where_(std::move(where)), timeout_(timeout) {
+        bound_io(fd_.get(), timeout_);
+    }
 
     Result<void> set(std::string_view key, std::span<const std::byte> value) {
         KEEL_TRY_ASSIGN(const std::uint8_t reply, call("set", op_set, key, value, nullptr));
@@ -293,7 +320,14 @@ private:
             std::memcpy(out->data(), bytes.data(), bytes.size());
         }
         if (!ok) {
+            const bool timed_out = fd >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
             fd_ = Fd();  // the stream is out of step: every later call fails too
+            if (timed_out)
+                return Error(KEEL_STATUS_UNAVAILABLE,
+                             std::string("[TcpStore::") + what + "] no answer from " + where_ + " within " +
+                                 std::to_string(timeout_.count()) +
+                                 " ms (rank 0, which hosts it, is stuck, or the port is served by a program that is "
+                                 "not a keel TCP store)");
             return Error(KEEL_STATUS_UNAVAILABLE, std::string("[TcpStore::") + what + "] lost the connection to " +
                                                       where_ + " (rank 0, which hosts it, may have ended)");
         }
@@ -304,6 +338,7 @@ private:
     std::mutex mutex_;
     Fd fd_;
     std::string where_;
+    std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
@@ -314,11 +349,29 @@ Result<Store> Store::tcp(std::string host, int port, bool serve, std::chrono::mi
     if (timeout.count() <= 0) return Error(KEEL_STATUS_INVALID_ARGUMENT, "[Store::tcp] the timeout must be positive");
     std::unique_ptr<TcpStoreHost> hosted;
     if (serve) {
-        KEEL_TRY_ASSIGN(hosted, TcpStoreHost::start(port));
+        Result<std::unique_ptr<TcpStoreHost>> started = TcpStoreHost::start(port);
+        if (!started.ok()) {
+            // Port taken: by a keel TCP store (a second process hosting it:
+            // rank 0 claimed twice, or an earlier job still on the port),
+            // or by another program.
+            const auto probe_timeout = std::min(timeout, std::chrono::milliseconds(2000));
+            Result<Fd> probe = connect_until("127.0.0.1", port, std::chrono::steady_clock::now(), probe_timeout);
+            if (probe.ok()) bound_io(probe->get(), probe_timeout);
+            if (probe.ok() && answers_as_store(probe->get()))
+                return Error(KEEL_STATUS_FAILED_PRECONDITION,
+                             "[Store::tcp] another process already hosts a keel TCP store on port " +
+                                 std::to_string(port) +
+                                 ": rank 0 claimed twice, or another job still runs on this port (give each job its "
+                                 "own MASTER_PORT)");
+            return Error(started.error().code(), started.error().message() +
+                                                     " (the port is taken by another program: choose another "
+                                                     "MASTER_PORT or --master port)");
+        }
+        hosted = std::move(*started);
     }
     KEEL_TRY_ASSIGN(Fd fd, connect_until(host, port, std::chrono::steady_clock::now() + timeout, timeout));
     auto store = std::make_shared<TcpStore>(std::move(hosted), std::move(fd),
-                                            "the TCP store at " + host + ":" + std::to_string(port));
+                                            "the TCP store at " + host + ":" + std::to_string(port), timeout);
     return comm::make_store([store](std::string_view k, std::span<const std::byte> v) { return store->set(k, v); },
                             [store](std::string_view k, std::chrono::milliseconds t) { return store->get(k, t); },
                             [store](std::string_view k) { return store->erase(k); });

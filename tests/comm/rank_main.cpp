@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -663,6 +664,18 @@ int dies_while_meeting() {
     Ctx c = context();
     auto comm = keel::Communicator::create_from_env(c.device, options(60000));
     return comm.ok() ? 1 : 2;
+}
+
+// A job killed after its ranks met: rank 1 dies (SIGKILL) holding its
+// claim; rank 0 ends cleanly.
+int killed_after_meeting() {
+    Ctx c = context();
+    auto comm = keel::Communicator::create_from_env(c.device, options(30000));
+    CHECK(comm.ok(), "%s", comm.ok() ? "" : comm.error().message().c_str());
+    if (!comm.ok()) return failures;
+    CHECK(comm->barrier(c.stream).ok() && c.stream.synchronize().ok(), "the barrier failed");
+    if (c.rank == 1) ::raise(SIGKILL);
+    return failures;
 }
 
 // The store holds keys of a job that died while meeting (the test ran
@@ -1516,6 +1529,7 @@ int main(int argc, char** argv) {
     else if (scenario == "one_all_reduce") rc = one_all_reduce();
     else if (scenario == "dies_while_meeting") rc = dies_while_meeting();
     else if (scenario == "stale_job") rc = stale_job();
+    else if (scenario == "killed_after_meeting") rc = killed_after_meeting();
     else if (scenario == "many_communicators") rc = many_communicators();
     else if (scenario == "late_claimant") rc = late_claimant();
     else if (scenario == "unreachable_store") rc = unreachable_store();

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <optional>
 
 namespace {
@@ -67,6 +68,13 @@ TEST(CommStores, AKeyLeftByADeadJobIsReportedAsSuchAndAnotherJobIdRunsBesideIt) 
     expect_all_zero(run_ranks("stale_job", 2, ranks_upto(2), std::chrono::seconds(30), env));
     expect_all_zero(run_ranks("one_all_reduce", 2, ranks_upto(2), std::chrono::seconds(30),
                               {{"KEEL_COMM_STORE", "file:" + dir.path}, {"KEEL_COMM_JOB_ID", "second"}}));
+    // Killed after its ranks met, the job leaves only rank 1's claim: rank 1
+    // is refused at once, and rank 0, waiting for it, is told why at once too.
+    const Env third = {{"KEEL_COMM_STORE", "file:" + dir.path}, {"KEEL_COMM_JOB_ID", "third"}};
+    const RankRun killed = run_ranks("killed_after_meeting", 2, ranks_upto(2), std::chrono::seconds(30), third);
+    ASSERT_EQ(killed.codes[0], 0);
+    ASSERT_EQ(killed.codes[1], 128 + SIGKILL);
+    expect_all_zero(run_ranks("stale_job", 2, ranks_upto(2), std::chrono::seconds(30), third));
 }
 
 TEST(CommStores, ARankClaimedTwiceOnRedisIsAFailedPrecondition) {

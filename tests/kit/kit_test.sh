@@ -105,4 +105,20 @@ assert (torch.ones(3).to(keel_torch.device(0)) * 2).sum().item() == 6.0"
 fi
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 [ "$(pkg-config --variable=plugindir keel)" -ef "$prefix/$libdir/keel/plugins" ]
+if [ -e "$prefix/$libdir/libkeel_comm.so" ]; then
+  step "comm from the moved prefix: find_package(keel COMPONENTS comm) and pkg-config, 2 ranks by its keel-launch"
+  quiet_cmake -S "$src/tests/kit/comm_app" -B "$work/comm-moved" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release
+  quiet_cmake --build "$work/comm-moved"
+  env -u KEEL_PLUGIN_PATH "$prefix/bin/keel-launch" -n 2 -- "$work/comm-moved/comm_app" | grep -c 'all_reduce ok' | grep -qx 2
+  [ "$(pkg-config --variable=libdir keel-comm)" -ef "$prefix/$libdir" ]
+fi
+step "a component keel does not have is a CMake error naming it"
+mkdir -p "$work/no-such"
+printf 'cmake_minimum_required(VERSION 3.20)\nproject(x C)\nfind_package(keel REQUIRED COMPONENTS comm nosuch)\n' \
+  >"$work/no-such/CMakeLists.txt"
+if cmake -S "$work/no-such" -B "$work/no-such/build" -DCMAKE_PREFIX_PATH="$prefix" >"$work/no-such.log" 2>&1; then
+  cat "$work/no-such.log"; echo "find_package accepted a component keel does not have"; exit 1
+fi
+grep -q 'nosuch' "$work/no-such.log" || { cat "$work/no-such.log"; exit 1; }
 echo "=== kit: all steps passed"

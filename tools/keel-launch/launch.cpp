@@ -5,11 +5,15 @@
 // host the store is a fresh directory; across hosts (--nnodes) it is a TCP
 // store that rank 0 hosts at --master (MASTER_ADDR/MASTER_PORT), so the
 // hosts share nothing. Exits with the first failing rank's status after
-// stopping the others; 0 when every rank succeeds.
+// stopping the others; 0 when every rank succeeds. Each rank runs in its
+// own process group, so stopping it stops what it started too; a rank
+// still running --stop-timeout seconds after SIGTERM is killed, and the
+// ranks die with keel-launch (PR_SET_PDEATHSIG) even when it is killed.
 #include <keel/environment.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -20,6 +24,8 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -36,6 +42,8 @@ struct Options {
     std::string store_dir;
     std::string job_id;
     std::string interface;
+    double stop_timeout = 30;  // seconds from SIGTERM to SIGKILL, as torchrun's
+    bool standalone = false;   // torchrun's --standalone: what one host does anyway
 };
 
 // A program name without '/' is looked up beside keel-launch first (the
@@ -70,13 +78,39 @@ int fail(const std::string& message) {
     return 1;
 }
 
+// The ranks' pids (each also its process group's id); changed only while
+// SIGINT, SIGTERM and SIGALRM are blocked, so the handlers may read it.
 std::vector<pid_t> g_children;
 volatile std::sig_atomic_t g_stop_signal = 0;
+itimerval g_stop_timer{};  // one shot of --stop-timeout
 
-// SIGINT/SIGTERM to keel-launch go on to every rank, as torchrun's do.
+// `sig` to every rank's process group: the rank and what it started.
+void signal_ranks(int sig) {
+    for (pid_t p : g_children) ::kill(-p, sig);
+}
+
+// Stopping: SIGTERM (or the signal keel-launch got) now, SIGKILL to what
+// is left when the stop timeout passes.
+void begin_stop(int sig) {
+    signal_ranks(sig);
+    ::setitimer(ITIMER_REAL, &g_stop_timer, nullptr);
+}
+
+// SIGINT/SIGTERM to keel-launch go on to every rank, as torchrun's do; a
+// second one kills them at once.
 void forward(int sig) {
+    if (g_stop_signal != 0) {
+        signal_ranks(SIGKILL);
+        return;
+    }
     g_stop_signal = sig;
-    for (pid_t p : g_children) ::kill(p, sig);
+    begin_stop(sig);
+}
+
+void stop_timed_out(int) {
+    static const char message[] = "keel-launch: ranks still running after the stop timeout (--stop-timeout); killing them\n";
+    (void)!::write(STDERR_FILENO, message, sizeof message - 1);
+    signal_ranks(SIGKILL);
 }
 
 }  // namespace
@@ -94,30 +128,56 @@ int main(int argc, char** argv) {
         "the same --master; rank 0 hosts a TCP store there, nothing shared is needed.\n\n"
         "usage: keel-launch [options] -- program [args...]",
         "keel-launch"};
-    app.add_option("-n,--nproc-per-node,--nproc", o.nproc, "Ranks on this host")
+    app.add_option("-n,--nproc-per-node,--nproc_per_node,--nproc", o.nproc, "Ranks on this host")
         ->capture_default_str()
         ->check(CLI::Range(1, 65536));
     app.add_option("--nnodes", o.nnodes, "Hosts in the job")->capture_default_str()->check(CLI::Range(1, 65536));
-    app.add_option("--node-rank", o.node_rank, "This host's place among them, 0..nnodes-1")
+    app.add_option("--node-rank,--node_rank", o.node_rank, "This host's place among them, 0..nnodes-1")
         ->capture_default_str()
         ->check(CLI::Range(0, 65535));
-    app.add_option("--master", o.master,
+    app.add_option("--master,--rdzv-endpoint,--rdzv_endpoint", o.master,
                    "ADDR:PORT of node 0, where rank 0 hosts the TCP store (needed with --nnodes > 1)");
-    app.add_option("--store", o.store_dir, "One host: the file store's directory (default: a fresh one, removed after)");
-    app.add_option("--job-id", o.job_id,
+    std::string master_addr_option, master_port_option;
+    app.add_option("--master-addr,--master_addr", master_addr_option, "torchrun's spelling: --master's ADDR");
+    app.add_option("--master-port,--master_port", master_port_option, "torchrun's spelling: --master's PORT");
+    app.add_option("--store", o.store_dir,
+                   "One host: the file store's directory (default: $KEEL_COMM_STORE if set, else a fresh directory, "
+                   "removed after)");
+    app.add_option("--job-id,--rdzv-id,--rdzv_id,--run-id,--run_id", o.job_id,
                    "Names the job's keys in the store (KEEL_COMM_JOB_ID); default: $TORCHELASTIC_RUN_ID, else random "
                    "on one host, else derived from --master");
     app.add_option("--interface", o.interface,
                    "Network interface the ranks listen on (KEEL_COMM_INTERFACE; default: $KEEL_COMM_INTERFACE, else "
                    "$GLOO_SOCKET_IFNAME, else 127.0.0.1 on one host)");
+    app.add_option("--stop-timeout", o.stop_timeout,
+                   "Seconds a rank has to end after SIGTERM (another rank failed, or keel-launch was stopped) "
+                   "before it is killed")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
+    app.add_flag("--standalone", o.standalone, "torchrun's flag: one host with a fresh store (what keel-launch does "
+                                               "without --master)");
+    // As torchrun: the program may follow the options without "--".
+    app.prefix_command();
+    std::vector<std::string> program_args;
     try {
         app.parse(split, argv);
+        program_args = app.remaining();
+        if (!program_args.empty() && program_args[0].starts_with("-"))
+            return fail("unknown option '" + program_args[0] + "' (see --help)");
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         return fail(std::string(e.what()) + " (see --help)");
     }
-    if (split + 1 >= argc) return fail("no program given: keel-launch [options] -- program [args...]");
+    for (int j = split + 1; j < argc; ++j) program_args.emplace_back(argv[j]);
+    if (program_args.empty()) return fail("no program given: keel-launch [options] [--] program [args...]");
+    if (!master_addr_option.empty() || !master_port_option.empty()) {
+        if (!o.master.empty()) return fail("--master and --master-addr/--master-port: give one");
+        if (master_addr_option.empty() || master_port_option.empty())
+            return fail("--master-addr and --master-port go together (or give --master ADDR:PORT)");
+        o.master = master_addr_option + ":" + master_port_option;
+    }
+    if (o.standalone && !o.master.empty()) return fail("--standalone and --master: give one");
     if (o.node_rank >= o.nnodes)
         return fail("--node-rank " + std::to_string(o.node_rank) + ": expected 0.." + std::to_string(o.nnodes - 1) +
                     " (--nnodes " + std::to_string(o.nnodes) + ")");
@@ -146,8 +206,11 @@ int main(int argc, char** argv) {
     // The store: a TCP store at --master, else a directory.
     std::string store;
     bool own_dir = false;
+    const std::optional<std::string_view> inherited = keel::env::text(keel::env::Var::comm_store);
     if (!master_addr.empty()) {
         store = "tcp:" + master_addr + ":" + master_port;
+    } else if (o.store_dir.empty() && inherited && !inherited->empty()) {
+        store = std::string(*inherited);  // the user's own store (a Redis server): the job id keeps runs apart
     } else {
         if (o.store_dir.empty()) {
             std::string tmpl = (fs::temp_directory_path() / "keel-launch-XXXXXX").string();
@@ -158,30 +221,47 @@ int main(int argc, char** argv) {
         }
         store = "file:" + o.store_dir;
     }
-    const std::string program = resolve(argv[split + 1]);
+    program_args[0] = resolve(program_args[0]);
     std::vector<char*> args;
-    args.push_back(const_cast<char*>(program.c_str()));
-    for (int j = split + 2; j < argc; ++j) args.push_back(argv[j]);
+    for (std::string& a : program_args) args.push_back(a.data());
     args.push_back(nullptr);
 
     const int world = o.nnodes * o.nproc;
     std::vector<int> ranks;
     struct sigaction sa {};
+    const auto stop_us = static_cast<long>(o.stop_timeout * 1e6);
+    g_stop_timer.it_value.tv_sec = stop_us / 1000000;
+    g_stop_timer.it_value.tv_usec = std::max(stop_us % 1000000, stop_us == 0 ? 1L : 0L);  // 0 would disarm
+    sigset_t stop_signals, before;
+    ::sigemptyset(&stop_signals);
+    ::sigaddset(&stop_signals, SIGINT);
+    ::sigaddset(&stop_signals, SIGTERM);
+    ::sigaddset(&stop_signals, SIGALRM);
     sa.sa_handler = forward;
-    ::sigemptyset(&sa.sa_mask);
+    sa.sa_mask = stop_signals;  // the handlers do not interrupt each other
     ::sigaction(SIGINT, &sa, nullptr);
     ::sigaction(SIGTERM, &sa, nullptr);
+    sa.sa_handler = stop_timed_out;
+    ::sigaction(SIGALRM, &sa, nullptr);
+    // A stop signal during the forks is handled once every rank is known.
+    ::sigprocmask(SIG_BLOCK, &stop_signals, &before);
+    const pid_t launcher = ::getpid();
     g_children.reserve(static_cast<std::size_t>(o.nproc));
     for (int local = 0; local < o.nproc; ++local) {
         const int rank = o.node_rank * o.nproc + local;
         const pid_t pid = ::fork();
         if (pid < 0) {
-            for (pid_t p : g_children) ::kill(p, SIGTERM);
+            signal_ranks(SIGKILL);
             return fail(std::string("fork failed: ") + std::strerror(errno));
         }
         if (pid == 0) {
+            ::setpgid(0, 0);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != launcher) ::_exit(128 + SIGKILL);  // keel-launch died before the line above
             ::signal(SIGINT, SIG_DFL);
             ::signal(SIGTERM, SIG_DFL);
+            ::signal(SIGALRM, SIG_DFL);
+            ::sigprocmask(SIG_SETMASK, &before, nullptr);
             ::setenv("RANK", std::to_string(rank).c_str(), 1);
             ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
             ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -198,9 +278,11 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "keel-launch: cannot run %s: %s\n", args[0], std::strerror(errno));
             ::_exit(127);
         }
+        ::setpgid(pid, pid);  // as the child does: whichever runs first
         g_children.push_back(pid);
         ranks.push_back(rank);
     }
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
     int result = 0;
     std::size_t left = g_children.size();
     while (left > 0) {
@@ -219,11 +301,14 @@ int main(int argc, char** argv) {
             result = code;
             if (g_stop_signal == 0) {
                 std::fprintf(stderr, "keel-launch: %s; stopping the others\n", describe(rank, status).c_str());
-                for (pid_t p : g_children)
-                    if (p != done) ::kill(p, SIGTERM);
+                ::sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+                begin_stop(SIGTERM);  // the failed rank's group too: what it started
+                ::sigprocmask(SIG_SETMASK, &before, nullptr);
             }
         }
     }
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
     if (own_dir) {
         std::error_code ec;
         fs::remove_all(o.store_dir, ec);

@@ -52,7 +52,9 @@ public:
 
     // A store given as callbacks: frameworks plug their own (c10d Store,
     // Paddle's TCPStore). set and get must be non-empty; erase is optional
-    // (without it, keys stay in the store). All callable from any thread.
+    // (without it, keys stay in the store). All callable from any thread. What a
+    // callback throws comes back from keel as UNAVAILABLE naming the callback and
+    // the key: it never leaves a keel call or ends a keel thread.
     [[nodiscard]] static Result<Store> callbacks(SetFn set, GetFn get, EraseFn erase = {});
     // A directory shared by the ranks (one machine, or a shared file
     // system); it must exist and be writable.

@@ -116,6 +116,13 @@ TEST(CommMultiProcess, AbortWhileRanksSendNeverKillsARankWithASignal) {
     EXPECT_EQ(signalled, 0);
 }
 
+// A store call left running past its bound (the failure notice's set after
+// abort()) while the process returns from main: exit waits for it; before,
+// it returned among exit's destroyed objects (SIGSEGV).
+TEST(CommMultiProcess, AProcessEndingWhileAStoreCallOutlivesItsBoundExitsCleanly) {
+    expect_all_zero(run_ranks("exit_while_store_blocks", 2, ranks_upto(2), std::chrono::seconds(30)));
+}
+
 TEST(CommMultiProcess, ARankThatNeverArrivesFailsCreateWithinTheTimeout) {
     expect_all_zero(run_ranks("never_arrives", 2, {0}, std::chrono::seconds(30)));
 }

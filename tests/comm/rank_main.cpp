@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <netinet/in.h>
 #include <poll.h>
 #include <random>
@@ -794,6 +795,57 @@ int one_all_reduce() {
     return failures;
 }
 
+// What an application's store binding touches (its interpreter, its
+// logger): state that exit destroys.
+struct AppState {
+    std::unique_ptr<std::string> log = std::make_unique<std::string>();
+};
+// Exit that takes a while after the application's state went (a logger
+// flushing, a framework's cleanup): here, until the store call returned.
+struct SlowExit {
+    std::atomic<bool> call_pending{false};
+    ~SlowExit() {
+        for (int i = 0; i < 300 && call_pending.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+};
+
+// A store call that outlives its bound, then the process returns from main
+// while the call still runs: the failure notice's set blocks past its bound
+// (500 ms) after abort() on rank 0 (and the failure it causes on rank 1),
+// then touches the application's state. Exit must wait for it (or never let
+// it return into exit's destructors): before, it woke after the state was
+// destroyed, and the rank died of SIGSEGV.
+int exit_while_store_blocks() {
+    static SlowExit slow_exit;  // made first: destroyed last
+    static AppState app;
+    Ctx c = context();
+    keel::Store files = keel::Store::from_env().value();
+    auto blocking = std::make_shared<std::atomic<bool>>(false);
+    keel::Store store = keel::Store::callbacks(
+        [files, blocking](std::string_view key, std::span<const std::byte> value) -> keel::Result<void> {
+            if (blocking->load() && key.ends_with("/failed")) {
+                slow_exit.call_pending = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(700));
+                app.log->append(key);  // the application's state, as its binding's would be
+                slow_exit.call_pending = false;
+            }
+            return files.set(key, value);
+        },
+        [files](std::string_view key, std::chrono::milliseconds timeout) { return files.get(key, timeout); },
+        [files](std::string_view key) { return files.erase(key); }).value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(10000)).value();
+    blocking->store(true);
+    if (c.rank == 0) {
+        comm.abort();
+    } else {
+        keel::Buffer b = upload(c, std::vector<std::byte>(64));
+        (void)comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum);
+        (void)c.stream.synchronize();
+    }
+    CHECK(!comm.error().ok(), "the communicator did not fail");
+    return failures;
+}
+
 // The interface is chosen by name: an unknown one is a clear error at
 // create, the loopback one ("lo") works.
 int interface_by_name() {
@@ -1434,6 +1486,7 @@ int main(int argc, char** argv) {
     else if (scenario == "turn_never_comes") rc = turn_never_comes();
     else if (scenario == "more_collectives") rc = more_collectives();
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
+    else if (scenario == "exit_while_store_blocks") rc = exit_while_store_blocks();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

@@ -2,6 +2,7 @@
 // gate that runs the Gloo call (engine.hpp says why).
 #include "arg_checks.hpp"
 #include "engine.hpp"
+#include "p2p.hpp"
 #include "sigpipe_guard.hpp"
 #include "native_comm.hpp"
 #include "reduce.hpp"
@@ -335,7 +336,11 @@ Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceVie
 // ---- point to point -----------------------------------------------------
 
 Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> ops) const {
-    Impl& impl = *impl_;
+    return comm::send_recv_as(*impl_, stream, ops, {});
+}
+
+Result<void> comm::send_recv_as(Communicator::Impl& impl, const Stream& stream, std::span<const P2P> ops,
+                                const Signature& group) {
     constexpr const char* kOp = "send_recv";
     KEEL_TRY(check_stream(impl, kOp, stream));
     for (const P2P& p : ops) {
@@ -354,6 +359,7 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
     const TraceRange traced(stream, "comm", name, {total, impl.rank, single ? ops[0].peer : -1});
     if (impl.native) return impl.native->send_recv(stream, ops);
     auto op = std::make_shared<Op>(OpKind::send_recv);
+    op->group = group;
     const std::unique_lock order = impl.order();
     op->transfers.reserve(ops.size());
     std::vector<StagedCopy> sends, recvs;

@@ -268,9 +268,8 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         return refused;
     }
     op->index = ops_enqueued_.fetch_add(1, std::memory_order_relaxed);
-    if (op->collective()) {
-        op->collective_index = collectives_++;
-    } else {
+    if (op->agreed_by_all()) op->collective_index = collectives_++;
+    if (!op->collective()) {
         // Slots in the enqueue order, so the k-th message between two ranks
         // matches on both sides.
         for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
@@ -399,7 +398,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
         } else {
-            check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
+            check = op->agreed_by_all() && check_sizes && size > 1 && op->collective_index >= verified_;
         }
         lock.unlock();
         if (waited_out) fail_everywhere(*failed);
@@ -485,7 +484,14 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
 
 void Communicator::Impl::run_op(comm::Op& op, bool check) {
     const comm::SigpipeBlocked blocked;  // the gate's thread is the plugin's
-    if (check) check_signatures(op);
+    if (check) {
+        try {
+            check_signatures(op);
+        } catch (...) {
+            forget_preamble(op);  // never waited for now
+            throw;
+        }
+    }
     if (op.preamble) op.preamble->check(*this, op);
     if (op.collective()) {
         comm::run_collective(op, mesh->context(), op.timeout);
@@ -511,7 +517,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
         std::lock_guard lock(mutex_);
         std::size_t n = 0;
         for (const auto& queued : queue_)  // `op` first: it is the head
-            if (queued->collective() && n < kSignatureWindow) mine[n++] = queued->signature();
+            if (queued->agreed_by_all() && n < kSignatureWindow) mine[n++] = queued->signature();
     }
     std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
     gloo::AllgatherOptions o(mesh->context());

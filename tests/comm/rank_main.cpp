@@ -635,6 +635,30 @@ int mismatched_counts() {
               "the message names neither both sizes nor the peer: %s", err.error().message().c_str());
     }
     if (stream.host_funcs_can_fail()) CHECK(!synced.ok(), "the stream of the mismatched send/recv reports success");
+
+    // Roots that differ in a gather (a batch of sends and receives): both
+    // ranks think they are the root and wait for a send that never comes.
+    // Compared like a collective's signature: FAILED_PRECONDITION at once on
+    // every rank, naming the roots (before: UNAVAILABLE at the timeout).
+    keel::Communicator rooted = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream s3 = keel::Stream::create(c.device).value();
+    keel::Buffer part = keel::Buffer::allocate(s3, 64).value();
+    keel::Buffer whole = keel::Buffer::allocate(s3, 64 * c.size).value();
+    const auto start = std::chrono::steady_clock::now();
+    rooted.gather(s3, part, whole, c.rank).value();
+    (void)s3.synchronize();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const keel::Result<void> rooted_err = rooted.error();
+    CHECK(!rooted_err.ok(), "a gather whose roots differ succeeded");
+    if (!rooted_err.ok()) {
+        std::fprintf(stderr, "error: %s\n", rooted_err.error().message().c_str());
+        CHECK(rooted_err.error().code() == KEEL_STATUS_FAILED_PRECONDITION && took < 15.0,
+              "roots that differ: %s after %.1f s, not FAILED_PRECONDITION before the timeout",
+              keel::status_name(rooted_err.error().code()), took);
+        CHECK(rooted_err.error().message().find("gather") != std::string::npos &&
+                  rooted_err.error().message().find("(root " + std::to_string(1 - c.rank) + ")") != std::string::npos,
+              "the gather or the peer's root is not named: %s", rooted_err.error().message().c_str());
+    }
     return failures;
 }
 

@@ -63,6 +63,7 @@ Result<void> run(Communicator::Impl& impl, const Stream& stream, const std::vect
 }  // namespace
 
 Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    if (!impl_) return comm::moved_from("gather");
     Impl& impl = *impl_;
     KEEL_TRY(check_rooted_parts(impl, "gather", root, "in", in, "out", out));
     const std::uint64_t k = in.size();
@@ -78,6 +79,7 @@ Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceVie
 }
 
 Result<void> Communicator::scatter(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    if (!impl_) return comm::moved_from("scatter");
     Impl& impl = *impl_;
     KEEL_TRY(check_rooted_parts(impl, "scatter", root, "out", out, "in", in));
     const std::uint64_t k = out.size();
@@ -93,6 +95,7 @@ Result<void> Communicator::scatter(const Stream& stream, DeviceView in, DeviceVi
 }
 
 Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, DeviceView out) const {
+    if (!impl_) return comm::moved_from("all_to_all");
     const Impl& impl = *impl_;
     constexpr const char* kOp = "all_to_all";
     const auto n = static_cast<std::uint64_t>(impl.size);
@@ -105,6 +108,7 @@ Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, Devic
 
 Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, std::span<const std::uint64_t> in_sizes,
                                       DeviceView out, std::span<const std::uint64_t> out_sizes) const {
+    if (!impl_) return comm::moved_from("all_to_all");
     Impl& impl = *impl_;
     constexpr const char* kOp = "all_to_all";
     const auto n = static_cast<std::size_t>(impl.size);

@@ -591,6 +591,17 @@ int bad_input() {
     // Still usable afterwards.
     comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
     CHECK(c.stream.synchronize().ok() && comm.error().ok(), "all_reduce after refused calls failed");
+    // A moved-from communicator refuses every call (it crashed: SIGSEGV);
+    // the one it moved into works on.
+    keel::Communicator moved = std::move(comm);
+    expect_code(comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum), KEEL_STATUS_FAILED_PRECONDITION,
+                "all_reduce on a moved-from communicator");
+    expect_code(comm.send(c.stream, a, 1 - c.rank), KEEL_STATUS_FAILED_PRECONDITION, "send on a moved-from one");
+    expect_code(comm.gather(c.stream, a, b, 0), KEEL_STATUS_FAILED_PRECONDITION, "gather on a moved-from one");
+    expect_code(comm.error(), KEEL_STATUS_FAILED_PRECONDITION, "error() of a moved-from one");
+    comm.abort();  // nothing to abort
+    moved.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(c.stream.synchronize().ok() && moved.error().ok(), "the communicator moved into failed");
     return failures;
 }
 

@@ -202,7 +202,10 @@ struct P2P {
 // the next enqueue after it, error() may still be OK. Synchronize the
 // stream to see such a failure.
 //
-// Move-only. Threads: send; enqueue members are const and may be called
+// Move-only. A moved-from communicator has no group: its operations,
+// set_timeout() and error() return FAILED_PRECONDITION saying so, abort()
+// does nothing, and its accessors (rank(), device(), ...) stop the program
+// with that message. Threads: send; enqueue members are const and may be called
 // from several threads (their order is the order the calls return);
 // abort() and error() from any thread at any time.
 class KEEL_COMM_API Communicator {

@@ -132,7 +132,9 @@ struct CommOptions {
     // a receive larger than its send gets the message in its first bytes
     // and zeros after it. The generic path only: the native path checks
     // what its plugin checks (NCCL compares nothing: a mismatch there runs
-    // until the timeout, or gives wrong data).
+    // until the timeout, or gives wrong data; an engine that compares fails
+    // the operation's stream, and error() has its code). To find such a
+    // mismatch, run the job once with KEEL_COMM_GENERIC=1.
     bool check_sizes = true;
     // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
     // plugin over NCCL) where it has them and accepts the group; false, or

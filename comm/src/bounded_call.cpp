@@ -23,7 +23,7 @@ struct Workers {
     std::mutex mutex;
     std::condition_variable cv;
     int running = 0;       // threads between their start and their last touch of anything
-    bool exiting = false;  // the exit hook ran: no call starts, none returns into exit's destructors
+    bool exiting = false;  // the exit hook ran: no call starts any more
     int hooks = 0;
 };
 
@@ -32,18 +32,11 @@ Workers& workers() {
     return *w;
 }
 
-// Blocks this thread until the process ends, touching nothing: what a call
-// that returns once exit began does instead of destroying its captures
-// (objects exit may already have destroyed, or be destroying).
-[[noreturn]] void park(std::unique_lock<std::mutex>& lock) {
-    Workers& w = workers();
-    for (;;) w.cv.wait(lock);
-}
-
-// Exit (return from main, exit()): the calls still running finish first, so
-// none returns among the statics exit destroys; one still running after
-// kExitWait ends the process here with its status (stdio flushed): the
-// destructors after this point could run under it.
+// Exit (return from main, exit()): the calls still running finish, captures
+// destroyed, before exit destroys any static made before the hook was
+// registered; one still running after kExitWait ends the process here with
+// its status (stdio flushed): the destructors after this point could run
+// under it.
 void wait_at_exit(int status, void*) {
     Workers& w = workers();
     std::unique_lock lock(w.mutex);
@@ -97,18 +90,10 @@ bool run_bounded(std::function<void()> call, std::chrono::milliseconds bound) no
                     state->done = true;
                     state->cv.notify_all();
                 }
-                std::unique_lock lock(w.mutex);
-                if (w.exiting) {
-                    // Its captures (a store, a device) are left as they are.
-                    --w.running;
-                    w.cv.notify_all();
-                    (void)owned.release();
-                    park(lock);
-                }
-                lock.unlock();
-                // Exit waits for this (running still counts it).
+                // Its captures (a store, a device) go while it still counts
+                // as running: an exit that began meanwhile waits for this.
                 owned.reset();
-                lock.lock();
+                std::lock_guard lock(w.mutex);
                 --w.running;
                 w.cv.notify_all();
             });

@@ -860,7 +860,7 @@ int exit_while_store_blocks() {
         [files, blocking](std::string_view key, std::span<const std::byte> value) -> keel::Result<void> {
             if (blocking->load() && key.ends_with("/failed")) {
                 slow_exit.call_pending = true;
-                std::this_thread::sleep_for(std::chrono::milliseconds(700));
+                std::this_thread::sleep_for(std::chrono::milliseconds(600));
                 app.log->append(key);  // the application's state, as its binding's would be
                 slow_exit.call_pending = false;
             }

@@ -163,7 +163,7 @@ void Communicator::Impl::abort() noexcept {
     fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept {
+void Communicator::Impl::fail_everywhere(const Error& error, bool post, bool mismatch) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = error;
@@ -180,7 +180,7 @@ void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept
     // finds the cause in the store. Bounded: a store that is gone delays
     // the peers' failure by at most this, never stops it.
     if (post && notice)
-        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
+        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound), mismatch);
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
     if (mesh) mesh->shut_down_sockets();
@@ -426,8 +426,8 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             } done{running_, op->stream};
             run_op(*op, check);
         } catch (const comm::Mismatch& e) {
-            // Every rank involved sees the mismatch itself: its connections
-            // stay up until it did.
+            // The caller's mistake (counts, roots, sizes that differ), not
+            // the network's.
             failed = Error(KEEL_STATUS_FAILED_PRECONDITION, where(op->what()) + " (" + op->detail() + "): " + e.what());
             mismatch = true;
         } catch (const std::exception& e) {
@@ -445,8 +445,9 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                                   "): ended because the communicator failed: " + ended->message() +
                                                   " (" + e.what() + ")");
             else if ((peer_named = peer.has_value()))
-                failed = Error(KEEL_STATUS_UNAVAILABLE, where(op->what()) + " (" + op->detail() + "): ended because " +
-                                                            comm::FailureNotice::text(*peer));
+                failed = Error(peer->mismatch ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
+                               where(op->what()) + " (" + op->detail() + "): ended because " +
+                                   comm::FailureNotice::text(*peer));
             else
                 failed = Error(KEEL_STATUS_UNAVAILABLE,
                                where(op->what()) + " (" + op->detail() + "): " + e.what() + timed_out_text(*op, e.what()) +
@@ -455,13 +456,11 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
         }
         if (failed) {
-            // The peers learn at once, instead of at their timeout.
-            if (mismatch) {
-                std::lock_guard lock(mutex_);
-                if (!error_) error_ = *failed;
-            } else {
-                fail_everywhere(*failed, !peer_named);
-            }
+            // The peers learn at once, instead of at their timeout: those of
+            // a mismatch too (a rank not in it would wait for its timeout, in
+            // this operation or the next), as a mismatch (FAILED_PRECONDITION)
+            // whether they saw it themselves or read it from the notice.
+            fail_everywhere(*failed, !peer_named, mismatch);
             clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);

@@ -197,7 +197,7 @@ private:
     // the store for the peers (unless `post` is false: it came from there)
     // and shuts its connections down, so the peers' operations fail at once
     // too, naming it.
-    void fail_everywhere(const Error& error, bool post = true) noexcept;
+    void fail_everywhere(const Error& error, bool post = true, bool mismatch = false) noexcept;
     // The failure a peer posted (FailureNotice), if any: what an operation
     // that ended on closed connections names.
     std::optional<comm::PeerFailure> peer_failure() const noexcept;

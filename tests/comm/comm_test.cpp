@@ -133,6 +133,8 @@ TEST(CommMultiProcess, BadInputGetsClearErrorsAndEnqueuesNothing) {
 
 TEST(CommMultiProcess, CountsThatDifferBetweenRanksAndARecvSmallerThanItsSendFailNotHang) {
     expect_all_zero(run_ranks("mismatched_counts", 2, ranks_upto(2), std::chrono::seconds(30)));
+    // A mismatch between two of three ranks fails the third at once too.
+    expect_all_zero(run_ranks("mismatch_seen_by_all", 3, ranks_upto(3), std::chrono::seconds(60)));
 }
 
 TEST(CommMultiProcess, WithUncheckedSizesAReceiveLargerThanItsSendGetsZerosNotStaleBytesAfterTheMessage) {

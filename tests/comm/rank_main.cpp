@@ -673,6 +673,45 @@ int mismatched_counts() {
     return failures;
 }
 
+// Three ranks: 0 sends rank 1 more than it receives; rank 2 is in neither.
+// Then every rank enqueues an all_reduce: ranks 0 and 1 refuse it (their
+// communicator failed), and rank 2's must fail at once as a mismatch
+// (FAILED_PRECONDITION naming it), not wait for its timeout (it did: the
+// mismatch failed only the two ranks in it). Ranks 0 and 1 stay until rank
+// 2 is done, so their exit does not end its wait.
+int mismatch_seen_by_all() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+    keel::Buffer m = upload(c, std::vector<std::byte>(c.rank == 0 ? 256 : 128));
+    if (c.rank == 0) comm.send(c.stream, m, 1).value();
+    if (c.rank == 1) comm.recv(c.stream, m, 0).value();
+    (void)c.stream.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    keel::Stream fresh = keel::Stream::create(c.device).value();  // c.stream failed on ranks 0 and 1
+    keel::Buffer b = keel::Buffer::allocate(fresh, 64).value();
+    (void)fresh.memset(b, 0);
+    const keel::Result<void> enqueued = comm.all_reduce(fresh, b, KEEL_DTYPE_F32, keel::ReduceOp::sum);
+    (void)fresh.synchronize();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const keel::Result<void> err = comm.error();
+    CHECK(!err.ok(), "the communicator did not fail");
+    if (!err.ok()) {
+        std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
+        CHECK(err.error().code() == KEEL_STATUS_FAILED_PRECONDITION, "%s, not FAILED_PRECONDITION",
+              keel::status_name(err.error().code()));
+        CHECK(err.error().message().find("the sizes of a send and its receive") != std::string::npos,
+              "the mismatch is not named: %s", err.error().message().c_str());
+    }
+    CHECK(c.rank == 2 ? enqueued.ok() : !enqueued.ok(), "rank %d's all_reduce %s", c.rank,
+          enqueued.ok() ? "was enqueued" : "was refused");
+    CHECK(took < 10.0, "rank %d's all_reduce failed after %.1f s (its timeout is 20 s)", c.rank, took);
+    const std::byte one{1};
+    if (c.rank == 2) (void)store.set("test/third-done", std::span(&one, 1));
+    else (void)store.get("test/third-done", std::chrono::seconds(30));
+    return failures;
+}
+
 // Two processes claim rank 0 (the test starts ranks 0, 0, 1 of size 2).
 // The one that comes second is refused; the test checks that one was.
 int duplicate_rank() {
@@ -1522,6 +1561,7 @@ int main(int argc, char** argv) {
     else if (scenario == "more_collectives") rc = more_collectives();
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
     else if (scenario == "exit_while_store_blocks") rc = exit_while_store_blocks();
+    else if (scenario == "mismatch_seen_by_all") rc = mismatch_seen_by_all();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

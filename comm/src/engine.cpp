@@ -206,6 +206,11 @@ void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, int peer,
     }
 }
 
+bool Communicator::Impl::failed_everywhere() const {
+    std::lock_guard lock(mutex_);
+    return aborted_;
+}
+
 void Communicator::Impl::wake_waits_on(const std::vector<int>& peers) {
     std::lock_guard lock(mutex_);
     for (int peer : peers) ended_[static_cast<std::size_t>(peer)] = true;

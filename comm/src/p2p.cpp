@@ -9,6 +9,13 @@
 #include <stdexcept>
 
 namespace keel::comm {
+namespace {
+
+// How long a transfer woken by its peer's connection ending is looked at
+// again: Gloo completes one whose bytes it read at once.
+constexpr std::chrono::milliseconds kEndedGrace{200};
+
+}  // namespace
 
 PostedTransfers::PostedTransfers(Communicator::Impl& engine, std::vector<Transfer> batch)
     : batch_(std::move(batch)), buffers_(batch_.size()) {
@@ -52,6 +59,19 @@ void PostedTransfers::wait(Communicator::Impl& engine, std::chrono::milliseconds
         bool done = false;
         try {
             done = t.send ? buffers_[i]->waitSend(timeout) : buffers_[i]->waitRecv(timeout);
+            // Woken because the peer's connection ended: a peer that sent
+            // its last message and exited ends it too, maybe after this
+            // transfer completed (a wake wins over a completion) or while
+            // its last bytes are still read. Unless the communicator failed,
+            // look again: a completed transfer is done; one that is not
+            // fails as woken (Gloo's error for the ended pair, or the grace).
+            if (!done && !engine.failed_everywhere()) {
+                try {
+                    done = t.send ? buffers_[i]->waitSend(kEndedGrace) : buffers_[i]->waitRecv(kEndedGrace);
+                } catch (const std::exception&) {
+                    done = false;
+                }
+            }
         } catch (const std::exception& e) {
             // Gloo's timeout does not say which peer kept it waiting.
             throw std::runtime_error(describe(t) + ": " + e.what());

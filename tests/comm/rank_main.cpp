@@ -712,6 +712,39 @@ int mismatch_seen_by_all() {
     return failures;
 }
 
+// A peer that sent its last message and exited is no failure: rank 0
+// receives from ranks 2 and 1 in one batch (2 first, 2 sends 400 ms late);
+// rank 1 sends and exits at once. Rank 0's receive from 1 completed, but
+// the end of rank 1's connection woke it before rank 0 waited for it, and
+// it failed as "woken before it completed" (seen under load as a flake of
+// the four-rank batch test, where ranks exit as soon as they are done).
+int peer_left_after_sending() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const std::size_t bytes = 64 << 10;
+    keel::Buffer from1 = upload(c, std::vector<std::byte>(bytes));
+    keel::Buffer from2 = upload(c, std::vector<std::byte>(bytes));
+    if (c.rank == 0) {
+        const std::vector<keel::P2P> ops = {keel::P2P::recv(from2, 2), keel::P2P::recv(from1, 1)};
+        comm.send_recv(c.stream, ops).value();
+        const keel::Result<void> synced = c.stream.synchronize();
+        CHECK(synced.ok(), "%s", synced.ok() ? "" : synced.error().message().c_str());
+        if (synced.ok()) {
+            const auto one = download(c, from1);
+            const auto two = download(c, from2);
+            CHECK(one == std::vector<std::byte>(bytes, std::byte{1}) && two == std::vector<std::byte>(bytes, std::byte{2}),
+                  "wrong data received");
+        }
+        return failures;
+    }
+    keel::Buffer mine = upload(c, std::vector<std::byte>(bytes, static_cast<std::byte>(c.rank)));
+    if (c.rank == 2)
+        c.stream.enqueue_host_func([] { std::this_thread::sleep_for(std::chrono::milliseconds(400)); }).value();
+    comm.send(c.stream, mine, 0).value();
+    c.stream.synchronize().value();
+    return failures;  // rank 1 leaves at once
+}
+
 // Two processes claim rank 0 (the test starts ranks 0, 0, 1 of size 2).
 // The one that comes second is refused; the test checks that one was.
 int duplicate_rank() {
@@ -1562,6 +1595,7 @@ int main(int argc, char** argv) {
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
     else if (scenario == "exit_while_store_blocks") rc = exit_while_store_blocks();
     else if (scenario == "mismatch_seen_by_all") rc = mismatch_seen_by_all();
+    else if (scenario == "peer_left_after_sending") rc = peer_left_after_sending();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

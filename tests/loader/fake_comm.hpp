@@ -212,7 +212,7 @@ Result<void> pair_all_reduce(keel_comm c, keel_stream s, Pair::Arrival mine) {
         std::unique_lock lock(pair->mutex);
         std::map<std::uint64_t, Pair::Arrival>& theirs = pair->arrived[1 - rank];
         if (auto it = theirs.find(number); it != theirs.end()) {
-            const Pair::Arrival& other = it->second;
+            const Pair::Arrival other = it->second;  // a copy: erased below
             if (other.count != mine.count || other.dtype != mine.dtype || other.op != mine.op) {
                 // An engine that compares what the ranks enqueued (NCCL does
                 // not): both fail, nothing is reduced or written.

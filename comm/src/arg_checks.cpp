@@ -2,9 +2,23 @@
 
 #include "reduce.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace keel::comm {
+
+Error moved_from(const char* op) {
+    return Error(KEEL_STATUS_FAILED_PRECONDITION, std::string("[Communicator::") + op +
+                                                      "] a moved-from communicator: its group went with the move "
+                                                      "(use the communicator it was moved into)");
+}
+
+void stop_moved_from(const char* op) noexcept {
+    std::fprintf(stderr, "keel: %s\n", moved_from(op).message().c_str());
+    std::fflush(stderr);
+    std::abort();
+}
 
 Result<void> check_stream(const Communicator::Impl& impl, const char* op, const Stream& stream) {
     if (stream.empty())

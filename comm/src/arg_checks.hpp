@@ -7,6 +7,12 @@
 
 namespace keel::comm {
 
+// A call on a moved-from communicator (its group went with the move):
+// FAILED_PRECONDITION naming the call; stop_moved_from prints it and stops
+// the program, for the accessors that have no error to return.
+[[nodiscard]] Error moved_from(const char* op);
+[[noreturn]] void stop_moved_from(const char* op) noexcept;
+
 // The stream is not empty and on the communicator's device.
 [[nodiscard]] Result<void> check_stream(const Communicator::Impl& impl, const char* op, const Stream& stream);
 // `view` (`which` names it: "in") is memory of the communicator's device.

@@ -141,7 +141,7 @@ void run_collective(const Op& op, const std::shared_ptr<gloo::Context>& context,
             gloo::barrier(o);
             return;
         }
-        case OpKind::send_recv: break;
+        default: break;  // send_recv batches are transfers
     }
 }
 

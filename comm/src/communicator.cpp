@@ -2,6 +2,7 @@
 // gate that runs the Gloo call (engine.hpp says why).
 #include "arg_checks.hpp"
 #include "engine.hpp"
+#include "p2p.hpp"
 #include "sigpipe_guard.hpp"
 #include "native_comm.hpp"
 #include "reduce.hpp"
@@ -82,24 +83,59 @@ Communicator::Communicator(Communicator&&) noexcept = default;
 Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 Communicator::~Communicator() = default;
 
-int Communicator::rank() const noexcept { return impl_->rank; }
-int Communicator::size() const noexcept { return impl_->size; }
-const Device& Communicator::device() const noexcept { return impl_->device; }
-const std::string& Communicator::store_prefix() const noexcept { return impl_->name; }
-const std::string& Communicator::name() const noexcept { return impl_->name; }
-CommEngine Communicator::engine_kind() const noexcept { return impl_->engine_kind; }
-bool Communicator::uses_native_engine() const noexcept { return impl_->native != nullptr; }
-const std::string& Communicator::engine_description() const noexcept { return impl_->engine; }
-const std::string& Communicator::engine() const noexcept { return impl_->engine; }
+// The accessors of a moved-from communicator have nothing to return: they
+// stop the program with the mistake (as value() on an error does).
+#define KEEL_COMM_ALIVE(op) \
+    if (!impl_) comm::stop_moved_from(op)
+
+int Communicator::rank() const noexcept {
+    KEEL_COMM_ALIVE("rank");
+    return impl_->rank;
+}
+int Communicator::size() const noexcept {
+    KEEL_COMM_ALIVE("size");
+    return impl_->size;
+}
+const Device& Communicator::device() const noexcept {
+    KEEL_COMM_ALIVE("device");
+    return impl_->device;
+}
+const std::string& Communicator::store_prefix() const noexcept {
+    KEEL_COMM_ALIVE("store_prefix");
+    return impl_->name;
+}
+const std::string& Communicator::name() const noexcept { return store_prefix(); }
+CommEngine Communicator::engine_kind() const noexcept {
+    KEEL_COMM_ALIVE("engine_kind");
+    return impl_->engine_kind;
+}
+bool Communicator::uses_native_engine() const noexcept {
+    KEEL_COMM_ALIVE("uses_native_engine");
+    return impl_->native != nullptr;
+}
+const std::string& Communicator::engine_description() const noexcept {
+    KEEL_COMM_ALIVE("engine_description");
+    return impl_->engine;
+}
+const std::string& Communicator::engine() const noexcept { return engine_description(); }
 void Communicator::abort() const noexcept {
+    if (!impl_) return;  // no group: nothing to abort
     if (impl_->native) return impl_->native->abort();
     impl_->abort();
 }
-Result<void> Communicator::error() const { return impl_->native ? impl_->native->error() : impl_->error(); }
+Result<void> Communicator::error() const {
+    if (!impl_) return comm::moved_from("error");
+    return impl_->native ? impl_->native->error() : impl_->error();
+}
 
-std::chrono::milliseconds Communicator::timeout() const noexcept { return impl_->timeout(); }
+std::chrono::milliseconds Communicator::timeout() const noexcept {
+    KEEL_COMM_ALIVE("timeout");
+    return impl_->timeout();
+}
+#undef KEEL_COMM_ALIVE
 
 Result<void> Communicator::set_timeout(std::chrono::milliseconds timeout) {
+    if (!impl_) return comm::moved_from("set_timeout");
     if (timeout.count() <= 0)
         return Error(KEEL_STATUS_INVALID_ARGUMENT, impl_->where("set_timeout") + ": the timeout must be positive, not " +
                                                        std::to_string(timeout.count()) + " ms");
@@ -174,6 +210,7 @@ Result<Communicator> Communicator::create_from_env(const Device& device, const C
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                       ReduceOp reduce) const {
+    if (!impl_) return comm::moved_from("all_reduce");
     Impl& impl = *impl_;
     constexpr const char* kOp = "all_reduce";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -196,10 +233,12 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
                                       ReduceOp reduce) const {
+    if (!impl_) return comm::moved_from("all_reduce");
     return all_reduce(stream, inout, inout, dtype, reduce);
 }
 
 Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, DeviceView out, int root) const {
+    if (!impl_) return comm::moved_from("broadcast");
     Impl& impl = *impl_;
     constexpr const char* kOp = "broadcast";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -226,10 +265,12 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
 }
 
 Result<void> Communicator::broadcast(const Stream& stream, DeviceView inout, int root) const {
+    if (!impl_) return comm::moved_from("broadcast");
     return broadcast(stream, inout, inout, root);
 }
 
 Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, DeviceView out) const {
+    if (!impl_) return comm::moved_from("all_gather");
     Impl& impl = *impl_;
     constexpr const char* kOp = "all_gather";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -249,6 +290,7 @@ Result<void> Communicator::all_gather(const Stream& stream, DeviceView in, Devic
 
 Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                           ReduceOp reduce) const {
+    if (!impl_) return comm::moved_from("reduce_scatter");
     Impl& impl = *impl_;
     constexpr const char* kOp = "reduce_scatter";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -273,6 +315,7 @@ Result<void> Communicator::reduce_scatter(const Stream& stream, DeviceView in, D
 }
 
 Result<void> Communicator::barrier(const Stream& stream) const {
+    if (!impl_) return comm::moved_from("barrier");
     Impl& impl = *impl_;
     constexpr const char* kOp = "barrier";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -291,6 +334,7 @@ Result<void> Communicator::barrier(const Stream& stream) const {
 
 Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceView out, keel_dtype dtype,
                                   ReduceOp reduce, int root) const {
+    if (!impl_) return comm::moved_from("reduce");
     Impl& impl = *impl_;
     constexpr const char* kOp = "reduce";
     KEEL_TRY(check_stream(impl, kOp, stream));
@@ -335,7 +379,12 @@ Result<void> Communicator::reduce(const Stream& stream, DeviceView in, DeviceVie
 // ---- point to point -----------------------------------------------------
 
 Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> ops) const {
-    Impl& impl = *impl_;
+    if (!impl_) return comm::moved_from("send_recv");
+    return comm::send_recv_as(*impl_, stream, ops, {});
+}
+
+Result<void> comm::send_recv_as(Communicator::Impl& impl, const Stream& stream, std::span<const P2P> ops,
+                                const Signature& group) {
     constexpr const char* kOp = "send_recv";
     KEEL_TRY(check_stream(impl, kOp, stream));
     for (const P2P& p : ops) {
@@ -354,6 +403,7 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
     const TraceRange traced(stream, "comm", name, {total, impl.rank, single ? ops[0].peer : -1});
     if (impl.native) return impl.native->send_recv(stream, ops);
     auto op = std::make_shared<Op>(OpKind::send_recv);
+    op->group = group;
     const std::unique_lock order = impl.order();
     op->transfers.reserve(ops.size());
     std::vector<StagedCopy> sends, recvs;
@@ -377,16 +427,19 @@ Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> 
 }
 
 Result<void> Communicator::send(const Stream& stream, DeviceView view, int peer) const {
+    if (!impl_) return comm::moved_from("send");
     const P2P one = P2P::send(view, peer);
     return send_recv(stream, std::span(&one, 1));
 }
 
 Result<void> Communicator::recv(const Stream& stream, DeviceView view, int peer) const {
+    if (!impl_) return comm::moved_from("recv");
     const P2P one = P2P::recv(view, peer);
     return send_recv(stream, std::span(&one, 1));
 }
 
 Result<void> Communicator::send(const Stream& stream, Buffer&& buffer, int peer) const {
+    if (!impl_) return comm::moved_from("send");
     Buffer held = std::move(buffer);
     KEEL_TRY(send(stream, held.view(), peer));
     // After the send on the same stream: the stream passes this point only
@@ -395,6 +448,7 @@ Result<void> Communicator::send(const Stream& stream, Buffer&& buffer, int peer)
 }
 
 Result<void> Communicator::send_recv(const Stream& stream, std::span<const P2P> ops, std::vector<Buffer>&& keep) const {
+    if (!impl_) return comm::moved_from("send_recv");
     std::vector<Buffer> held = std::move(keep);
     KEEL_TRY(send_recv(stream, ops));
     if (held.empty()) return {};

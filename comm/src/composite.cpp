@@ -6,6 +6,7 @@
 // send_recv does.
 #include "arg_checks.hpp"
 #include "engine.hpp"
+#include "p2p.hpp"
 
 #include <keel/comm.hpp>
 
@@ -44,10 +45,17 @@ Result<void> check_rooted_parts(const Communicator::Impl& impl, const char* op, 
     return {};
 }
 
-// The batch, then this rank's own part copied on the device.
-Result<void> run(const Communicator& comm, const Stream& stream, const std::vector<P2P>& ops, DeviceView self_out,
-                 DeviceView self_in) {
-    if (!ops.empty()) KEEL_TRY(comm.send_recv(stream, ops));
+// What every rank must agree on: the collective, its part size and root
+// (all_to_all: the pairs' sizes are compared by the batch itself).
+comm::Signature group_of(comm::OpKind kind, std::uint64_t part_bytes, int root) {
+    return {static_cast<std::uint64_t>(kind), part_bytes, 0, static_cast<std::uint64_t>(root)};
+}
+
+// The batch, then this rank's own part copied on the device. Every rank
+// runs one batch (size() > 1), so the group is compared like a collective.
+Result<void> run(Communicator::Impl& impl, const Stream& stream, const std::vector<P2P>& ops,
+                 const comm::Signature& group, DeviceView self_out, DeviceView self_in) {
+    if (!ops.empty()) KEEL_TRY(comm::send_recv_as(impl, stream, ops, group));
     if (self_out.size() > 0) KEEL_TRY(stream.copy(self_out, self_in));
     return {};
 }
@@ -55,34 +63,39 @@ Result<void> run(const Communicator& comm, const Stream& stream, const std::vect
 }  // namespace
 
 Result<void> Communicator::gather(const Stream& stream, DeviceView in, DeviceView out, int root) const {
-    const Impl& impl = *impl_;
+    if (!impl_) return comm::moved_from("gather");
+    Impl& impl = *impl_;
     KEEL_TRY(check_rooted_parts(impl, "gather", root, "in", in, "out", out));
     const std::uint64_t k = in.size();
+    const comm::Signature group = group_of(comm::OpKind::gather, k, root);
     std::vector<P2P> ops;
     if (impl.rank != root) {
         ops.push_back(P2P::send(in, root));
-        return run(*this, stream, ops, {}, {});
+        return run(impl, stream, ops, group, {}, {});
     }
     for (int r = 0; r < impl.size; ++r)
         if (r != impl.rank) ops.push_back(P2P::recv(part(out, k * static_cast<std::uint64_t>(r), k), r));
-    return run(*this, stream, ops, part(out, k * static_cast<std::uint64_t>(impl.rank), k), in);
+    return run(impl, stream, ops, group, part(out, k * static_cast<std::uint64_t>(impl.rank), k), in);
 }
 
 Result<void> Communicator::scatter(const Stream& stream, DeviceView in, DeviceView out, int root) const {
-    const Impl& impl = *impl_;
+    if (!impl_) return comm::moved_from("scatter");
+    Impl& impl = *impl_;
     KEEL_TRY(check_rooted_parts(impl, "scatter", root, "out", out, "in", in));
     const std::uint64_t k = out.size();
+    const comm::Signature group = group_of(comm::OpKind::scatter, k, root);
     std::vector<P2P> ops;
     if (impl.rank != root) {
         ops.push_back(P2P::recv(out, root));
-        return run(*this, stream, ops, {}, {});
+        return run(impl, stream, ops, group, {}, {});
     }
     for (int r = 0; r < impl.size; ++r)
         if (r != impl.rank) ops.push_back(P2P::send(part(in, k * static_cast<std::uint64_t>(r), k), r));
-    return run(*this, stream, ops, out, part(in, k * static_cast<std::uint64_t>(impl.rank), k));
+    return run(impl, stream, ops, group, out, part(in, k * static_cast<std::uint64_t>(impl.rank), k));
 }
 
 Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, DeviceView out) const {
+    if (!impl_) return comm::moved_from("all_to_all");
     const Impl& impl = *impl_;
     constexpr const char* kOp = "all_to_all";
     const auto n = static_cast<std::uint64_t>(impl.size);
@@ -95,7 +108,8 @@ Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, Devic
 
 Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, std::span<const std::uint64_t> in_sizes,
                                       DeviceView out, std::span<const std::uint64_t> out_sizes) const {
-    const Impl& impl = *impl_;
+    if (!impl_) return comm::moved_from("all_to_all");
+    Impl& impl = *impl_;
     constexpr const char* kOp = "all_to_all";
     const auto n = static_cast<std::size_t>(impl.size);
     if (in.empty() || out.empty()) return invalid(impl, kOp, "an empty view (DeviceView(): no device, no memory)");
@@ -129,7 +143,7 @@ Result<void> Communicator::all_to_all(const Stream& stream, DeviceView in, std::
         ops.push_back(P2P::recv(recv_part, static_cast<int>(r)));
         ops.push_back(P2P::send(send_part, static_cast<int>(r)));
     }
-    return run(*this, stream, ops, self_out, self_in);
+    return run(impl, stream, ops, group_of(comm::OpKind::all_to_all, 0, 0), self_out, self_in);
 }
 
 }  // namespace keel

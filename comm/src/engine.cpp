@@ -200,7 +200,7 @@ void Communicator::Impl::abort() noexcept {
     fail_everywhere(Error(KEEL_STATUS_FAILED_PRECONDITION, where("abort") + ": aborted"));
 }
 
-void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept {
+void Communicator::Impl::fail_everywhere(const Error& error, bool post, bool mismatch) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = error;
@@ -217,7 +217,7 @@ void Communicator::Impl::fail_everywhere(const Error& error, bool post) noexcept
     // finds the cause in the store. Bounded: a store that is gone delays
     // the peers' failure by at most this, never stops it.
     if (post && notice)
-        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound));
+        notice->post(error.message(), std::min<std::chrono::milliseconds>(timeout(), comm::kNoticeBound), mismatch);
     // A collective already inside Gloo waits on pairs no abortWait reaches:
     // their connections ending wake it (the peers' operations fail too).
     if (mesh) mesh->shut_down_sockets();
@@ -241,6 +241,11 @@ void Communicator::Impl::track(gloo::transport::UnboundBuffer* buffer, int peer,
                                         [&](const InFlight& f) { return f.buffer == buffer; }),
                          in_flight_.end());
     }
+}
+
+bool Communicator::Impl::failed_everywhere() const {
+    std::lock_guard lock(mutex_);
+    return aborted_;
 }
 
 void Communicator::Impl::wake_waits_on(const std::vector<int>& peers) {
@@ -306,9 +311,8 @@ Result<void> Communicator::Impl::enqueue(const std::unique_lock<std::mutex>& ord
         return refused;
     }
     op->index = ops_enqueued_.fetch_add(1, std::memory_order_relaxed);
-    if (op->collective()) {
-        op->collective_index = collectives_++;
-    } else {
+    if (op->agreed_by_all()) op->collective_index = collectives_++;
+    if (!op->collective()) {
         // Slots in the enqueue order, so the k-th message between two ranks
         // matches on both sides.
         for (comm::Transfer& t : op->transfers) t.slot = t.send ? next_send_slot(t.peer) : next_recv_slot(t.peer);
@@ -437,7 +441,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             failed = Error(error_->code(), where(op->what()) + " (" + op->detail() +
                                                "): not run, the communicator failed earlier: " + error_->message());
         } else {
-            check = op->collective() && check_sizes && size > 1 && op->collective_index >= verified_;
+            check = op->agreed_by_all() && check_sizes && size > 1 && op->collective_index >= verified_;
         }
         lock.unlock();
         if (waited_out) fail_everywhere(*failed);
@@ -465,8 +469,8 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             } done{running_, op->stream};
             run_op(*op, check);
         } catch (const comm::Mismatch& e) {
-            // Every rank involved sees the mismatch itself: its connections
-            // stay up until it did.
+            // The caller's mistake (counts, roots, sizes that differ), not
+            // the network's.
             failed = Error(KEEL_STATUS_FAILED_PRECONDITION, where(op->what()) + " (" + op->detail() + "): " + e.what());
             mismatch = true;
         } catch (const std::exception& e) {
@@ -484,8 +488,9 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                                   "): ended because the communicator failed: " + ended->message() +
                                                   " (" + e.what() + ")");
             else if ((peer_named = peer.has_value()))
-                failed = Error(KEEL_STATUS_UNAVAILABLE, where(op->what()) + " (" + op->detail() + "): ended because " +
-                                                            comm::FailureNotice::text(*peer));
+                failed = Error(peer->mismatch ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
+                               where(op->what()) + " (" + op->detail() + "): ended because " +
+                                   comm::FailureNotice::text(*peer));
             else
                 failed = Error(KEEL_STATUS_UNAVAILABLE,
                                where(op->what()) + " (" + op->detail() + "): " + e.what() + timed_out_text(*op, e.what()) +
@@ -494,13 +499,11 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
             failed = Error(KEEL_STATUS_INTERNAL, where(op->what()) + " (" + op->detail() + "): unknown exception");
         }
         if (failed) {
-            // The peers learn at once, instead of at their timeout.
-            if (mismatch) {
-                std::lock_guard lock(mutex_);
-                if (!error_) error_ = *failed;
-            } else {
-                fail_everywhere(*failed, !peer_named);
-            }
+            // The peers learn at once, instead of at their timeout: those of
+            // a mismatch too (a rank not in it would wait for its timeout, in
+            // this operation or the next), as a mismatch (FAILED_PRECONDITION)
+            // whether they saw it themselves or read it from the notice.
+            fail_everywhere(*failed, !peer_named, mismatch);
             clear_outputs(*op);
             // Gloo may still fill its staging until the pairs close.
             keep_until_closed(op);
@@ -523,7 +526,14 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
 
 void Communicator::Impl::run_op(comm::Op& op, bool check) {
     const comm::SigpipeBlocked blocked;  // the gate's thread is the plugin's
-    if (check) check_signatures(op);
+    if (check) {
+        try {
+            check_signatures(op);
+        } catch (...) {
+            forget_preamble(op);  // never waited for now
+            throw;
+        }
+    }
     if (op.preamble) op.preamble->check(*this, op);
     if (op.collective()) {
         comm::run_collective(op, mesh->context(), op.timeout);
@@ -549,7 +559,7 @@ void Communicator::Impl::check_signatures(const comm::Op& op) {
         std::lock_guard lock(mutex_);
         std::size_t n = 0;
         for (const auto& queued : queue_)  // `op` first: it is the head
-            if (queued->collective() && n < kSignatureWindow) mine[n++] = queued->signature();
+            if (queued->agreed_by_all() && n < kSignatureWindow) mine[n++] = queued->signature();
     }
     std::vector<Signature> all(static_cast<std::size_t>(size) * kSignatureWindow);
     gloo::AllgatherOptions o(mesh->context());

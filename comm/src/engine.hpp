@@ -161,6 +161,10 @@ struct Communicator::Impl {
 
     // Unbound buffers in flight (point to point), so abort() can wake their waits.
     void track(gloo::transport::UnboundBuffer* buffer, int peer, bool add);
+    // abort() was called or the communicator failed: a woken wait is over
+    // (otherwise it was woken because its peer's connection ended, which a
+    // peer that sent its last message and left also does).
+    [[nodiscard]] bool failed_everywhere() const;
     // Starts the thread that watches the connections (once `mesh` is set):
     // a send or receive waiting on a peer whose connection ended is woken
     // at once (Gloo leaves a pending send waiting for its timeout).
@@ -197,7 +201,7 @@ private:
     // the store for the peers (unless `post` is false: it came from there)
     // and shuts its connections down, so the peers' operations fail at once
     // too, naming it.
-    void fail_everywhere(const Error& error, bool post = true) noexcept;
+    void fail_everywhere(const Error& error, bool post = true, bool mismatch = false) noexcept;
     // The failure a peer posted (FailureNotice), if any: what an operation
     // that ended on closed connections names.
     std::optional<comm::PeerFailure> peer_failure() noexcept;

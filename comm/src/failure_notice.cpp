@@ -27,10 +27,11 @@ void FailureNotice::clear_stale(const Store& store, const std::string& name, int
     if (size > 1) (void)store.erase(failure_key(name));
 }
 
-void FailureNotice::post(const std::string& message, std::chrono::milliseconds bound) noexcept {
+void FailureNotice::post(const std::string& message, std::chrono::milliseconds bound, bool mismatch) noexcept {
     if (size_ < 2) return;
     try {
-        auto value = std::make_shared<std::string>("rank " + std::to_string(rank_) + ": " + message);
+        auto value = std::make_shared<std::string>("rank " + std::to_string(rank_) + (mismatch ? " (mismatch)" : "") +
+                                                   ": " + message);
         auto set = std::make_shared<bool>(false);
         const bool finished = run_bounded(
             [store = store_, key = key_, value, set] {
@@ -74,7 +75,7 @@ std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) 
             },
             bound);
         if (!finished || !*value) return std::nullopt;
-        // "rank R: <error>"
+        // "rank R: <error>" or "rank R (mismatch): <error>"
         const std::string& v = **value;
         const std::size_t colon = v.find(": ");
         if (v.rfind("rank ", 0) != 0 || colon == std::string::npos) return std::nullopt;
@@ -87,6 +88,7 @@ std::optional<PeerFailure> FailureNotice::read(std::chrono::milliseconds bound) 
         // Another rank of this group, or it is not a notice of this group.
         if (failure.rank == rank_ || failure.rank < 0 || failure.rank >= size_) return std::nullopt;
         failure.error = v.substr(colon + 2);
+        failure.mismatch = v.compare(0, colon, "rank " + std::to_string(failure.rank) + " (mismatch)") == 0;
         return failure;
     } catch (...) {
         return std::nullopt;

@@ -30,6 +30,9 @@ inline constexpr std::chrono::milliseconds kNoticeBound{500};
 struct PeerFailure {
     int rank = -1;
     std::string error;  // its error's message
+    // Its error was a mismatch between the ranks (FAILED_PRECONDITION: the
+    // caller's mistake, not the network's), so the peers' errors say so too.
+    bool mismatch = false;
 };
 
 // Threads: Send and Sync (post() once, by whoever fails the communicator
@@ -50,9 +53,10 @@ public:
     // under the same name never reads an old failure.
     static void clear_stale(const Store& store, const std::string& name, int size);
 
-    // Posts "rank R: <message>" unless a rank posted first (the store keeps
-    // the first); waits at most `bound`.
-    void post(const std::string& message, std::chrono::milliseconds bound) noexcept;
+    // Posts "rank R: <message>" ("rank R (mismatch): ..." for a mismatch)
+    // unless a rank posted first (the store keeps the first); waits at most
+    // `bound`.
+    void post(const std::string& message, std::chrono::milliseconds bound, bool mismatch = false) noexcept;
     // The failure another rank posted, if one did; waits at most `bound`
     // for the store (a key that is not there is not waited for).
     [[nodiscard]] std::optional<PeerFailure> read(std::chrono::milliseconds bound) const noexcept;

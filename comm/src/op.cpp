@@ -20,7 +20,8 @@ Signature Op::signature() const noexcept {
         case OpKind::reduce:
             return {static_cast<std::uint64_t>(kind), bytes, static_cast<std::uint64_t>(dtype),
                     static_cast<std::uint64_t>(reduce) | (static_cast<std::uint64_t>(root) << 8)};
-        case OpKind::send_recv: break;
+        case OpKind::send_recv: return group;
+        default: break;
     }
     return {};
 }
@@ -31,9 +32,16 @@ const char* Op::what() const noexcept {
         case OpKind::broadcast: return "broadcast";
         case OpKind::all_gather: return "all_gather";
         case OpKind::reduce_scatter: return "reduce_scatter";
-        case OpKind::send_recv: return "send_recv";
+        case OpKind::send_recv:
+            // The collective the batch makes, if any.
+            return group[0] == 0 || static_cast<OpKind>(group[0]) == OpKind::send_recv
+                       ? "send_recv"
+                       : Op(static_cast<OpKind>(group[0])).what();
         case OpKind::barrier: return "barrier";
         case OpKind::reduce: return "reduce";
+        case OpKind::gather: return "gather";
+        case OpKind::scatter: return "scatter";
+        case OpKind::all_to_all: return "all_to_all";
     }
     return "?";
 }
@@ -50,7 +58,7 @@ std::string Op::detail() const {
         case OpKind::reduce:
             return std::string(dtype_name(dtype)) + " " + reduce_name(reduce) + " to root " + std::to_string(root) +
                    ", " + bytes_text(bytes);
-        case OpKind::send_recv: break;
+        default: break;
     }
     std::string text;
     for (const Transfer& t : transfers) {
@@ -62,10 +70,14 @@ std::string Op::detail() const {
 
 std::string signature_text(const Signature& s) {
     static constexpr const char* kKinds[] = {"?",         "all_reduce", "broadcast", "all_gather",
-                                             "reduce_scatter", "send_recv", "barrier", "reduce"};
-    const std::uint64_t k = s[0] < 8 ? s[0] : 0;
+                                             "reduce_scatter", "send_recv", "barrier", "reduce",
+                                             "gather",         "scatter",    "all_to_all"};
+    const std::uint64_t k = s[0] < 11 ? s[0] : 0;
     const OpKind kind = static_cast<OpKind>(k);
     if (kind == OpKind::barrier) return "barrier";
+    if (kind == OpKind::all_to_all) return "all_to_all";
+    if (kind == OpKind::gather || kind == OpKind::scatter)
+        return std::string(kKinds[k]) + " of " + std::to_string(s[1]) + " bytes per rank (root " + std::to_string(s[3]) + ")";
     std::string text = std::string(kKinds[k]) + " of " + std::to_string(s[1]) + " bytes";
     if (kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::reduce) {
         const ReduceOp reduce = static_cast<ReduceOp>(s[3] & 0xff);

@@ -28,6 +28,11 @@ enum class OpKind : std::uint8_t {
     send_recv = 5,
     barrier = 6,
     reduce = 7,  // an all_reduce whose result only the root copies out
+    // Not operations of their own: what a send_recv batch that makes one of
+    // these collectives tells every rank (Op::group).
+    gather = 8,
+    scatter = 9,
+    all_to_all = 10,
 };
 
 // One send or receive of a batch, on host memory Gloo reads or writes
@@ -76,6 +81,11 @@ struct Op {
     // before the data moves (preamble.hpp); null for a collective or when
     // CommOptions::check_sizes is off.
     std::shared_ptr<Preamble> preamble;
+    // send_recv: the gather, scatter or all_to_all this batch makes, which
+    // every rank compares like a collective's signature (a root or part size
+    // that differs fails it on every rank at once, not at the timeout on the
+    // ranks whose peers never send); kind 0 for a plain batch.
+    Signature group{};
     // Its gate ran and failed; guarded by Communicator::Impl's mutex.
     bool gate_failed = false;
     // The stream it was enqueued on, for the hang doctor (what it is queued
@@ -83,6 +93,8 @@ struct Op {
     keel_stream stream = nullptr;
 
     [[nodiscard]] bool collective() const noexcept { return kind != OpKind::send_recv; }
+    // Every rank enqueues it at the same point: its signature is compared.
+    [[nodiscard]] bool agreed_by_all() const noexcept { return collective() || group[0] != 0; }
     [[nodiscard]] Signature signature() const noexcept;
     [[nodiscard]] const char* what() const noexcept;
     // Its arguments, for a failure message: "f32 sum, 4096 bytes".

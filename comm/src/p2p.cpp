@@ -9,11 +9,11 @@
 #include <stdexcept>
 
 namespace keel::comm {
-
 namespace {
 
-// How long a woken wait looks again for a completion Gloo already counted.
-constexpr std::chrono::milliseconds kWokenRecheck{1};
+// How long a transfer woken by its peer's connection ending is looked at
+// again: Gloo completes one whose bytes it read at once.
+constexpr std::chrono::milliseconds kEndedGrace{200};
 
 }  // namespace
 
@@ -59,23 +59,25 @@ void PostedTransfers::wait(Communicator::Impl& engine, std::chrono::milliseconds
         bool done = false;
         try {
             done = t.send ? buffers_[i]->waitSend(timeout) : buffers_[i]->waitRecv(timeout);
+            // Woken by abort() or a failure: the operation fails, whatever
+            // its transfers did. Woken because the peer's connection ended
+            // (the connection watcher): a peer that sent its last message and
+            // exited ends it too, maybe after this transfer completed (Gloo's
+            // wait reports a wake before a completion it already counted) or
+            // while its last bytes are still read. So unless the communicator
+            // failed, look again: a completed transfer is done; one that is
+            // not fails as woken (Gloo's error for the ended pair, or the
+            // grace), and the pairs close as the failure closes them.
+            if (!done && !engine.failed_everywhere()) {
+                try {
+                    done = t.send ? buffers_[i]->waitSend(kEndedGrace) : buffers_[i]->waitRecv(kEndedGrace);
+                } catch (const std::exception&) {
+                    done = false;
+                }
+            }
         } catch (const std::exception& e) {
             // Gloo's timeout does not say which peer kept it waiting.
             throw std::runtime_error(describe(t) + ": " + e.what());
-        }
-        // Woken by abort(): the operation fails, whatever its transfers did.
-        // Woken because the peer's connection ended (the connection
-        // watcher): a transfer that completed before the peer went ran, but
-        // Gloo's wait reports a wake before a completion it already
-        // counted; a second wait returns that completion at once. One that
-        // had not completed cannot any more: the second wait's timeout then
-        // closes the context's pairs, as the failure does right after.
-        if (!done && engine.error().ok()) {
-            try {
-                done = t.send ? buffers_[i]->waitSend(kWokenRecheck) : buffers_[i]->waitRecv(kWokenRecheck);
-            } catch (const std::exception&) {
-                done = false;
-            }
         }
         if (!done) throw std::runtime_error(describe(t) + ": woken before it completed (abort(), or its connection ended)");
     }

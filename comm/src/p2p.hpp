@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ private:
     bool tracked_ = false;
     std::string failed_to_post_;
 };
+
+// Communicator::send_recv for a batch that makes the collective `group`
+// (gather, scatter, all_to_all; kind 0: a plain batch), whose signature
+// every rank compares before the data moves (CommOptions::check_sizes).
+[[nodiscard]] Result<void> send_recv_as(Communicator::Impl& impl, const Stream& stream, std::span<const P2P> ops,
+                                        const Signature& group);
 
 // Posts every transfer with bytes, then waits for each: PostedTransfers at
 // once, each wait up to `timeout`. A batch that failed is kept until the

@@ -1,8 +1,10 @@
 #include "socket_set.hpp"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -109,26 +111,65 @@ void SocketSet::close_all() noexcept {
 }
 
 std::vector<int> SocketSet::wait_for_ended(int wake, std::vector<bool>& reported) const {
+    // Closed by the peer with bytes still unread: the peer sent its last
+    // message and left, and Gloo may still be reading it (a wait woken now
+    // would fail a transfer that is about to complete). Such a connection
+    // ends for this side once its bytes were read, or once nobody read any
+    // for kStalled (a message no transfer here will take); looked at every
+    // few ms meanwhile. A reset or an error ends it at once.
+    using Clock = std::chrono::steady_clock;
+    constexpr std::chrono::milliseconds kStalled{200};
+    struct Draining {
+        bool on = false;
+        int unread = 0;
+        Clock::time_point since;
+    };
+    std::vector<Draining> draining(fds_.size());
     for (;;) {
         std::vector<pollfd> fds{{wake, POLLIN, 0}};
-        std::vector<int> peers{-1};
+        std::vector<std::size_t> index{0};
+        bool any_draining = false;
         for (std::size_t i = 0; i < fds_.size(); ++i) {
             const int peer = peers_[i];
             if (peer < 0 || static_cast<std::size_t>(peer) >= reported.size() || reported[static_cast<std::size_t>(peer)])
                 continue;
+            if (draining[i].on) {
+                any_draining = true;
+                continue;
+            }
             fds.push_back({fds_[i], POLLRDHUP, 0});
-            peers.push_back(peer);
+            index.push_back(i);
         }
-        if (::poll(fds.data(), fds.size(), -1) < 0) {
+        if (::poll(fds.data(), fds.size(), any_draining ? 5 : -1) < 0) {
             if (errno == EINTR) continue;
             return {};
         }
         if (fds[0].revents != 0) return {};
+        const Clock::time_point now = Clock::now();
         std::vector<int> ended;
-        for (std::size_t i = 1; i < fds.size(); ++i) {
-            if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-            reported[static_cast<std::size_t>(peers[i])] = true;
-            ended.push_back(peers[i]);
+        auto end = [&](std::size_t i) {
+            draining[i].on = false;
+            const auto peer = static_cast<std::size_t>(peers_[i]);
+            if (reported[peer]) return;
+            reported[peer] = true;
+            ended.push_back(peers_[i]);
+        };
+        for (std::size_t k = 1; k < fds.size(); ++k) {
+            const short ev = fds[k].revents;
+            if ((ev & (POLLHUP | POLLERR)) != 0) end(index[k]);
+            else if ((ev & POLLRDHUP) != 0) draining[index[k]] = {true, -1, now};
+        }
+        for (std::size_t i = 0; i < fds_.size(); ++i) {
+            if (!draining[i].on) continue;
+            int unread = 0;
+            if (::ioctl(fds_[i], FIONREAD, &unread) != 0 || unread <= 0) {
+                end(i);
+            } else if (unread != draining[i].unread) {
+                draining[i].unread = unread;  // being read: wait on
+                draining[i].since = now;
+            } else if (now - draining[i].since >= kStalled) {
+                end(i);
+            }
         }
         if (!ended.empty()) return ended;
     }

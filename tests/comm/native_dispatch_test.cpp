@@ -542,6 +542,63 @@ TEST(CommNativeDispatch, AFailedStreamOnOneRankFailsThePeersNativeOperationPromp
     std::filesystem::remove_all(dir);
 }
 
+// The native path on a mismatch: keel's size check is the generic path's
+// (CommOptions::check_sizes), so what happens is the engine's. An engine
+// that compares what the ranks enqueued (the fake one does) fails both
+// ranks' streams, and keel's error() reports it on both with the engine's
+// code, outputs untouched. (Before, the fake engine reduced an f32 and an
+// i32 buffer as if both were the first's dtype: silent wrong data.)
+TEST(CommNativeDispatch, DtypesOrCountsThatDifferOnTheNativePathFailBothRanksAndWriteNothing) {
+    const Runtime rt = fake_comm_runtime();
+    const std::string dir = fresh_directory();
+    const Store store = Store::file(dir).value();
+    struct Side {
+        keel_dtype dtype;
+        std::uint64_t bytes;
+    };
+    const std::pair<Side, Side> cases[] = {{{KEEL_DTYPE_F32, 16}, {KEEL_DTYPE_I32, 16}},
+                                           {{KEEL_DTYPE_F32, 16}, {KEEL_DTYPE_F32, 20}}};
+    int n = 0;
+    for (const auto& [side0, side1] : cases) {
+        const CommOptions options = thread_group_options("pair-mismatch-" + std::to_string(n++));
+        std::string failures[2], errors[2], synced[2];
+        keel_status codes[2] = {KEEL_STATUS_OK, KEEL_STATUS_OK};
+        std::vector<std::uint8_t> outputs[2];
+        on_rank_threads(2, [&](int rank) {
+            const Device dev = rt.device("commfake:" + std::to_string(rank)).value();
+            Result<Communicator> created = Communicator::create(dev, store, rank, 2, options);
+            if (!created.ok() || !created->uses_native_engine()) {
+                failures[rank] = created.ok() ? created->engine_description() : created.error().message();
+                return;
+            }
+            const Side side = rank == 0 ? side0 : side1;
+            const Stream s = Stream::create(dev).value();
+            Buffer in = Buffer::allocate(s, side.bytes).value();
+            Buffer out = Buffer::allocate(s, side.bytes).value();
+            EXPECT_TRUE(s.memset(in.view(), 0x11).ok());
+            EXPECT_TRUE(s.memset(out.view(), 0x5a).ok());
+            EXPECT_TRUE(created->all_reduce(s, in.view(), out.view(), side.dtype, ReduceOp::sum).ok());
+            const Result<void> sync = s.synchronize();
+            synced[rank] = sync.ok() ? "ok" : sync.error().message();
+            const Result<void> err = created->error();
+            errors[rank] = err.ok() ? "ok" : err.error().message();
+            codes[rank] = err.ok() ? KEEL_STATUS_OK : err.error().code();
+            const Stream reader = Stream::create(dev).value();
+            outputs[rank] = reader.copy_to_vector<std::uint8_t>(out.view()).value().get().value();
+        });
+        for (int rank = 0; rank < 2; ++rank) {
+            ASSERT_EQ(failures[rank], "") << "rank " << rank;
+            EXPECT_EQ(codes[rank], KEEL_STATUS_FAILED_PRECONDITION) << "rank " << rank << ": " << errors[rank];
+            // The stream's error says how they differ (error() has its code).
+            EXPECT_NE(synced[rank].find(side0.dtype == side1.dtype ? "5 x f32" : "4 x i32"), std::string::npos)
+                << "rank " << rank << ": " << synced[rank];
+            EXPECT_EQ(outputs[rank], std::vector<std::uint8_t>(outputs[rank].size(), 0x5a))
+                << "rank " << rank << "'s output was written";
+        }
+    }
+    std::filesystem::remove_all(dir);
+}
+
 // A store whose host hangs: once stuck, set and get block until released
 // (erase still answers: the engine's keys are erased at destroy).
 struct StuckStore {

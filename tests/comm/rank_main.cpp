@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <netinet/in.h>
 #include <optional>
 #include <poll.h>
@@ -592,6 +593,17 @@ int bad_input() {
     // Still usable afterwards.
     comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
     CHECK(c.stream.synchronize().ok() && comm.error().ok(), "all_reduce after refused calls failed");
+    // A moved-from communicator refuses every call (it crashed: SIGSEGV);
+    // the one it moved into works on.
+    keel::Communicator moved = std::move(comm);
+    expect_code(comm.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum), KEEL_STATUS_FAILED_PRECONDITION,
+                "all_reduce on a moved-from communicator");
+    expect_code(comm.send(c.stream, a, 1 - c.rank), KEEL_STATUS_FAILED_PRECONDITION, "send on a moved-from one");
+    expect_code(comm.gather(c.stream, a, b, 0), KEEL_STATUS_FAILED_PRECONDITION, "gather on a moved-from one");
+    expect_code(comm.error(), KEEL_STATUS_FAILED_PRECONDITION, "error() of a moved-from one");
+    comm.abort();  // nothing to abort
+    moved.all_reduce(c.stream, a, KEEL_DTYPE_F32, keel::ReduceOp::sum).value();
+    CHECK(c.stream.synchronize().ok() && moved.error().ok(), "the communicator moved into failed");
     return failures;
 }
 
@@ -636,7 +648,103 @@ int mismatched_counts() {
               "the message names neither both sizes nor the peer: %s", err.error().message().c_str());
     }
     if (stream.host_funcs_can_fail()) CHECK(!synced.ok(), "the stream of the mismatched send/recv reports success");
+
+    // Roots that differ in a gather (a batch of sends and receives): both
+    // ranks think they are the root and wait for a send that never comes.
+    // Compared like a collective's signature: FAILED_PRECONDITION at once on
+    // every rank, naming the roots (before: UNAVAILABLE at the timeout).
+    keel::Communicator rooted = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    keel::Stream s3 = keel::Stream::create(c.device).value();
+    keel::Buffer part = keel::Buffer::allocate(s3, 64).value();
+    keel::Buffer whole = keel::Buffer::allocate(s3, 64 * c.size).value();
+    const auto start = std::chrono::steady_clock::now();
+    rooted.gather(s3, part, whole, c.rank).value();
+    (void)s3.synchronize();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const keel::Result<void> rooted_err = rooted.error();
+    CHECK(!rooted_err.ok(), "a gather whose roots differ succeeded");
+    if (!rooted_err.ok()) {
+        std::fprintf(stderr, "error: %s\n", rooted_err.error().message().c_str());
+        CHECK(rooted_err.error().code() == KEEL_STATUS_FAILED_PRECONDITION && took < 15.0,
+              "roots that differ: %s after %.1f s, not FAILED_PRECONDITION before the timeout",
+              keel::status_name(rooted_err.error().code()), took);
+        CHECK(rooted_err.error().message().find("gather") != std::string::npos &&
+                  rooted_err.error().message().find("(root " + std::to_string(1 - c.rank) + ")") != std::string::npos,
+              "the gather or the peer's root is not named: %s", rooted_err.error().message().c_str());
+    }
     return failures;
+}
+
+// Three ranks: 0 sends rank 1 more than it receives; rank 2 is in neither.
+// Then every rank enqueues an all_reduce: ranks 0 and 1 refuse it (their
+// communicator failed), and rank 2's must fail at once as a mismatch
+// (FAILED_PRECONDITION naming it), not wait for its timeout (it did: the
+// mismatch failed only the two ranks in it). Ranks 0 and 1 stay until rank
+// 2 is done, so their exit does not end its wait.
+int mismatch_seen_by_all() {
+    Ctx c = context();
+    keel::Store store = keel::Store::from_env().value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(20000)).value();
+    keel::Buffer m = upload(c, std::vector<std::byte>(c.rank == 0 ? 256 : 128));
+    if (c.rank == 0) comm.send(c.stream, m, 1).value();
+    if (c.rank == 1) comm.recv(c.stream, m, 0).value();
+    (void)c.stream.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    keel::Stream fresh = keel::Stream::create(c.device).value();  // c.stream failed on ranks 0 and 1
+    keel::Buffer b = keel::Buffer::allocate(fresh, 64).value();
+    (void)fresh.memset(b, 0);
+    const keel::Result<void> enqueued = comm.all_reduce(fresh, b, KEEL_DTYPE_F32, keel::ReduceOp::sum);
+    (void)fresh.synchronize();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const keel::Result<void> err = comm.error();
+    CHECK(!err.ok(), "the communicator did not fail");
+    if (!err.ok()) {
+        std::fprintf(stderr, "error: %s\n", err.error().message().c_str());
+        CHECK(err.error().code() == KEEL_STATUS_FAILED_PRECONDITION, "%s, not FAILED_PRECONDITION",
+              keel::status_name(err.error().code()));
+        CHECK(err.error().message().find("the sizes of a send and its receive") != std::string::npos,
+              "the mismatch is not named: %s", err.error().message().c_str());
+    }
+    CHECK(c.rank == 2 ? enqueued.ok() : !enqueued.ok(), "rank %d's all_reduce %s", c.rank,
+          enqueued.ok() ? "was enqueued" : "was refused");
+    CHECK(took < 10.0, "rank %d's all_reduce failed after %.1f s (its timeout is 20 s)", c.rank, took);
+    const std::byte one{1};
+    if (c.rank == 2) (void)store.set("test/third-done", std::span(&one, 1));
+    else (void)store.get("test/third-done", std::chrono::seconds(30));
+    return failures;
+}
+
+// A peer that sent its last message and exited is no failure: rank 0
+// receives from ranks 2 and 1 in one batch (2 first, 2 sends 400 ms late);
+// rank 1 sends and exits at once. Rank 0's receive from 1 completed, but
+// the end of rank 1's connection woke it before rank 0 waited for it, and
+// it failed as "woken before it completed" (seen under load as a flake of
+// the four-rank batch test, where ranks exit as soon as they are done).
+int peer_left_after_sending() {
+    Ctx c = context();
+    keel::Communicator comm = keel::Communicator::create_from_env(c.device, options(20000)).value();
+    const std::size_t bytes = 64 << 10;
+    keel::Buffer from1 = upload(c, std::vector<std::byte>(bytes));
+    keel::Buffer from2 = upload(c, std::vector<std::byte>(bytes));
+    if (c.rank == 0) {
+        const std::vector<keel::P2P> ops = {keel::P2P::recv(from2, 2), keel::P2P::recv(from1, 1)};
+        comm.send_recv(c.stream, ops).value();
+        const keel::Result<void> synced = c.stream.synchronize();
+        CHECK(synced.ok(), "%s", synced.ok() ? "" : synced.error().message().c_str());
+        if (synced.ok()) {
+            const auto one = download(c, from1);
+            const auto two = download(c, from2);
+            CHECK(one == std::vector<std::byte>(bytes, std::byte{1}) && two == std::vector<std::byte>(bytes, std::byte{2}),
+                  "wrong data received");
+        }
+        return failures;
+    }
+    keel::Buffer mine = upload(c, std::vector<std::byte>(bytes, static_cast<std::byte>(c.rank)));
+    if (c.rank == 2)
+        c.stream.enqueue_host_func([] { std::this_thread::sleep_for(std::chrono::milliseconds(400)); }).value();
+    comm.send(c.stream, mine, 0).value();
+    c.stream.synchronize().value();
+    return failures;  // rank 1 leaves at once
 }
 
 // Two processes claim rank 0 (the test starts ranks 0, 0, 1 of size 2).
@@ -805,6 +913,57 @@ int one_all_reduce() {
     keel::Buffer b = upload(c, in);
     comm.all_reduce(c.stream, b, KEEL_DTYPE_I64, keel::ReduceOp::sum).value();
     CHECK(download(c, b) == want, "all_reduce through the store");
+    return failures;
+}
+
+// What an application's store binding touches (its interpreter, its
+// logger): state that exit destroys.
+struct AppState {
+    std::unique_ptr<std::string> log = std::make_unique<std::string>();
+};
+// Exit that takes a while after the application's state went (a logger
+// flushing, a framework's cleanup): here, until the store call returned.
+struct SlowExit {
+    std::atomic<bool> call_pending{false};
+    ~SlowExit() {
+        for (int i = 0; i < 300 && call_pending.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+};
+
+// A store call that outlives its bound, then the process returns from main
+// while the call still runs: the failure notice's set blocks past its bound
+// (500 ms) after abort() on rank 0 (and the failure it causes on rank 1),
+// then touches the application's state. Exit must wait for it (or never let
+// it return into exit's destructors): before, it woke after the state was
+// destroyed, and the rank died of SIGSEGV.
+int exit_while_store_blocks() {
+    static SlowExit slow_exit;  // made first: destroyed last
+    static AppState app;
+    Ctx c = context();
+    keel::Store files = keel::Store::from_env().value();
+    auto blocking = std::make_shared<std::atomic<bool>>(false);
+    keel::Store store = keel::Store::callbacks(
+        [files, blocking](std::string_view key, std::span<const std::byte> value) -> keel::Result<void> {
+            if (blocking->load() && key.ends_with("/failed")) {
+                slow_exit.call_pending = true;
+                std::this_thread::sleep_for(std::chrono::milliseconds(600));
+                app.log->append(key);  // the application's state, as its binding's would be
+                slow_exit.call_pending = false;
+            }
+            return files.set(key, value);
+        },
+        [files](std::string_view key, std::chrono::milliseconds timeout) { return files.get(key, timeout); },
+        [files](std::string_view key) { return files.erase(key); }).value();
+    keel::Communicator comm = keel::Communicator::create(c.device, store, c.rank, c.size, options(10000)).value();
+    blocking->store(true);
+    if (c.rank == 0) {
+        comm.abort();
+    } else {
+        keel::Buffer b = upload(c, std::vector<std::byte>(64));
+        (void)comm.all_reduce(c.stream, b, KEEL_DTYPE_F32, keel::ReduceOp::sum);
+        (void)c.stream.synchronize();
+    }
+    CHECK(!comm.error().ok(), "the communicator did not fail");
     return failures;
 }
 
@@ -1546,6 +1705,9 @@ int main(int argc, char** argv) {
     else if (scenario == "more_collectives") rc = more_collectives();
     else if (scenario == "per_op_timeout") rc = per_op_timeout();
     else if (scenario == "peer_leaves_then_fails") rc = peer_leaves_then_fails();
+    else if (scenario == "exit_while_store_blocks") rc = exit_while_store_blocks();
+    else if (scenario == "mismatch_seen_by_all") rc = mismatch_seen_by_all();
+    else if (scenario == "peer_left_after_sending") rc = peer_left_after_sending();
     std::fflush(stderr);
     return rc > 3 ? 1 : rc;
 }

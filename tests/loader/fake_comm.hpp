@@ -35,6 +35,9 @@ struct Pair {
     int joined = 0;
     std::map<std::uint64_t, Arrival> arrived[2];  // by operation number, until the peer's came
     std::set<std::uint64_t> completed;            // written by the second to arrive, until the first saw it
+    // Operations whose two sides differ (count, dtype, reduction): the
+    // second to arrive says how, for the first; nothing was reduced.
+    std::map<std::uint64_t, std::string> mismatched;
 };
 
 }  // namespace fake_comm
@@ -190,6 +193,13 @@ void reduce_pair(const Pair::Arrival& a, const Pair::Arrival& b) {
     std::memcpy(reinterpret_cast<void*>(b.out), r.data(), r.size() * sizeof(T));
 }
 
+// "4 x f32 sum": an arrival in a mismatch message.
+std::string arrival_text(const Pair::Arrival& a) {
+    static constexpr const char* kOps[] = {"sum", "prod", "max", "min", "avg"};
+    const auto op = static_cast<std::size_t>(a.op);
+    return std::to_string(a.count) + " x " + keel::dtype_name(a.dtype) + " " + (op < 5 ? kOps[op] : "?");
+}
+
 // A two-rank all_reduce: queued on the stream, where it meets the other
 // rank's (see the top of this file); fails the stream when it cannot.
 Result<void> pair_all_reduce(keel_comm c, keel_stream s, Pair::Arrival mine) {
@@ -202,6 +212,21 @@ Result<void> pair_all_reduce(keel_comm c, keel_stream s, Pair::Arrival mine) {
         std::unique_lock lock(pair->mutex);
         std::map<std::uint64_t, Pair::Arrival>& theirs = pair->arrived[1 - rank];
         if (auto it = theirs.find(number); it != theirs.end()) {
+            const Pair::Arrival other = it->second;  // a copy: erased below
+            if (other.count != mine.count || other.dtype != mine.dtype || other.op != mine.op) {
+                // An engine that compares what the ranks enqueued (NCCL does
+                // not): both fail, nothing is reduced or written.
+                const std::string why = "counts, dtypes or reductions differ between the ranks (nothing was reduced)";
+                pair->mismatched[number] = "all_reduce on " + where + " (peer's side): rank " + std::to_string(rank) +
+                                           " enqueued " + arrival_text(mine) + ", this rank " + arrival_text(other) +
+                                           ": " + why;
+                theirs.erase(it);
+                pair->cv.notify_all();
+                failure->set(Error(KEEL_STATUS_FAILED_PRECONDITION,
+                                   "all_reduce on " + where + ": rank " + std::to_string(1 - rank) + " enqueued " +
+                                       arrival_text(other) + ", this rank " + arrival_text(mine) + ": " + why));
+                return;
+            }
             // Second to arrive: both outputs, while the other rank's stream waits.
             if (mine.dtype == KEEL_DTYPE_F32) reduce_pair<float>(mine, it->second);
             else reduce_pair<std::int32_t>(mine, it->second);
@@ -213,9 +238,14 @@ Result<void> pair_all_reduce(keel_comm c, keel_stream s, Pair::Arrival mine) {
         pair->arrived[rank][number] = mine;
         pair->cv.notify_all();
         const bool ended = pair->cv.wait_for(lock, timeout, [&] {
-            return pair->completed.count(number) > 0 || aborted->load();
+            return pair->completed.count(number) > 0 || pair->mismatched.count(number) > 0 || aborted->load();
         });
         if (pair->completed.erase(number) > 0) return;
+        if (auto it = pair->mismatched.find(number); it != pair->mismatched.end()) {
+            failure->set(Error(KEEL_STATUS_FAILED_PRECONDITION, it->second));
+            pair->mismatched.erase(it);
+            return;
+        }
         pair->arrived[rank].erase(number);
         aborted->store(true);
         failure->set(ended ? Error(KEEL_STATUS_FAILED_PRECONDITION, "all_reduce on " + where + ": aborted")

@@ -134,7 +134,9 @@ struct CommOptions {
     // a receive larger than its send gets the message in its first bytes
     // and zeros after it. The generic path only: the native path checks
     // what its plugin checks (NCCL compares nothing: a mismatch there runs
-    // until the timeout, or gives wrong data).
+    // until the timeout, or gives wrong data; an engine that compares fails
+    // the operation's stream, and error() has its code). To find such a
+    // mismatch, run the job once with KEEL_COMM_GENERIC=1.
     bool check_sizes = true;
     // Use the native entries of the device's plugin (keel.h 1.4: the CUDA
     // plugin over NCCL) where it has them and accepts the group; false, or
@@ -204,7 +206,10 @@ struct P2P {
 // the next enqueue after it, error() may still be OK. Synchronize the
 // stream to see such a failure.
 //
-// Move-only. Threads: send; enqueue members are const and may be called
+// Move-only. A moved-from communicator has no group: its operations,
+// set_timeout() and error() return FAILED_PRECONDITION saying so, abort()
+// does nothing, and its accessors (rank(), device(), ...) stop the program
+// with that message. Threads: send; enqueue members are const and may be called
 // from several threads (their order is the order the calls return);
 // abort() and error() from any thread at any time.
 class KEEL_COMM_API Communicator {

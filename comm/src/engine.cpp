@@ -192,7 +192,7 @@ void Communicator::Impl::fail_if_a_peer_failed() noexcept {
     if (!peer) return;
     // Failed here too, as abort() would: error() and later enqueues say
     // why, and an operation in flight ends naming it.
-    fail_everywhere(Error(KEEL_STATUS_UNAVAILABLE, where("error") + ": " + comm::FailureNotice::text(*peer)),
+    fail_everywhere(Error(peer->code(), where("error") + ": " + comm::FailureNotice::text(*peer)),
                     /*post=*/false);
 }
 
@@ -488,7 +488,7 @@ Result<void> Communicator::Impl::run_gate(const std::shared_ptr<comm::Op>& op, S
                                                   "): ended because the communicator failed: " + ended->message() +
                                                   " (" + e.what() + ")");
             else if ((peer_named = peer.has_value()))
-                failed = Error(peer->mismatch ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE,
+                failed = Error(peer->code(),
                                where(op->what()) + " (" + op->detail() + "): ended because " +
                                    comm::FailureNotice::text(*peer));
             else

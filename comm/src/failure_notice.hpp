@@ -33,6 +33,11 @@ struct PeerFailure {
     // Its error was a mismatch between the ranks (FAILED_PRECONDITION: the
     // caller's mistake, not the network's), so the peers' errors say so too.
     bool mismatch = false;
+
+    // The code a peer's error carries when it names this failure.
+    [[nodiscard]] keel_status code() const noexcept {
+        return mismatch ? KEEL_STATUS_FAILED_PRECONDITION : KEEL_STATUS_UNAVAILABLE;
+    }
 };
 
 // Threads: Send and Sync (post() once, by whoever fails the communicator

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks keel on a GPU machine in one run of under 10 minutes, from the
+# Checks keel on a GPU machine in one run, from the
 # repository root, with the folder scripts/gpu-bundle.sh made (.gpu-bundle/):
 #   1. every ctest test but the kit's (see below);
 #   2. compute-sanitizer memcheck over the CUDA tests;
@@ -7,12 +7,14 @@
 #      torch_lerp_bench.py, keel-memory-bench, sync_latency;
 #   3b. communication on cuda:0: one rank on NCCL, keel-comm-bench and
 #      keel-pipeline with two processes on the GPU (generic path);
-#   3c. with two GPUs, keel's peer copy beside raw cudaMemcpyPeerAsync;
+#   3c. with two GPUs, keel's peer copy beside raw cudaMemcpyPeerAsync, and
+#      two ranks on NCCL (the multi-process comm scenarios, native path);
 #   4. keel-memory-bench and sync_latency on cpu:0 with all the host's cores,
 #      and keel-staging-bench (the plugins' pageable staging, simulated link);
 # then one table of every goal with its figure and met / MISSED, parsed from
 # the outputs (scripts/gpu_goals.py). Each part has a time budget (seconds,
-# below, 635 in all; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
+# below, 1,115 in all, 985 without the two-GPU parts; most parts end well
+# within theirs; KEEL_GPU_CHECK_SCALE=2 doubles them) and the benchmark sizes
 # and repetitions are bounded to fit it; a part past its budget is stopped
 # and its goals read "not measured: timed out".
 #
@@ -195,6 +197,23 @@ elif nccl=$(find_nccl) && [ -n "$nccl" ]; then
     --gtest_filter='CommNativeDispatch.*:CommNativeNccl.*'
 else
   skip_part comm-nccl "libnccl.so.2 not found (python3 -c 'import nvidia.nccl' failed, not in torch/lib, not in ldconfig)"
+fi
+
+# Two ranks on NCCL, one GPU each (only a machine with two GPUs runs it):
+# the multi-process scenarios the CI runs on cpu:0 (collectives, send and
+# receive, a failed stream and abort() named on both ranks, the per-operation
+# timeout), here on the native path.
+nccl_scenarios="collectives_small collectives more_collectives p2p failed_stream_all_reduce failed_stream_send abort per_op_timeout"
+if [ -n "$gpu_why" ]; then
+  skip_part comm-nccl-2ranks "$gpu_why"
+elif [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ]; then
+  skip_part comm-nccl-2ranks "needs two GPUs (NCCL refuses two ranks on one GPU)"
+elif [ -z "${nccl:-}" ]; then
+  skip_part comm-nccl-2ranks "libnccl.so.2 not found"
+else
+  run_part comm-nccl-2ranks 90 env KEEL_NCCL_LIBRARY="$nccl" bash -c 'rc=0; for s in $2; do echo "--- $s";
+      "$0" -n 2 -- "$1" "$s@cuda:{rank}" || { echo "--- $s FAILED"; rc=1; }; done; exit $rc' \
+    "$B/bin/keel-launch" "$B/tests/comm/keel_comm_rank" "$nccl_scenarios"
 fi
 
 # Communication through the generic path: two processes on one GPU (NCCL

@@ -349,6 +349,15 @@ def comm_bench(p, device):
             add(device, goals[key], "-", f"not measured: no figure in the output ({p.status})")
 
 
+def nccl_two_ranks(p, device):
+    goal = "NCCL, two ranks on two GPUs: collectives, send/recv, a failed stream and abort() named on both ranks"
+    if p.why:
+        return p.missing(device, [goal])
+    failed = re.findall(r"^--- (\S+) FAILED$", p.log, re.M)
+    figure = f"failed: {', '.join(failed)}" if failed else "every scenario passed"
+    add(device, goal, figure + p.note(), verdict(not failed and p.status == "ok"))
+
+
 def pipeline(p, device):
     goal = "pipeline: sync and hold give one checksum; hold never blocks the host after a send"
     if p.why:
@@ -379,6 +388,7 @@ def main():
     soak(part("soak-cuda"), "cuda:0")
     comm_bench(part("comm-bench-cuda"), "cuda:0")
     pipeline(part("pipeline-cuda"), "cuda:0")
+    nccl_two_ranks(part("comm-nccl-2ranks"), "cuda:0,1")
     comm_bench(part("comm-bench-cpu"), "cpu:0")
 
     info = (root / "keel-info.log").read_text(errors="replace") if (root / "keel-info.log").exists() else ""

@@ -34,7 +34,7 @@ namespace {
 
 int failures = 0;
 // The device the ranks communicate through: "<scenario>@<device>" on the
-// command line, cpu:0 when not named.
+// command line ("{rank}" in it stands for the rank), cpu:0 when not named.
 std::string g_device = "cpu:0";
 
 // The launcher's RANK, for messages.
@@ -1670,6 +1670,9 @@ int main(int argc, char** argv) {
         g_device = scenario.substr(at + 1);
         scenario.resize(at);
     }
+    // "cuda:{rank}": a device per rank, as NCCL needs.
+    if (const std::size_t at = g_device.find("{rank}"); at != std::string::npos)
+        g_device.replace(at, 6, std::string(keel::env::foreign("RANK").value_or("0")));
     int rc = 2;
     if (scenario == "collectives") rc = collectives(true);
     else if (scenario == "collectives_small") rc = collectives(false);

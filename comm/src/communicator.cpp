@@ -233,7 +233,6 @@ Result<void> Communicator::all_reduce(const Stream& stream, DeviceView in, Devic
 
 Result<void> Communicator::all_reduce(const Stream& stream, DeviceView inout, keel_dtype dtype,
                                       ReduceOp reduce) const {
-    if (!impl_) return comm::moved_from("all_reduce");
     return all_reduce(stream, inout, inout, dtype, reduce);
 }
 
@@ -265,7 +264,6 @@ Result<void> Communicator::broadcast(const Stream& stream, DeviceView in, Device
 }
 
 Result<void> Communicator::broadcast(const Stream& stream, DeviceView inout, int root) const {
-    if (!impl_) return comm::moved_from("broadcast");
     return broadcast(stream, inout, inout, root);
 }
 

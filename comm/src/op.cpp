@@ -8,6 +8,22 @@ namespace {
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 }  // namespace
 
+const char* kind_name(OpKind kind) noexcept {
+    switch (kind) {
+        case OpKind::all_reduce: return "all_reduce";
+        case OpKind::broadcast: return "broadcast";
+        case OpKind::all_gather: return "all_gather";
+        case OpKind::reduce_scatter: return "reduce_scatter";
+        case OpKind::send_recv: return "send_recv";
+        case OpKind::barrier: return "barrier";
+        case OpKind::reduce: return "reduce";
+        case OpKind::gather: return "gather";
+        case OpKind::scatter: return "scatter";
+        case OpKind::all_to_all: return "all_to_all";
+    }
+    return "?";
+}
+
 Signature Op::signature() const noexcept {
     switch (kind) {
         case OpKind::all_reduce:
@@ -27,23 +43,9 @@ Signature Op::signature() const noexcept {
 }
 
 const char* Op::what() const noexcept {
-    switch (kind) {
-        case OpKind::all_reduce: return "all_reduce";
-        case OpKind::broadcast: return "broadcast";
-        case OpKind::all_gather: return "all_gather";
-        case OpKind::reduce_scatter: return "reduce_scatter";
-        case OpKind::send_recv:
-            // The collective the batch makes, if any.
-            return group[0] == 0 || static_cast<OpKind>(group[0]) == OpKind::send_recv
-                       ? "send_recv"
-                       : Op(static_cast<OpKind>(group[0])).what();
-        case OpKind::barrier: return "barrier";
-        case OpKind::reduce: return "reduce";
-        case OpKind::gather: return "gather";
-        case OpKind::scatter: return "scatter";
-        case OpKind::all_to_all: return "all_to_all";
-    }
-    return "?";
+    // A batch names the collective it makes, if any.
+    if (kind == OpKind::send_recv && group[0] != 0) return kind_name(static_cast<OpKind>(group[0]));
+    return kind_name(kind);
 }
 
 std::string Op::detail() const {
@@ -69,16 +71,12 @@ std::string Op::detail() const {
 }
 
 std::string signature_text(const Signature& s) {
-    static constexpr const char* kKinds[] = {"?",         "all_reduce", "broadcast", "all_gather",
-                                             "reduce_scatter", "send_recv", "barrier", "reduce",
-                                             "gather",         "scatter",    "all_to_all"};
-    const std::uint64_t k = s[0] < 11 ? s[0] : 0;
-    const OpKind kind = static_cast<OpKind>(k);
-    if (kind == OpKind::barrier) return "barrier";
-    if (kind == OpKind::all_to_all) return "all_to_all";
+    const OpKind kind = static_cast<OpKind>(s[0] <= static_cast<std::uint64_t>(OpKind::all_to_all) ? s[0] : 0);
+    const char* name = kind_name(kind);
+    if (kind == OpKind::barrier || kind == OpKind::all_to_all) return name;
     if (kind == OpKind::gather || kind == OpKind::scatter)
-        return std::string(kKinds[k]) + " of " + std::to_string(s[1]) + " bytes per rank (root " + std::to_string(s[3]) + ")";
-    std::string text = std::string(kKinds[k]) + " of " + std::to_string(s[1]) + " bytes";
+        return std::string(name) + " of " + std::to_string(s[1]) + " bytes per rank (root " + std::to_string(s[3]) + ")";
+    std::string text = std::string(name) + " of " + std::to_string(s[1]) + " bytes";
     if (kind == OpKind::all_reduce || kind == OpKind::reduce_scatter || kind == OpKind::reduce) {
         const ReduceOp reduce = static_cast<ReduceOp>(s[3] & 0xff);
         text += std::string(" (") + dtype_name(static_cast<keel_dtype>(s[2])) + " " + reduce_name(reduce) +

@@ -102,6 +102,8 @@ struct Op {
 };
 
 // "all_reduce of 64 bytes (f32 sum)": a signature in a message.
+// "all_reduce", "gather"...; "?" for a value that names no kind.
+[[nodiscard]] const char* kind_name(OpKind kind) noexcept;
 [[nodiscard]] std::string signature_text(const Signature& s);
 
 // The ranks enqueued operations that do not match (counts, dtypes,

@@ -102,11 +102,10 @@ private:
 
 Result<Store> comm::redis_store(const std::string& host, int port, std::chrono::milliseconds timeout) {
     const std::string where = "Redis " + host + ":" + std::to_string(port);
-    const auto ms = std::max<long long>(1, timeout.count());
     // Every command waits at most `timeout` for its answer: a server that
     // stops answering (stopped, overloaded) is an error, never a wait
     // without end.
-    const timeval bound{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+    const timeval bound = comm::timeval_of(timeout);
     redisContext* context = redisConnectWithTimeout(host.c_str(), port, bound);
     if (context == nullptr || context->err) {
         const std::string why = context ? context->errstr : "out of memory";

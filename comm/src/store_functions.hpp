@@ -4,6 +4,8 @@
 
 #include <keel/comm.hpp>
 
+#include <sys/time.h>
+
 namespace keel {
 
 struct Store::Functions {
@@ -21,6 +23,12 @@ namespace comm {
 // Store::redis with each command's answer bounded by `timeout` (Store::redis:
 // 30 s; create_from_env: the communicator's).
 [[nodiscard]] Result<Store> redis_store(const std::string& host, int port, std::chrono::milliseconds timeout);
+// `timeout` as the socket options and hiredis take it (at least 1 ms: a
+// zero would mean no bound).
+[[nodiscard]] inline timeval timeval_of(std::chrono::milliseconds timeout) noexcept {
+    const long long ms = timeout.count() > 1 ? timeout.count() : 1;
+    return {static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+}
 }  // namespace comm
 
 }  // namespace keel

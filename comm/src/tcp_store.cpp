@@ -249,8 +249,7 @@ Result<Fd> connect_until(const std::string& host, int port, std::chrono::steady_
 // answering (stopped, or a port served by another program) is an error,
 // never a wait without end.
 void bound_io(int fd, std::chrono::milliseconds timeout) {
-    const auto ms = std::max<long long>(1, timeout.count());
-    const timeval bound{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+    const timeval bound = comm::timeval_of(timeout);
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
 }
